@@ -1,0 +1,15 @@
+# One static library per source folder under src/, built from the files that are there.
+# A module with no .cpp yet becomes an INTERFACE library so dependents still link.
+function(ringlm_module name)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp")
+  if(srcs)
+    add_library(ringlm_${name} STATIC ${srcs})
+    target_include_directories(ringlm_${name} PUBLIC "${PROJECT_SOURCE_DIR}/src")
+    target_link_libraries(ringlm_${name} PUBLIC ${M_DEPS})
+  else()
+    add_library(ringlm_${name} INTERFACE)
+    target_include_directories(ringlm_${name} INTERFACE "${PROJECT_SOURCE_DIR}/src")
+    target_link_libraries(ringlm_${name} INTERFACE ${M_DEPS})
+  endif()
+endfunction()

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs ringlm's build and test dependencies from Debian's packages (when run as root
+# and something is missing) and builds the release tree in build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
+  python3 python3-numpy nodejs npm
+  libclang-rt-14-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing Debian packages (install as root): ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# JavaScript reference implementations used by the property tests (npm registry).
+if [[ -f tests/js/package.json ]]; then
+  (cd tests/js && { [[ -d node_modules ]] || npm ci --no-audit --no-fund --loglevel=error; })
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
