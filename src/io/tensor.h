@@ -1,0 +1,45 @@
+// A named tensor as stored in a checkpoint file: dtype, shape and a view of its bytes
+// inside a memory mapping. Every checkpoint format (safetensors, GGUF, ringlm's packed
+// directory) presents its tensors through TensorSource, so the model loader is format-blind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringlm::io {
+
+enum class DType : std::uint8_t {
+  F32, F16, BF16, I8,
+  Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
+};
+
+const char* dtype_name(DType t);
+
+struct TensorView {
+  std::string name;               // canonical name (Hugging Face, without the model prefix)
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;  // row-major, PyTorch order: [out, in] for a linear layer
+  const std::uint8_t* data = nullptr;
+  std::uint64_t nbytes = 0;
+  std::string file;               // file it lives in, for error messages
+
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  // The tensor with this canonical name, or nullptr if the checkpoint does not have it.
+  virtual const TensorView* find(std::string_view name) const = 0;
+  virtual std::vector<std::string> names() const = 0;
+  // Human-readable description of where the tensors come from (directory or file).
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace ringlm::io
