@@ -240,10 +240,10 @@ Value Evaluator::make_macro(const Stmt& s, const ScopePtr& scope, const std::str
     if (args.positional.size() > node->params.size()) {
       if (!node->uses_varargs)
         runtime_fail("macro '", name, "' takes not more than ", node->params.size(), " argument(s)");
-      frame->set("varargs", Value::array(Array(args.positional.begin() + static_cast<std::ptrdiff_t>(node->params.size()),
+      frame->set("varargs", Value::tuple(Array(args.positional.begin() + static_cast<std::ptrdiff_t>(node->params.size()),
                                                args.positional.end())));
     } else if (node->uses_varargs) {
-      frame->set("varargs", Value::array());
+      frame->set("varargs", Value::tuple({}));
     }
     if (!kwargs.empty() && !node->uses_kwargs)
       runtime_fail("macro '", name, "' takes no keyword argument '", kwargs.front().first, "'");
@@ -323,7 +323,7 @@ Value Evaluator::eval_inner(const Expr& e, const ScopePtr& scope) {
       Array items;
       items.reserve(e.args.size());
       for (const auto& a : e.args) items.push_back(eval(*a, scope));
-      return Value::array(std::move(items));
+      return e.kind == ExprKind::Tuple ? Value::tuple(std::move(items)) : Value::array(std::move(items));
     }
     case ExprKind::Dict: {
       Object obj;

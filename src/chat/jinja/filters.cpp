@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <unordered_map>
+#include <utility>
 
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
@@ -204,6 +205,22 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       if (!name || !name->is_string()) runtime_fail("attr filter needs a name");
       return get_attribute(ev, v, name->as_string());
     };
+    t["batch"] = [](Evaluator&, const Value& v, CallArgs& a) {
+      std::int64_t size = opt_int(a, 0, "linecount", 0);
+      if (size <= 0) runtime_fail("batch size must be positive");
+      const Value* fill = opt_arg(a, 1, "fill_with");
+      Array out, cur;
+      for (const auto& item : iterate(v)) {
+        cur.push_back(item);
+        if (static_cast<std::int64_t>(cur.size()) == size) out.push_back(Value::array(std::exchange(cur, {})));
+      }
+      if (!cur.empty()) {
+        if (fill)
+          while (static_cast<std::int64_t>(cur.size()) < size) cur.push_back(*fill);
+        out.push_back(Value::array(std::move(cur)));
+      }
+      return Value::array(std::move(out));
+    };
     t["capitalize"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::string(text::capitalize(v.str())); };
     t["center"] = [](Evaluator& ev, const Value& v, CallArgs& a) {
       std::string s = v.str();
@@ -232,7 +249,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
         else if (by->str() != "key") runtime_fail("dictsort: 'by' must be 'key' or 'value'");
       }
       Array pairs;
-      for (const auto& [k, val] : v.as_object().items) pairs.push_back(Value::array({Value::string(k), val}));
+      for (const auto& [k, val] : v.as_object().items) pairs.push_back(Value::tuple({Value::string(k), val}));
       Value index = Value::integer(pos);
       return Value::array(sorted(ev, std::move(pairs), reverse, case_sensitive, &index));
     };
@@ -279,7 +296,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       Array out;
       if (v.is_undefined()) return Value::array();
       if (!v.is_object()) runtime_fail("items filter expects a dict, got ", v.type_name());
-      for (const auto& [k, val] : v.as_object().items) out.push_back(Value::array({Value::string(k), val}));
+      for (const auto& [k, val] : v.as_object().items) out.push_back(Value::tuple({Value::string(k), val}));
       return Value::array(std::move(out));
     };
     t["join"] = [](Evaluator& ev, const Value& v, CallArgs& a) {

@@ -238,7 +238,7 @@ Value dict_method(const Value& obj, std::string_view name) {
   if (name == "items")
     return bind([](const Object& o, CallArgs&) {
       Array out;
-      for (const auto& [k, v] : o.items) out.push_back(Value::array({Value::string(k), v}));
+      for (const auto& [k, v] : o.items) out.push_back(Value::tuple({Value::string(k), v}));
       return Value::array(std::move(out));
     });
   if (name == "keys")

@@ -654,7 +654,7 @@ class Parser {
   }
 
   ExprPtr parse_call(ExprPtr node) {
-    auto e = make(ExprKind::Call, cur().offset);
+    auto e = make(ExprKind::Call, node->offset);  // errors point at the callee
     e->a = std::move(node);
     parse_args(*e);
     return e;

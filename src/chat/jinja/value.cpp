@@ -82,6 +82,11 @@ Value Value::array(Array items) {
   v.data_ = std::make_shared<Array>(std::move(items));
   return v;
 }
+Value Value::tuple(Array items) {
+  Value v = array(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
 Value Value::object(Object obj) {
   Value v;
   v.kind_ = Kind::Object;
@@ -269,13 +274,14 @@ std::string str_at(const Value& v, int depth) {
     case Value::Kind::String:
       return v.as_string();
     case Value::Kind::Array: {
-      std::string out = "[";
+      std::string out = v.is_tuple() ? "(" : "[";
       bool first = true;
       for (const auto& e : v.as_array()) {
         if (!first) out += ", ";
         first = false;
         out += repr_at(e, depth + 1);
       }
+      if (v.is_tuple()) return out + (v.as_array().size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::Object: {

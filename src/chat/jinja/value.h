@@ -64,6 +64,8 @@ class Value {
   static Value floating(double d);
   static Value string(std::string s);
   static Value array(Array items = {});
+  // A list that prints as a Python tuple: "(1, 2)" (tuple literals, dict items).
+  static Value tuple(Array items);
   static Value object(Object obj = {});
   static Value function(std::string name, std::function<Value(CallArgs&)> fn);
   static Value from_json(const nlohmann::ordered_json& j);
@@ -77,6 +79,7 @@ class Value {
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
   bool is_string() const { return kind_ == Kind::String; }
   bool is_array() const { return kind_ == Kind::Array; }
+  bool is_tuple() const { return kind_ == Kind::Array && tuple_; }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_mapping() const { return kind_ == Kind::Object && !as_object().is_namespace; }
   bool is_function() const { return kind_ == Kind::Function; }
@@ -110,6 +113,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::Undefined;
+  bool tuple_ = false;
   std::variant<std::monostate, bool, std::int64_t, double, std::string, std::shared_ptr<Array>,
                std::shared_ptr<Object>, std::shared_ptr<Function>>
       data_;
