@@ -44,7 +44,7 @@ RINGLM_COMMAND(logits) {
   struct Options {
     std::string model, ids, ids_file, out;
     long long decode_from = -1;
-    int ctx = 8192;
+    int ctx = 0;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
@@ -55,7 +55,7 @@ RINGLM_COMMAND(logits) {
   sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [T][V]")->required();
   sub->add_option("--decode-from", opt->decode_from,
                   "Positions >= N use single-token decode (default: all positions prefill)");
-  sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens")->capture_default_str();
+  sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens (default: min(8192, max_position_embeddings))");
   sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([opt] {
     using namespace ringlm;

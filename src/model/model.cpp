@@ -28,10 +28,11 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
     : model_(std::move(model)), cfg_(model_->config()), w_(model_->weights()) {
-  if (options.context_tokens < 1 || options.context_tokens > cfg_.max_position_embeddings)
-    fail("context size ", options.context_tokens, " must be between 1 and max_position_embeddings (",
+  capacity_ = options.context_tokens == 0 ? std::min(kDefaultContext, cfg_.max_position_embeddings)
+                                          : options.context_tokens;
+  if (capacity_ < 1 || capacity_ > cfg_.max_position_embeddings)
+    fail("context size ", capacity_, " must be between 1 and max_position_embeddings (",
          cfg_.max_position_embeddings, ")");
-  capacity_ = options.context_tokens;
   std::vector<kv::LayerCacheSpec> specs;
   cache_index_.assign(cfg_.num_layers, -1);
   int max_q = 0, max_kv = 0, max_ffn = 0;

@@ -58,12 +58,14 @@ class Model {
 enum class LogitsMode { None, Last, All };
 
 struct SessionOptions {
-  int context_tokens = 8192;  // full-attention KV capacity; at most max_position_embeddings
+  // Full-attention KV capacity in tokens; 0: min(8192, max_position_embeddings).
+  int context_tokens = 0;
 };
 
 class Session {
  public:
   static constexpr int kMaxChunk = 64;
+  static constexpr int kDefaultContext = 8192;
   using LogitsCallback = std::function<void(std::size_t index, std::span<const float> logits)>;
 
   Session(std::shared_ptr<const Model> model, const SessionOptions& options = {});
