@@ -36,7 +36,7 @@ void LayerCache::check_writable(std::span<const std::int64_t> positions) const {
     const bool collides = i > 0 && p - first >= spec_.n_slots;
     if (evicted_early || collides)
       fail("sliding KV ring of ", spec_.n_slots, " slots cannot take positions ", first, "..", positions.back(),
-           " (a step may span at most ", spec_.n_slots - spec_.window, " positions past the window)");
+           " (one step may span at most ", spec_.n_slots - spec_.window + 1, " positions)");
   }
 }
 
