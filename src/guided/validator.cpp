@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "guided/formats.h"
+#include "guided/ref_resolver.h"
 #include "util/error.h"
 
 namespace ringlm::guided {
@@ -41,19 +42,6 @@ bool json_equal(const Json& a, const Json& b) {
 
 namespace {
 
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(char(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
 bool is_integer_value(const Json& v) {
   if (v.is_number_integer()) return true;
   if (v.is_number_float()) {
@@ -63,108 +51,16 @@ bool is_integer_value(const Json& v) {
   return false;
 }
 
-// Strips the fragment-less base of a URI reference ("a/b.json#/x" -> "a/b.json").
-std::string uri_base(const std::string& ref) {
-  auto h = ref.find('#');
-  return h == std::string::npos ? ref : ref.substr(0, h);
-}
-
-// Last path segment of an id/ref base, so relative ids resolve without a full URI resolver.
-std::string last_segment(const std::string& base) {
-  auto slash = base.rfind('/');
-  return slash == std::string::npos ? base : base.substr(slash + 1);
-}
-
 }  // namespace
-
-const Json* resolve_json_pointer(const Json& root, std::string_view pointer) {
-  std::string p = percent_decode(pointer);
-  const Json* cur = &root;
-  if (p.empty()) return cur;
-  if (p[0] != '/') return nullptr;
-  size_t i = 1;
-  while (true) {
-    size_t j = p.find('/', i);
-    std::string token = p.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    std::string key;
-    for (size_t k = 0; k < token.size(); ++k) {
-      if (token[k] == '~' && k + 1 < token.size() && token[k + 1] == '1') {
-        key.push_back('/'), ++k;
-      } else if (token[k] == '~' && k + 1 < token.size() && token[k + 1] == '0') {
-        key.push_back('~'), ++k;
-      } else {
-        key.push_back(token[k]);
-      }
-    }
-    if (cur->is_object()) {
-      auto it = cur->find(key);
-      if (it == cur->end()) return nullptr;
-      cur = &*it;
-    } else if (cur->is_array()) {
-      if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos) return nullptr;
-      size_t idx = std::stoul(key);
-      if (idx >= cur->size()) return nullptr;
-      cur = &(*cur)[idx];
-    } else {
-      return nullptr;
-    }
-    if (j == std::string::npos) break;
-    i = j + 1;
-  }
-  return cur;
-}
 
 struct Validator::Impl {
   Json root;
   ValidatorOptions options;
   bool draft4 = false;
   bool ref_overrides_siblings = false;  // drafts 4-7: $ref ignores sibling keywords
-  std::unordered_map<std::string, const Json*> ids;      // "$id" bases and "#anchor" names
+  std::unique_ptr<RefResolver> refs;
   mutable std::mutex regex_mutex;
   mutable std::unordered_map<std::string, std::shared_ptr<CpDfa>> regex_cache;
-
-  void index_ids(const Json& s) {
-    if (s.is_object()) {
-      auto id = s.find(draft4 ? "id" : "$id");
-      if (id != s.end() && id->is_string()) {
-        std::string v = id->get<std::string>();
-        if (!v.empty() && v[0] == '#') {
-          ids[v] = &s;
-        } else {
-          ids[uri_base(v)] = &s;
-          ids[last_segment(uri_base(v))] = &s;
-        }
-      }
-      auto anchor = s.find("$anchor");
-      if (anchor != s.end() && anchor->is_string()) ids["#" + anchor->get<std::string>()] = &s;
-      for (auto it = s.begin(); it != s.end(); ++it) {
-        if (it.key() == "enum" || it.key() == "const") continue;
-        index_ids(it.value());
-      }
-    } else if (s.is_array()) {
-      for (auto& v : s) index_ids(v);
-    }
-  }
-
-  const Json* resolve(const std::string& ref) const {
-    if (ref == "#") return &root;
-    if (ref.rfind("#/", 0) == 0) return resolve_json_pointer(root, std::string_view(ref).substr(1));
-    if (ref[0] == '#') {
-      auto it = ids.find(ref);
-      return it == ids.end() ? nullptr : it->second;
-    }
-    std::string base = uri_base(ref);
-    auto it = ids.find(base);
-    if (it == ids.end()) it = ids.find(last_segment(base));
-    if (it == ids.end()) return nullptr;
-    auto h = ref.find('#');
-    if (h == std::string::npos || h + 1 == ref.size()) return it->second;
-    std::string frag = ref.substr(h + 1);
-    if (frag[0] == '/') return resolve_json_pointer(*it->second, frag);
-    auto a = ids.find("#" + frag);
-    return a == ids.end() ? nullptr : a->second;
-  }
-
   const CpDfa& regex(const std::string& pattern) const {
     std::lock_guard<std::mutex> lock(regex_mutex);
     auto it = regex_cache.find(pattern);
@@ -196,7 +92,7 @@ struct Validator::Impl {
     if (!s.is_object()) return true;
 
     if (auto r = s.find("$ref"); r != s.end() && r->is_string()) {
-      const Json* target = resolve(r->get<std::string>());
+      const Json* target = refs->resolve(r->get<std::string>());
       if (!target) fail("unresolvable $ref '", r->get<std::string>(), "'");
       if (!check(*target, v, path, why, depth + 1)) return false;
       if (ref_overrides_siblings) return true;
@@ -446,7 +342,7 @@ Validator::Validator(Json schema, ValidatorOptions options) : impl_(std::make_un
       impl_->ref_overrides_siblings = uri.find("draft-0") != std::string::npos;
     }
   }
-  impl_->index_ids(impl_->root);
+  impl_->refs = std::make_unique<RefResolver>(impl_->root, impl_->draft4);
 }
 
 Validator::~Validator() = default;
@@ -454,6 +350,10 @@ Validator::~Validator() = default;
 bool Validator::validate(const Json& instance, std::string* why) const {
   if (why) why->clear();
   return impl_->check(impl_->root, instance, "", why, 0);
+}
+
+bool Validator::validate_subschema(const Json& schema, const Json& instance) const {
+  return impl_->check(schema, instance, "", nullptr, 0);
 }
 
 }  // namespace ringlm::guided

@@ -32,6 +32,9 @@ class Validator {
   // True when `instance` is valid; otherwise false and, if `why` is given, a one-line reason
   // naming the instance location and the failing keyword.
   bool validate(const Json& instance, std::string* why = nullptr) const;
+  // Validates against `schema` (a subschema or a schema derived from this document; its $refs
+  // resolve against this validator's document).
+  bool validate_subschema(const Json& schema, const Json& instance) const;
 
  private:
   struct Impl;
@@ -40,8 +43,5 @@ class Validator {
 
 // JSON equality as JSON Schema defines it (numbers by value, objects ignoring key order).
 bool json_equal(const Json& a, const Json& b);
-
-// Resolves a JSON pointer fragment ("/a/b~1c", percent-decoded) inside `root`; nullptr if absent.
-const Json* resolve_json_pointer(const Json& root, std::string_view pointer);
 
 }  // namespace ringlm::guided
