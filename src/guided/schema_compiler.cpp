@@ -159,7 +159,7 @@ class Compiler {
     uint32_t root = rule_for(root_);
     CompiledSchema out;
     out.grammar = b_.finish(root);
-    out.property_order = order_;
+    out.property_orders = order_;
     return out;
   }
 
@@ -516,17 +516,22 @@ class Compiler {
 
   void note_keys(const Json& v) {
     if (v.is_object()) {
+      std::vector<std::string> names;
       for (auto it = v.begin(); it != v.end(); ++it) {
-        note_name(it.key());
+        names.push_back(it.key());
         note_keys(it.value());
       }
+      note_order(std::move(names));
     } else if (v.is_array()) {
       for (auto& x : v) note_keys(x);
     }
   }
 
-  void note_name(const std::string& n) {
-    if (order_seen_.insert(n).second) order_.push_back(n);
+  void note_order(std::vector<std::string> names) {
+    if (names.empty()) return;
+    std::string key;
+    for (auto& n : names) key += n + '\0';
+    if (order_seen_.insert(key).second) order_.push_back(std::move(names));
   }
 
   // `not` forms the grammar can honour: a type restriction, required properties (a single
@@ -811,7 +816,9 @@ class Compiler {
     int64_t mn = count_kw(s, "minItems", 0), mx = count_kw(s, "maxItems", -1);
     if (!rest_allowed) mx = mx < 0 ? int64_t(prefix.size()) : std::min<int64_t>(mx, int64_t(prefix.size()));
     if (mx >= 0 && mn > mx) return;
-    int64_t last = std::max<int64_t>(int64_t(prefix.size()), mn);  // beyond: a loop (unbounded) or a chain
+    // States after 0..last elements; with no maxItems the last one (>= 1, so it is past the first
+    // element and needs commas) loops.
+    int64_t last = std::max<int64_t>({int64_t(prefix.size()), mn, 1});
     if (mx >= 0) last = mx;
     if (last > kMaxCount) fail("minItems/maxItems above ", kMaxCount, " are not supported");
     std::string comma = sep_comma(options_.whitespace);
@@ -906,7 +913,6 @@ class Compiler {
           if (req) return;  // unsatisfiable
           continue;
         }
-        note_name(it.key());
         entries.push_back({it.key(), sch, req});
       }
     }
@@ -914,8 +920,12 @@ class Compiler {
       if (props && props->contains(r)) continue;
       const Json* sch = schema_for(r, nullptr);
       if (!name_ok(r) || is_false_schema(*sch)) return;
-      note_name(r);
       entries.push_back({r, sch, true});
+    }
+    {
+      std::vector<std::string> names;
+      for (auto& e : entries) names.push_back(e.name);
+      note_order(std::move(names));
     }
 
     // Dependencies that the fixed order cannot track are rejected unless trivially satisfied.
@@ -1073,7 +1083,7 @@ class Compiler {
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;
-  std::vector<std::string> order_;
+  std::vector<std::vector<std::string>> order_;
   std::unordered_set<std::string> order_seen_;
 };
 
@@ -1090,24 +1100,45 @@ std::string serialize_json(const Json& value, Whitespace ws) {
   return out;
 }
 
-Json reorder_keys(const Json& value, const std::vector<std::string>& order) {
+namespace {
+
+// The declared-order list that covers most of the object's keys (ties: the shorter list).
+const std::vector<std::string>* best_order(const Json& obj, const std::vector<std::vector<std::string>>& orders) {
+  const std::vector<std::string>* best = nullptr;
+  size_t best_hits = 0, best_size = 0;
+  for (auto& o : orders) {
+    size_t hits = 0;
+    for (auto& n : o) hits += obj.contains(n);
+    if (hits > best_hits || (hits == best_hits && hits > 0 && o.size() < best_size)) {
+      best = &o, best_hits = hits, best_size = o.size();
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Json reorder_keys(const Json& value, const std::vector<std::vector<std::string>>& orders) {
   if (value.is_array()) {
     Json out = Json::array();
-    for (auto& x : value) out.push_back(reorder_keys(x, order));
+    for (auto& x : value) out.push_back(reorder_keys(x, orders));
     return out;
   }
   if (!value.is_object()) return value;
+  const std::vector<std::string>* order = best_order(value, orders);
   std::unordered_map<std::string, size_t> rank;
-  for (size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
+  size_t n_order = order ? order->size() : 0;
+  if (order)
+    for (size_t i = 0; i < order->size(); ++i) rank.emplace((*order)[i], i);
   std::vector<std::pair<size_t, std::string>> keys;
   size_t idx = 0;
   for (auto it = value.begin(); it != value.end(); ++it, ++idx) {
     auto r = rank.find(it.key());
-    keys.emplace_back(r != rank.end() ? r->second : order.size() + idx, it.key());
+    keys.emplace_back(r != rank.end() ? r->second : n_order + idx, it.key());
   }
   std::stable_sort(keys.begin(), keys.end());
   Json out = Json::object();
-  for (auto& [r, k] : keys) out[k] = reorder_keys(value[k], order);
+  for (auto& [r, k] : keys) out[k] = reorder_keys(value[k], orders);
   return out;
 }
 

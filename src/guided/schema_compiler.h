@@ -20,9 +20,9 @@ struct CompileOptions {
 
 struct CompiledSchema {
   Grammar grammar;
-  // Declared property names in the order the grammar emits them (first declaration wins);
-  // serialise instances with reorder_keys(instance, property_order) to match the grammar.
-  std::vector<std::string> property_order;
+  // The declared property lists of every object schema, in the order the grammar emits them;
+  // serialise instances with reorder_keys(instance, property_orders) to match the grammar.
+  std::vector<std::vector<std::string>> property_orders;
 };
 
 CompiledSchema compile_schema(const Json& schema, const CompileOptions& options = {});
@@ -30,8 +30,9 @@ CompiledSchema compile_schema(const Json& schema, const CompileOptions& options 
 // Canonical serialisation in a whitespace style (nlohmann number formatting, canonical escapes).
 std::string serialize_json(const Json& value, Whitespace ws);
 
-// Recursively reorders object keys: names in `order` first (in that order), then the others in
-// their original order.
-Json reorder_keys(const Json& value, const std::vector<std::string>& order);
+// Recursively reorders object keys for the grammar: each object takes the declared list that
+// covers most of its keys; those keys come first in that order, the others after in their
+// original order (a heuristic: the instance is not matched to its subschema).
+Json reorder_keys(const Json& value, const std::vector<std::vector<std::string>>& orders);
 
 }  // namespace ringlm::guided
