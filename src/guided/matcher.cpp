@@ -46,6 +46,8 @@ struct GrammarIndex::Impl {
     bool accept = false;
     std::unique_ptr<std::array<int32_t, 256>> next;
     std::vector<uint32_t> mask;
+    // plain_remaining of the single kernel state (string-body fast path), else kNotPlain.
+    int32_t plain = Grammar::kNotPlain;
   };
   std::vector<Config> configs;
   std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> config_ids;  // kernel + accept flag
@@ -114,6 +116,7 @@ struct GrammarIndex::Impl {
       Config c;
       c.kernel = kernel_scratch;
       c.accept = accept;
+      if (c.kernel.size() == 1 && !accept) c.plain = g.states[nodes[c.kernel[0]].first].plain_remaining;
       configs.push_back(std::move(c));
     }
     return it->second;
@@ -148,7 +151,9 @@ struct GrammarIndex::Impl {
     return step(c, b);
   }
 
-  // Sets the bits of every token in `trie` that can be consumed from configuration c.
+  // Sets the bits of every token in `trie` that can be consumed from configuration c. Where the
+  // walk enters a string-body configuration (plain fast path), the whole subtree is decided from
+  // the tokens' precomputed plain suffixes instead of node by node.
   void walk(const TokenTrie& trie, int32_t c, uint32_t* mask) {
     walk_stack.assign(size_t(trie.max_depth) + 1, kDead);
     walk_stack[0] = c;
@@ -161,12 +166,43 @@ struct GrammarIndex::Impl {
         i = trie.subtree_end[i];
         continue;
       }
+      int32_t plain = configs[size_t(nc)].plain;
+      if (plain != Grammar::kNotPlain) {
+        subtree_plain(trie, i, nc, plain, mask);
+        i = trie.subtree_end[i];
+        continue;
+      }
       walk_stack[trie.depth[i]] = nc;
       for (uint32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
         uint32_t id = trie.tokens[k];
         mask[id >> 5] |= 1u << (id & 31);
       }
       ++i;
+    }
+  }
+
+  // Tokens of trie node i's subtree, whose first depth[i] bytes led to the string-body
+  // configuration x that allows `remaining` more plain code points.
+  void subtree_plain(const TokenTrie& trie, size_t i, int32_t x, int32_t remaining, uint32_t* mask) {
+    size_t d = trie.depth[i];
+    uint32_t end = trie.token_begin[trie.subtree_end[i]];
+    for (uint32_t k = trie.token_begin[i]; k < end; ++k) {
+      uint32_t id = trie.tokens[k];
+      const std::string& w = vocab->bytes(id);
+      bool ok;
+      if (trie.plain_from[k] <= d) {
+        ok = true;
+        if (remaining != Grammar::kPlainUnbounded) {
+          int64_t cps = 0;
+          for (size_t p = d; p < w.size(); ++p) cps += (static_cast<unsigned char>(w[p]) & 0xC0) != 0x80;
+          ok = cps <= remaining;
+        }
+      } else {
+        int32_t y = x;
+        for (size_t p = d; p < w.size() && y != kDead; ++p) y = fast_step(y, static_cast<uint8_t>(w[p]));
+        ok = y != kDead;
+      }
+      if (ok) mask[id >> 5] |= 1u << (id & 31);
     }
   }
 

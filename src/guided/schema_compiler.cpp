@@ -758,7 +758,13 @@ class Compiler {
   // Body states from `start` (after the opening quote) to `to` (after the closing quote).
   void string_body(const CpDfa& dfa, int64_t mn, int64_t mx, uint32_t start, uint32_t to) {
     if (dfa.states.empty() || (mx >= 0 && mn > mx)) return;
-    bool universal = dfa.accepts_everything();
+    // A universal sink (accepting, every code point loops back) admits the plain-token fast path.
+    std::vector<char> sink(dfa.states.size(), 0);
+    for (size_t d = 0; d < dfa.states.size(); ++d) {
+      const auto& st = dfa.states[d];
+      sink[d] = st.accept && st.edges.size() == 1 && st.edges[0].lo == 0 && st.edges[0].hi == kMaxCodePoint &&
+                st.edges[0].to == int(d);
+    }
     int64_t cap = mx >= 0 ? mx : mn;  // counts saturate at cap when unbounded
     if (cap > 100000) fail("minLength/maxLength above 100000 is not supported");
     std::map<std::pair<int64_t, int>, uint32_t> ids;
@@ -777,7 +783,7 @@ class Compiler {
       auto [k, d] = work[w];
       uint32_t st = ids[{k, d}];
       if (dfa.states[d].accept && k >= mn) b_.literal(st, to, "\"");
-      if (universal) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
+      if (sink[size_t(d)]) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
       if (mx >= 0 && k >= mx) continue;
       int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, cap);
       // Group edges by target so each target gets one json_chars call.

@@ -8,6 +8,41 @@
 namespace ringlm::guided {
 namespace {
 
+// Code points in a complete, valid, plain UTF-8 run, or -1.
+int64_t plain_length(const std::string& s) {
+  int64_t n = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    int extra;
+    uint32_t cp;
+    if (b < 0x80) {
+      if (b < 0x20 || b == '"' || b == '\\') return -1;
+      cp = b, extra = 0;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      cp = b & 0x1F, extra = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      cp = b & 0x0F, extra = 2;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      cp = b & 0x07, extra = 3;
+    } else {
+      return -1;
+    }
+    if (i + extra >= s.size() + (extra ? 0 : 1) && extra) return -1;
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= s.size()) return -1;
+      auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return -1;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+    ++n;
+    i += extra + 1;
+  }
+  return n;
+}
+
 TokenTrie build_trie(const std::vector<std::string>& bytes, std::vector<uint32_t> ids) {
   std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return bytes[a] < bytes[b] || (bytes[a] == bytes[b] && a < b); });
   TokenTrie t;
@@ -46,42 +81,20 @@ TokenTrie build_trie(const std::vector<std::string>& bytes, std::vector<uint32_t
   t.tokens.resize(node_tokens.size());
   std::vector<uint32_t> fill(t.token_begin.begin(), t.token_begin.end() - 1);
   for (auto& [node, id] : node_tokens) t.tokens[fill[node]++] = id;
-  return t;
-}
-
-// Code points in a complete, valid, plain UTF-8 run, or -1.
-int64_t plain_length(const std::string& s) {
-  int64_t n = 0;
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    int extra;
-    uint32_t cp;
-    if (b < 0x80) {
-      if (b < 0x20 || b == '"' || b == '\\') return -1;
-      cp = b, extra = 0;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      cp = b & 0x1F, extra = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      cp = b & 0x0F, extra = 2;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      cp = b & 0x07, extra = 3;
-    } else {
-      return -1;
+  t.plain_from.resize(t.tokens.size());
+  for (size_t k = 0; k < t.tokens.size(); ++k) {
+    const std::string& w = bytes[t.tokens[k]];
+    // Longest plain suffix starting at a code point boundary.
+    size_t from = w.size();
+    for (size_t p = w.size(); p-- > 0;) {
+      auto c = static_cast<unsigned char>(w[p]);
+      if ((c & 0xC0) == 0x80) continue;  // continuation byte: not a boundary
+      if (plain_length(w.substr(p)) < 0) break;
+      from = p;
     }
-    if (i + extra >= s.size() + (extra ? 0 : 1) && extra) return -1;
-    for (int k = 1; k <= extra; ++k) {
-      if (i + k >= s.size()) return -1;
-      auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0) != 0x80) return -1;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
-    ++n;
-    i += extra + 1;
+    t.plain_from[k] = uint16_t(from);
   }
-  return n;
+  return t;
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ struct TokenTrie {
   std::vector<uint32_t> subtree_end;  // first node after node i's subtree
   std::vector<uint32_t> token_begin;  // tokens ending at node i: tokens[token_begin[i] .. token_begin[i+1])
   std::vector<uint32_t> tokens;
+  // Per entry of `tokens`: the first byte offset from which the token is a run of plain JSON
+  // string code points to its end (its length when it ends with a non-plain byte).
+  std::vector<uint16_t> plain_from;
   uint16_t max_depth = 0;
   size_t size() const { return byte.size(); }
 };
