@@ -91,25 +91,10 @@ void BpeModel::finish(const std::string& boundary) {
   bmp_ids.assign(0x10000, -1);
   // Every single-character piece below U+10000 gets a direct slot (the hot path of
   // building the initial symbols).
-  for (uint32_t cp = 0; cp < 0x10000; ++cp) {
-    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
-    char buf[3];
-    size_t n;
-    if (cp < 0x80) {
-      buf[0] = static_cast<char>(cp);
-      n = 1;
-    } else if (cp < 0x800) {
-      buf[0] = static_cast<char>(0xC0 | (cp >> 6));
-      buf[1] = static_cast<char>(0x80 | (cp & 0x3F));
-      n = 2;
-    } else {
-      buf[0] = static_cast<char>(0xE0 | (cp >> 12));
-      buf[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      buf[2] = static_cast<char>(0x80 | (cp & 0x3F));
-      n = 3;
-    }
-    bmp_ids[cp] = vocab.find(std::string_view(buf, n));
-  }
+  vocab.for_each([&](std::string_view piece, int32_t id) {
+    const size_t n = piece.empty() ? 0 : utf8_char_len(piece, 0);
+    if (n == piece.size() && n > 0 && n <= 3) bmp_ids[utf8_decode(piece, 0, n)] = id;
+  });
   boundary_.clear();
   unsafe_before_ = StringIdMap();
   // Chunking needs the marker to be one valid character with its own token.

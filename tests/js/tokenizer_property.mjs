@@ -11,7 +11,7 @@ const args = Object.fromEntries(
 );
 const dir = args.tokenizer;
 const count = Number(args.count ?? 3000);
-let seed = BigInt(args.seed ?? 1) | 1n;
+let seed = BigInt(args.seed ?? 1) * 2n + 1n;
 
 // xorshift64*: deterministic across Node versions.
 function next() {
