@@ -88,12 +88,12 @@ Json bench_speed(ringlm::engine::Engine& engine, const BenchOptions& o) {
   std::int64_t rss_first = 0, rss_last = 0;
   int n = 0;
   auto g = gen.generate(std::span<const std::int32_t>(prompt.data(), 16), p, [&](const engine::TokenEvent&) {
-    if (++n == 1) rss_first = current_rss_bytes();
-    rss_last = current_rss_bytes();
+    if (++n == 1) rss_first = anon_rss_bytes();
+    rss_last = anon_rss_bytes();
     return true;
   });
   out["growth_tokens"] = g.completion_tokens;
-  out["rss_growth_bytes_per_token"] =
+  out["anon_rss_growth_bytes_per_token"] =
       g.completion_tokens > 1 ? static_cast<double>(rss_last - rss_first) / (g.completion_tokens - 1) : 0.0;
   out["peak_rss_mb"] = mb(peak_rss_bytes());
   return out;
@@ -219,10 +219,10 @@ void bench(const BenchOptions& o) {
     auto s = bench_speed(engine, o);
     report["speed"] = s;
     std::printf("  speed   prefill %.1f tok/s (%d tokens), TTFT %.3f s, decode %.2f tok/s (%d tokens), "
-                "RSS growth %.1f B/token over %d tokens, peak RSS %.1f MB\n",
+                "anonymous RSS growth %.1f B/token over %d tokens, peak RSS %.1f MB\n",
                 s["prefill_tok_s"].get<double>(), s["prompt_tokens"].get<int>(), s["ttft_s"].get<double>(),
                 s["decode_tok_s"].get<double>(), s["decode_tokens"].get<int>(),
-                s["rss_growth_bytes_per_token"].get<double>(), s["growth_tokens"].get<int>(),
+                s["anon_rss_growth_bytes_per_token"].get<double>(), s["growth_tokens"].get<int>(),
                 s["peak_rss_mb"].get<double>());
   }
   if (want("guided")) {

@@ -113,6 +113,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
     matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
 
   sampling::Sampler sampler(params.sampling, tok.vocab_size());
+  sampler.enable_logprobs(params.logprobs);
   StreamingDecoder detok(tok);
   chat::StopStringMatcher stop_strings(params.stop);
   const chat::StopIds& stop_ids = engine_.stop_ids();
