@@ -61,14 +61,15 @@ std::optional<long long> get_integer(const json& body, const char* name, long lo
   const json* v = field(body, name);
   if (!v) return std::nullopt;
   long long x = 0;
-  if (v->is_number_integer()) {
-    x = v->get<long long>();
-  } else if (v->is_number_unsigned()) {
+  // (nlohmann's is_number_integer() is also true for unsigned values, so test unsigned first.)
+  if (v->is_number_unsigned()) {
     auto u = v->get<unsigned long long>();
     if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max())) {
       bad(name, std::string("'") + name + "' is out of range");
     }
     x = static_cast<long long>(u);
+  } else if (v->is_number_integer()) {
+    x = v->get<long long>();
   } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
              std::fabs(v->get<double>()) < 9e15) {
     x = static_cast<long long>(v->get<double>());
