@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <ctime>
 
 #include "server/api_error.h"
@@ -496,6 +498,14 @@ void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res)
 int HttpServer::start() {
   const int threads = options_.http_threads > 0 ? options_.http_threads : scheduler_->slots() + options_.queue + 16;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  // httplib listens with a backlog of 5; a burst of new connections beyond that has its SYNs
+  // dropped and retried a second later. Remember the listening socket to widen the backlog.
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
+  });
   int port = options_.port;
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
@@ -503,6 +513,7 @@ int HttpServer::start() {
     port = -1;
   }
   if (port <= 0) fail("serve: cannot listen on ", options_.host, ":", options_.port, " (address in use or not local?)");
+  if (listen_fd >= 0) ::listen(listen_fd, 1024);  // re-listening only updates the backlog
   running_ = true;
   listener_ = std::thread([this] {
     http_->listen_after_bind();
