@@ -215,13 +215,18 @@ int main(int argc, char** argv) {
   // Let cancelled generations wind down, then look for anything left held.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   json health;
-  std::string kv_line;
+  std::string kv_line, cancelled_line, rejected_line;
   {
     auto c = client();
     if (auto h = c->Get("/health")) health = json::parse(h->body, nullptr, false);
     if (auto m = c->Get("/metrics")) {
-      auto pos = m->body.find("\nringlm_kv_tokens_used ");
-      if (pos != std::string::npos) kv_line = m->body.substr(pos + 1, m->body.find('\n', pos + 1) - pos - 1);
+      auto line = [&](const std::string& name) {
+        auto pos = m->body.find("\n" + name + " ");
+        return pos == std::string::npos ? std::string() : m->body.substr(pos + 1, m->body.find('\n', pos + 1) - pos - 1);
+      };
+      kv_line = line("ringlm_kv_tokens_used");
+      cancelled_line = line("ringlm_generations_cancelled_total");
+      rejected_line = line("ringlm_queue_rejections_total");
     }
   }
   const long rss_after = pid ? rss_kib(pid) : -1;
@@ -254,7 +259,8 @@ int main(int argc, char** argv) {
   };
   json report = {{"requests", outcomes.size()}, {"clients", clients}, {"wall_s", wall},
                  {"p50_s", pct(all_ok, 0.5)}, {"p99_s", pct(all_ok, 0.99)}, {"unexpected", unexpected},
-                 {"rss_kib_before", rss_before}, {"rss_kib_after", rss_after}, {"rss_kib_after_each_round", rss_rounds}, {"health_after", health}, {"kv_after", kv_line}};
+                 {"rss_kib_before", rss_before}, {"rss_kib_after", rss_after}, {"rss_kib_after_each_round", rss_rounds}, {"health_after", health}, {"kv_after", kv_line},
+                 {"cancelled", cancelled_line}, {"queue_rejections", rejected_line}};
   std::printf("load_test: %zu requests, %d clients, %.2f s wall (%.1f req/s)\n", outcomes.size(), clients, wall,
               static_cast<double>(outcomes.size()) / wall);
   std::printf("%-22s %8s %8s   statuses (-1 = client hung up on purpose, 0 = transport error)\n", "kind", "p50 ms", "p99 ms");  // latencies of the 200s
@@ -273,7 +279,8 @@ int main(int argc, char** argv) {
     for (long r : rss_rounds) std::printf(" %ld", r);
     std::printf(" KiB\n");
   }
-  std::printf("after: %s; %s\n", health.dump().c_str(), kv_line.c_str());
+  std::printf("after: %s; %s; %s; %s\n", health.dump().c_str(), kv_line.c_str(), cancelled_line.c_str(),
+              rejected_line.c_str());
   std::printf("unexpected statuses: %d\n", unexpected);
   if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
 

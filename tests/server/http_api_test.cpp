@@ -203,7 +203,9 @@ TEST_F(HttpApi, StreamedToolCallsCarryIndexAndFinishReason) {
     json c = json::parse(payloads[i]);
     const json& choice = c["choices"][0];
     if (choice["delta"].contains("tool_calls")) calls = choice["delta"]["tool_calls"];
-    if (choice["delta"].contains("content")) EXPECT_EQ(choice["delta"]["content"], "");  // no raw markup leaks
+    if (choice["delta"].contains("content")) {
+      EXPECT_EQ(choice["delta"]["content"], "");  // no raw tool-call markup leaks into content
+    }
     if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
   }
   ASSERT_EQ(calls.size(), 1u);
