@@ -65,7 +65,10 @@ void run_serve(const ServeArgs& args) {
   while (server.running()) {
     int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
-      std::fprintf(stderr, "ringlm serve: %s received, finishing in-flight requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      std::fprintf(stderr, "ringlm serve: %s received, finishing in-flight requests (again to force)\n",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM");
+      // A second signal takes its default action (terminate) instead of waiting for the drain.
+      pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
       server.stop();
       break;
     }

@@ -102,7 +102,9 @@ std::size_t stop_prefix_overlap(const std::string& text, const std::vector<std::
 }  // namespace
 
 FakeBackend::FakeBackend(FakeBackendOptions options)
-    : options_(options), slot_busy_(static_cast<std::size_t>(std::max(options.slots, 1))) {
+    : options_(options),
+      slot_busy_(static_cast<std::size_t>(std::max(options.slots, 1))),
+      slot_history_(static_cast<std::size_t>(std::max(options.slots, 1))) {
   if (options_.slots < 1) fail("fake backend: slots must be at least 1");
 }
 
@@ -202,6 +204,13 @@ engine::GenerationResult FakeBackend::generate(int slot, const std::vector<std::
   const std::string reply = reply_for(prompt, params);  // may throw ringlm::Error (bad schema)
   engine::GenerationResult r;
   r.prompt_tokens = static_cast<int>(prompt.size());
+  // Like a real session, the slot keeps the tokens of its last exchange: a prompt that starts
+  // with them reuses that prefix (reported as cached), anything else starts over.
+  auto& history = slot_history_[static_cast<std::size_t>(slot)];
+  std::size_t common = 0;
+  while (common < history.size() && common < prompt.size() && history[common] == prompt[common]) ++common;
+  r.cached_prompt_tokens = static_cast<int>(std::min(common, prompt.size() > 0 ? prompt.size() - 1 : 0));
+  history = prompt;
   release.kv = static_cast<std::int64_t>(prompt.size());
   kv_used_ += release.kv;
   const auto start = std::chrono::steady_clock::now();
@@ -216,6 +225,7 @@ engine::GenerationResult FakeBackend::generate(int slot, const std::vector<std::
     ++release.kv;
     ++kv_used_;
     ++r.completion_tokens;
+    history.push_back(static_cast<unsigned char>(reply[static_cast<std::size_t>(i)]));
     const bool last = i + 1 == n;
     engine::TokenEvent ev;
     ev.id = static_cast<unsigned char>(reply[static_cast<std::size_t>(i)]);

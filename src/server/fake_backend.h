@@ -64,6 +64,7 @@ class FakeBackend : public Backend {
   mutable std::mutex mu_;
   Seen seen_;
   std::vector<std::atomic<bool>> slot_busy_;
+  std::vector<std::vector<std::int32_t>> slot_history_;  // per slot: last prompt + reply (the "KV cache")
   std::atomic<int> cancellations_{0}, generations_{0}, active_{0}, max_active_{0};
   std::atomic<std::int64_t> kv_used_{0};
 };

@@ -115,6 +115,22 @@ TEST_F(HttpConcurrency, ClientLeavingWhileQueuedNeverRuns) {
   EXPECT_EQ(backend_->generations(), 1);  // the queued request was dropped, not generated
 }
 
+TEST_F(HttpConcurrency, FollowUpTurnReportsCachedPromptTokens) {
+  FakeBackendOptions fo;
+  fo.slots = 1;  // both turns land on the same session
+  start(fo);
+  auto first = post("/v1/chat/completions", chat("hi", {{"temperature", 0}}));
+  ASSERT_EQ(first.status, 200);
+  EXPECT_EQ(first.j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const std::string reply = first.j["choices"][0]["message"]["content"];
+  json messages = {{{"role", "user"}, {"content", "hi"}}, {{"role", "assistant"}, {"content", reply}}, {{"role", "user"}, {"content", "more"}}};
+  auto second = post("/v1/chat/completions", {{"messages", messages}, {"temperature", 0}});
+  ASSERT_EQ(second.status, 200);
+  // The fake's session holds the first prompt and its reply: all of it is a reusable prefix.
+  EXPECT_EQ(second.j["usage"]["prompt_tokens_details"]["cached_tokens"],
+            first.j["usage"]["prompt_tokens"].get<int>() + first.j["usage"]["completion_tokens"].get<int>());
+}
+
 // Parses Prometheus text: every sample line is `name{labels} value` with a finite value.
 std::map<std::string, double> parse_metrics(const std::string& text) {
   std::map<std::string, double> samples;
