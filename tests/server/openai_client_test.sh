@@ -19,6 +19,7 @@ fi
 serve_args="${RINGLM_SERVE_ARGS:---fake-backend --slots 2 --queue 16}"
 mode="${RINGLM_TEST_MODE:-fake}"
 log="$tmp/serve.log"
+: >"$log"  # truncate now: the redirection below happens in the background child
 # shellcheck disable=SC2086
 "$RINGLM" serve $serve_args --host 127.0.0.1 --port 0 2>"$log" &
 pid=$!
@@ -34,9 +35,10 @@ done
 [[ -n "$port" ]] || { echo "server did not report its port:" >&2; cat "$log" >&2; exit 1; }
 
 status=0
-RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_TEST_MODE="$mode" node "$js_dir/openai_client_test.mjs" || status=$?
+RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_TEST_MODE="$mode" timeout 300 node "$js_dir/openai_client_test.mjs" || status=$?
 
 kill -TERM $pid
+timeout 20 tail --pid=$pid -f /dev/null || { echo "server did not stop after SIGTERM" >&2; cat "$log" >&2; exit 1; }
 rc=0
 wait $pid || rc=$?
 trap - EXIT

@@ -6,6 +6,10 @@ set -euo pipefail
 tmp="${RINGLM_TMP:-$(mktemp -d)}"
 mkdir -p "$tmp"
 
+# Fresh logs first: the redirection below happens in the background child, and a log left by
+# an earlier run must not be read in the meantime.
+rm -f "$tmp"/*.log "$tmp/stream.txt"
+: >"$tmp/serve.log"
 # 5 ms per token and ~80-token replies: a stream lasts about 0.4 s.
 "$RINGLM" serve --fake-backend --fake-token-delay-us 5000 --slots 1 --port 0 2>"$tmp/serve.log" &
 pid=$!
@@ -20,7 +24,7 @@ done
 url="http://127.0.0.1:$port"
 
 # A port already in use is a one-line error, exit 1.
-if "$RINGLM" serve --fake-backend --port "$port" 2>"$tmp/second.log"; then
+if timeout 10 "$RINGLM" serve --fake-backend --port "$port" 2>"$tmp/second.log"; then
   echo "second server on a busy port did not fail" >&2; exit 1
 fi
 grep -q "ringlm: error: serve: cannot listen on 127.0.0.1:$port" "$tmp/second.log" || { cat "$tmp/second.log" >&2; exit 1; }
@@ -31,7 +35,9 @@ curl_pid=$!
 # Wait until the stream is running, then ask the server to stop.
 for _ in $(seq 1 100); do grep -q '"content"' "$tmp/stream.txt" 2>/dev/null && break; sleep 0.02; done
 kill -TERM $pid
-wait $curl_pid
+timeout 10 tail --pid=$curl_pid -f /dev/null || { echo "stream did not end" >&2; exit 1; }
+wait $curl_pid || true
+timeout 20 tail --pid=$pid -f /dev/null || { echo "server did not stop after SIGTERM" >&2; cat "$tmp/serve.log" >&2; exit 1; }
 rc=0
 wait $pid || rc=$?
 trap - EXIT
