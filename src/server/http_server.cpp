@@ -35,8 +35,12 @@ constexpr Route kRoutes[] = {{"/v1/chat/completions", "POST"},
                              {"/health", "GET"},
                              {"/metrics", "GET"}};
 
+constexpr Route kModelRoute = {"/v1/models/{id}", "GET"};
+constexpr std::string_view kModelPrefix = "/v1/models/";
+
 const Route* find_route(const std::string& path) {
   for (const auto& r : kRoutes) if (path == r.path) return &r;
+  if (path.size() > kModelPrefix.size() && path.compare(0, kModelPrefix.size(), kModelPrefix) == 0) return &kModelRoute;
   return nullptr;
 }
 
@@ -259,7 +263,8 @@ void HttpServer::install_routes() {
   });
 
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_.count_request(find_route(req.path) ? req.path : "other", res.status);
+    const Route* r = find_route(req.path);
+    metrics_.count_request(r ? r->path : "other", res.status);
   });
 
   auto guarded = [this](void (HttpServer::*fn)(const httplib::Request&, httplib::Response&)) {
@@ -276,6 +281,7 @@ void HttpServer::install_routes() {
   s.Post("/v1/chat/completions", guarded(&HttpServer::handle_chat));
   s.Post("/v1/completions", guarded(&HttpServer::handle_completion));
   s.Get("/v1/models", guarded(&HttpServer::handle_models));
+  s.Get(R"(/v1/models/(.+))", guarded(&HttpServer::handle_model));
   s.Get("/health", guarded(&HttpServer::handle_health));
   s.Get("/metrics", guarded(&HttpServer::handle_metrics));
 }
@@ -465,13 +471,22 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
   metrics_.observe_request_duration(std::chrono::duration<double>(Clock::now() - started).count());
 }
 
+static json model_json(Backend& backend) {
+  return {{"id", backend.model_id()},
+          {"object", "model"},
+          {"created", 0},
+          {"owned_by", "ringlm"},
+          {"context_length", backend.context_length()}};
+}
+
 void HttpServer::handle_models(const httplib::Request&, httplib::Response& res) {
-  json model = {{"id", backend_.model_id()},
-                {"object", "model"},
-                {"created", 0},
-                {"owned_by", "ringlm"},
-                {"context_length", backend_.context_length()}};
-  res.set_content(dump_json({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  res.set_content(dump_json({{"object", "list"}, {"data", json::array({model_json(backend_)})}}), "application/json");
+}
+
+void HttpServer::handle_model(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches.size() > 1 ? req.matches[1].str() : "";
+  if (id != backend_.model_id()) throw ApiError(404, "model '" + id + "' does not exist", "model", "model_not_found");
+  res.set_content(dump_json(model_json(backend_)), "application/json");
 }
 
 void HttpServer::handle_health(const httplib::Request&, httplib::Response& res) {

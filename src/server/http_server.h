@@ -58,6 +58,7 @@ class HttpServer {
   void handle_chat(const httplib::Request& req, httplib::Response& res);
   void handle_completion(const httplib::Request& req, httplib::Response& res);
   void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_model(const httplib::Request& req, httplib::Response& res);
   void handle_health(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(const httplib::Request& req, httplib::Response& res);
   int resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens, const char* prompt_param);

@@ -40,12 +40,15 @@ function assertUsage(usage, maxCompletion) {
 const user = (text) => [{ role: "user", content: text }];
 let model = "";
 
-await check("models.list", async () => {
+await check("models.list / retrieve", async () => {
   const list = await client.models.list();
   assert.ok(list.data.length >= 1);
   assert.equal(list.data[0].object, "model");
   model = list.data[0].id;
   assert.ok(typeof model === "string" && model.length > 0);
+  const one = await client.models.retrieve(model);
+  assert.equal(one.id, model);
+  await expectApiError(client.models.retrieve("no-such-model"), 404);
 });
 
 let plainContent = null;
@@ -87,8 +90,11 @@ await check("chat streamed (same text as non-streamed, usage chunk)", async () =
   assert.ok(["stop", "length"].includes(finish), String(finish));
   assert.ok(usage, "usage chunk");
   assertUsage(usage, 16);
-  // Greedy decoding of the same prompt is deterministic, streamed or not.
-  if (plainContent !== null) assert.equal(text, plainContent);
+  // Greedy decoding of the same prompt gives the same text, streamed or not. Only asserted for
+  // the fake: a real engine may reuse a cached prefix the second time, and rounding differences
+  // between cached and recomputed KV can flip a near-tie of random weights.
+  if (fake && plainContent !== null) assert.equal(text, plainContent);
+  assert.ok(usage.completion_tokens > 0 || text === "");
 });
 
 const personSchema = {

@@ -297,6 +297,11 @@ TEST_F(HttpApi, ModelsAndHealth) {
   EXPECT_EQ(m.j["object"], "list");
   EXPECT_EQ(m.j["data"][0]["id"], "ringlm-fake");
   EXPECT_EQ(m.j["data"][0]["object"], "model");
+  auto one = request("GET", "/v1/models/ringlm-fake");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.j["id"], "ringlm-fake");
+  EXPECT_EQ(expect_error(request("GET", "/v1/models/other"), 404)["code"], "model_not_found");
+  EXPECT_EQ(expect_error(request("POST", "/v1/models/ringlm-fake", "{}"), 405)["code"], "method_not_allowed");
   auto h = request("GET", "/health");
   ASSERT_EQ(h.status, 200);
   EXPECT_EQ(h.j["status"], "ok");
