@@ -1,6 +1,8 @@
 // Request-body parsing without a server: what each field becomes, and what is refused.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "server/api_error.h"
 #include "server/request.h"
 
@@ -115,6 +117,55 @@ TEST(RequestParse, CompletionLogprobsIsACount) {
   EXPECT_EQ(r.params.top_logprobs, 3);
   EXPECT_THROW(parse_completion_request({{"prompt", "x"}, {"logprobs", true}}), ApiError);
   EXPECT_THROW(parse_completion_request({{"prompt", "x"}, {"suffix", "y"}}), ApiError);
+}
+
+}  // namespace
+}  // namespace ringlm::server
+
+namespace ringlm::server {
+namespace {
+
+// A cheap in-suite fuzz: random mutations of valid bodies must only ever produce a parsed
+// request or an ApiError 400, never another exception (or a crash under ASan).
+TEST(RequestParse, RandomMutationsOnlyEverGive400) {
+  const std::vector<std::string> seeds = {
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"stop":["a","b"],"max_tokens":10})",
+      R"({"messages":[{"role":"system","content":[{"type":"text","text":"x"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
+      R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string"}}},"strict":true}},"logprobs":true,"top_logprobs":3,"stream":true,"stream_options":{"include_usage":true},"seed":42})",
+      R"({"prompt":["once"],"logprobs":2,"echo":true,"max_tokens":5,"n":1})",
+  };
+  const std::vector<std::string> pieces = {"{", "}", "[", "]", "\"", ",", ":", "null", "1e999", "-0", "\\u0000", "\xff", "true",
+                                           "\\ud800", "18446744073709551616", "-1", "0.5", "\"messages\"", "\"tools\""};
+  std::mt19937 rng(20261130);
+  int parsed = 0, refused = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string body = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const std::size_t at = rng() % body.size();
+      switch (rng() % 4) {
+        case 0: body[at] = static_cast<char>(rng() % 256); break;
+        case 1: body.erase(at, 1 + rng() % 8); break;
+        case 2: body.insert(at, body.substr(at, rng() % 16)); break;
+        default: body.insert(at, pieces[rng() % pieces.size()]); break;
+      }
+    }
+    try {
+      nlohmann::json j = parse_body(body);
+      if (j.contains("prompt")) parse_completion_request(j);
+      else parse_chat_request(j);
+      ++parsed;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << body;
+      EXPECT_FALSE(std::string(e.what()).empty());
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "unexpected " << e.what() << " for body: " << body;
+    }
+  }
+  // Both outcomes must occur, or the mutations are not exercising anything.
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 100);
 }
 
 }  // namespace
