@@ -45,11 +45,14 @@ void chat_loop(const ChatOptions& o) {
     if (line.empty()) continue;
     req.messages.push_back({{"role", "user"}, {"content", line}});
     auto ids = engine.tokenizer().encode(engine.render_chat(req));
-    auto result = gen.generate(ids, o.sampling.params(), [](const engine::TokenEvent& e) {
+    std::size_t streamed = 0;
+    auto result = gen.generate(ids, o.sampling.params(), [&streamed](const engine::TokenEvent& e) {
       std::fwrite(e.text.data(), 1, e.text.size(), stdout);
       std::fflush(stdout);
+      streamed += e.text.size();
       return true;
     });
+    std::fwrite(result.text.data() + streamed, 1, result.text.size() - streamed, stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
     if (o.stats)

@@ -45,11 +45,14 @@ void run(const RunOptions& o) {
   auto params = o.sampling.params();
   params.stop = o.stop;
   if (!o.schema_file.empty()) params.json_schema = cli::read_text_file(o.schema_file);
-  auto result = gen.generate(ids, params, [](const engine::TokenEvent& e) {
+  std::size_t streamed = 0;
+  auto result = gen.generate(ids, params, [&streamed](const engine::TokenEvent& e) {
     std::fwrite(e.text.data(), 1, e.text.size(), stdout);
     std::fflush(stdout);
+    streamed += e.text.size();
     return true;
   });
+  std::fwrite(result.text.data() + streamed, 1, result.text.size() - streamed, stdout);
   std::fputc('\n', stdout);
   if (o.stats) {
     std::fprintf(stderr, "ringlm: %d prompt tokens, %d generated (%s), TTFT %.3f s, %.2f tok/s\n", result.prompt_tokens,

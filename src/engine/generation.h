@@ -23,7 +23,7 @@ struct GenerationParams {
 };
 
 struct TokenEvent {
-  std::int32_t id = -1;             // -1: a final text-only event (text held back until the end)
+  std::int32_t id = -1;
   std::string text;                // UTF-8-complete text delta (may be empty while a char is split)
   float logprob = 0.0f;
   std::vector<sampling::TokenLogprob> top;  // filled when top_logprobs > 0
@@ -50,7 +50,9 @@ struct GenerationResult {
   double total_s = 0.0;
 };
 
-// Called once per generated token; return false to cancel the generation.
+// Called once per generated token; return false to cancel the generation. The concatenated
+// event texts are a prefix of GenerationResult::text: text held back at the end (an unfinished
+// stop-string candidate or UTF-8 sequence) is only in the result.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 }  // namespace ringlm::engine

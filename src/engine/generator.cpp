@@ -142,7 +142,12 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
     stop_strings.push(piece, event.text);
     event.logprob = logprob;
     event.top.clear();
-    if (sampled && params.logprobs && params.top_logprobs > 0) sampler.top_logprobs(logits, params.top_logprobs, event.top);
+    if (params.logprobs && params.top_logprobs > 0) {
+      if (sampled)
+        sampler.top_logprobs(logits, params.top_logprobs, event.top);
+      else
+        event.top.push_back({id, 0.0f});  // forced by the grammar: the only possible token
+    }
     result.text += event.text;
     if (result.completion_tokens == 1) result.ttft_s = seconds_since(t0);
     if (on_token && !on_token(event)) {
@@ -201,20 +206,15 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
     logits = run_tokens(pending_);
   }
   if (result.finish != FinishReason::Cancelled) {
-    // Release text held back for a possible multi-token character or stop string.
-    event.text.clear();
+    // Text held back for a possible multi-token character or stop string goes into the
+    // result only: the stream is a prefix of result.text, and callers send the rest.
     std::string tail = detok.flush();
+    std::string released;
     if (!stop_strings.stopped()) {
-      stop_strings.push(tail, event.text);
-      stop_strings.flush(event.text);
+      stop_strings.push(tail, released);
+      stop_strings.flush(released);
     }
-    if (!event.text.empty()) {
-      result.text += event.text;
-      event.id = -1;
-      event.logprob = 0.0f;
-      event.top.clear();
-      if (on_token) on_token(event);
-    }
+    result.text += released;
   }
   result.total_s = seconds_since(t0);
   return result;

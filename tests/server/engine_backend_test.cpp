@@ -1,0 +1,33 @@
+// The Backend contract (what the HTTP layer relies on) checked on the real engine over a tiny
+// random-weight model with the Gemma 4 chat template.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "model/testing/test_checkpoint.h"
+#include "server/engine_backend.h"
+#include "backend_contract.h"
+
+namespace fs = std::filesystem;
+
+TEST(EngineBackend, MeetsTheBackendContract) {
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_engine_backend_" + std::to_string(::getpid()));
+  ringlm::model::testing::TestCheckpointOptions o;
+  o.preset = "tiny";
+  o.seed = 4;
+  o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
+  ringlm::model::testing::write_test_checkpoint(dir, o);
+  {
+    auto backend = ringlm::server::make_engine_backend({.model_dir = dir.string(), .slots = 2, .context_length = 1024});
+    EXPECT_EQ(backend->slots(), 2);
+    EXPECT_EQ(backend->context_length(), 1024);
+    ringlm::server::testing::check_backend_contract(*backend);
+    // A Gemma tool call in the reply text becomes a structured call.
+    auto parsed = backend->parse_reply("<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>");
+    ASSERT_EQ(parsed.tool_calls.size(), 1u);
+    EXPECT_EQ(parsed.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(parsed.tool_calls[0].arguments["city"], "Paris");
+  }
+  fs::remove_all(dir);
+}
