@@ -168,6 +168,17 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::s
     count_step();
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
+    if (s.uses_loop) add_loop_object(*inner, items, i);
+    bind_targets(s.targets, items[i], *inner);
+    Flow flow = exec_body(s.body, inner, out);
+    if (flow == Flow::Break) break;
+  }
+  return Flow::Normal;
+}
+
+void Evaluator::add_loop_object(Scope& scope, const Array& items, std::int64_t i) {
+  const auto n = static_cast<std::int64_t>(items.size());
+  {
     Object loop;
     loop.set("index", Value::integer(i + 1));
     loop.set("index0", Value::integer(i));
@@ -184,12 +195,8 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::s
                if (a.positional.empty()) runtime_fail("loop.cycle() needs at least one argument");
                return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
              }));
-    inner->set("loop", Value::object(std::move(loop)));
-    bind_targets(s.targets, items[i], *inner);
-    Flow flow = exec_body(s.body, inner, out);
-    if (flow == Flow::Break) break;
+    scope.set("loop", Value::object(std::move(loop)));
   }
-  return Flow::Normal;
 }
 
 void Evaluator::exec_set(const Stmt& s, const ScopePtr& scope, Value value) {

@@ -54,6 +54,7 @@ class Evaluator {
   Flow exec_body(const Body& body, const ScopePtr& scope, std::string& out);
   Flow exec(const Stmt& s, const ScopePtr& scope, std::string& out);
   Flow exec_for(const Stmt& s, const ScopePtr& scope, std::string& out);
+  void add_loop_object(Scope& scope, const Array& items, std::int64_t i);
   void exec_set(const Stmt& s, const ScopePtr& scope, Value value);
   Value make_macro(const Stmt& s, const ScopePtr& scope, const std::string& name);
 
