@@ -31,6 +31,10 @@ void Scope::set(const std::string& name, Value value) {
 Evaluator::Evaluator(const std::string& source, const std::string& name, const RenderLimits& limits)
     : source_(source), name_(name), limits_(limits) {}
 
+Evaluator::~Evaluator() {
+  for (auto& ns : namespaces_) ns.as_object().items.clear();
+}
+
 void Evaluator::fail_at(std::size_t offset, const std::string& msg) const {
   auto [line, column] = line_column(source_, offset);
   fail(name_, ": line ", line, ", column ", column, ": ", msg);
