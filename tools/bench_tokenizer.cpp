@@ -74,7 +74,13 @@ std::string make_mixed_text(size_t target_bytes) {
     if (kind < 5) {  // a prose paragraph
       const int n = 20 + static_cast<int>(rng.next() % 60);
       for (int i = 0; i < n; ++i) {
+        // A quarter of the words are random letter strings, so that the text is not just
+        // a few hundred distinct words (which would flatter the chunk cache).
         std::string w = rng.pick(words);
+        if (rng.next() % 4 == 0) {
+          w.clear();
+          for (int k = 2 + static_cast<int>(rng.next() % 9); k > 0; --k) w += static_cast<char>('a' + rng.next() % 26);
+        }
         if (i == 0 || rng.next() % 9 == 0) w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
         out += w;
         out += (rng.next() % 12 == 0) ? ", " : " ";

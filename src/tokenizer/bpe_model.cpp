@@ -173,37 +173,48 @@ void BpeModel::encode_word_uncached(std::string_view word, std::vector<int32_t>&
   initial_symbols(word, scratch);
   auto& syms = scratch.symbols;
   if (syms.size() >= (size_t{1} << 31)) fail("tokenizer: word of ", word.size(), " bytes is too long");
+  if (syms.size() == 1) {
+    out.push_back(syms[0].id);
+    return;
+  }
   auto& heap = scratch.heap;
   heap.clear();
-  const std::greater<uint64_t> min_first;
-  auto push_pair = [&](int32_t pos) {
-    const int32_t nx = syms[pos].next;
-    const MergeRule r = merges.find(syms[pos].id, syms[nx].id);
-    if (r.rank < 0) return;
-    heap.push_back((static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(pos));
-    std::push_heap(heap.begin(), heap.end(), min_first);
+  const auto later = [](const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) { return a.key > b.key; };
+  auto queue = [&](int32_t pos, int32_t left, int32_t right, MergeRule r) {
+    heap.push_back({(static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(pos), left, right, r.result});
   };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) {
+  // Initial pairs: prefetch every table slot first so the misses overlap.
+  const auto n = static_cast<int32_t>(syms.size());
+  for (int32_t i = 0; i + 1 < n; ++i) merges.prefetch(syms[i].id, syms[i + 1].id);
+  for (int32_t i = 0; i + 1 < n; ++i) {
     const MergeRule r = merges.find(syms[i].id, syms[i + 1].id);
-    if (r.rank >= 0) heap.push_back((static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(i));
+    if (r.rank >= 0) queue(i, syms[i].id, syms[i + 1].id, r);
   }
-  std::make_heap(heap.begin(), heap.end(), min_first);
+  std::make_heap(heap.begin(), heap.end(), later);
+  auto push_pair = [&](int32_t pos) {
+    const int32_t left = syms[pos].id, right = syms[syms[pos].next].id;
+    const MergeRule r = merges.find(left, right);
+    if (r.rank < 0) return;
+    queue(pos, left, right, r);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), min_first);
-    const uint64_t top = heap.back();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const BpeScratch::Candidate top = heap.back();
     heap.pop_back();
-    const auto rank = static_cast<int32_t>(top >> 32);
-    const auto pos = static_cast<int32_t>(top & 0xFFFFFFFFu);
+    const auto pos = static_cast<int32_t>(top.key & 0xFFFFFFFFu);
     auto& s = syms[pos];
-    if (s.id < 0 || s.next < 0) continue;  // merged away, or now at the end
-    // The pair at `pos` may have changed since this entry was queued; the rank identifies it.
-    const MergeRule r = merges.find(s.id, syms[s.next].id);
-    if (r.rank != rank) continue;
+    // Stale if either side changed since it was queued (merged away or merged further).
+    if (s.id != top.left || s.next < 0 || syms[s.next].id != top.right) continue;
     const int32_t gone = s.next;
-    s.id = r.result;
+    s.id = top.result;
     s.next = syms[gone].next;
     syms[gone].id = -1;
     if (s.next >= 0) syms[s.next].prev = pos;
+    if (s.prev >= 0 && s.next >= 0) {
+      merges.prefetch(syms[s.prev].id, s.id);
+      merges.prefetch(s.id, syms[s.next].id);
+    }
     if (s.prev >= 0) push_pair(s.prev);
     if (s.next >= 0) push_pair(pos);
   }

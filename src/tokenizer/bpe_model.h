@@ -27,8 +27,14 @@ struct BpeScratch {
     int32_t prev;  // index of the previous live symbol, -1 at the start
     int32_t next;  // index of the next live symbol, -1 at the end
   };
+  // A queued merge. The pair's ids are kept so that a popped entry is checked against the
+  // current symbols without another hash lookup.
+  struct Candidate {
+    uint64_t key;  // (rank << 32) | position: the heap order (lowest rank, then leftmost)
+    int32_t left, right, result;
+  };
   std::vector<Symbol> symbols;
-  std::vector<uint64_t> heap;  // (rank << 32) | position, min-heap
+  std::vector<Candidate> heap;  // min-heap on key
 };
 
 class BpeModel {
