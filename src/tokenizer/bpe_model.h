@@ -56,15 +56,20 @@ class BpeModel {
   // and there is neither byte fallback nor an unknown token.
   void encode_word(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
   // Same without chunking or caching (the reference path; tests compare the two).
-  void encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
+  // `force_heap`: never use the small-word scan (tests compare both merge loops).
+  void encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch,
+                            bool force_heap = false) const;
 
  private:
+  static constexpr size_t kSmallWord = 24;  // up to this many symbols: merge_small()
   void initial_symbols(std::string_view word, BpeScratch& scratch) const;
+  void merge_small(std::vector<int32_t>& out, BpeScratch& scratch) const;
   void encode_chunk_cached(std::string_view chunk, std::vector<int32_t>& out, BpeScratch& scratch) const;
   bool cut_allowed_before(std::string_view word, size_t pos) const;
 
   std::string boundary_;        // "" disables chunking
   StringIdMap unsafe_before_;   // characters that some piece has directly before boundary_
+  std::vector<uint8_t> cut_ok_before_bmp_;  // per character below U+10000: a cut is allowed after it
   uint64_t serial_ = 0;         // identifies this model to the per-thread chunk cache
 };
 
