@@ -1,6 +1,7 @@
 // `ringlm logits`: runs token ids through the decoder and writes every position's logits,
 // so the C++ forward pass can be compared with an independent reference. Positions below
 // --decode-from go through chunked prefill, the rest through single-token decode.
+#include <bit>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -12,6 +13,9 @@
 #include "util/error.h"
 
 namespace {
+
+// The output format is little-endian float32; rows are written straight from memory.
+static_assert(std::endian::native == std::endian::little, "ringlm logits assumes a little-endian host");
 
 std::vector<std::int32_t> parse_ids(const std::string& text, const std::string& what) {
   std::vector<std::int32_t> ids;
