@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "util/error.h"
 #include "util/float16.h"
 
 namespace ringlm::kernels {
@@ -167,6 +168,8 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
+  if (w.dtype != io::DType::F32 && w.dtype != io::DType::F16 && w.dtype != io::DType::BF16)
+    fail("reference matmul: unsupported weight dtype #", static_cast<int>(w.dtype));  // kernels do not link io
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
     return;
