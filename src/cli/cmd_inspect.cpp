@@ -1,0 +1,57 @@
+// `ringlm inspect FILE`: what a checkpoint file holds — GGUF metadata (long arrays
+// abbreviated) and the tensor table with type, shape, offset and size.
+#include <cstdio>
+#include <string>
+
+#include "cli/command.h"
+#include "io/gguf_gemma4.h"
+#include "io/gguf_reader.h"
+#include "util/error.h"
+
+namespace {
+
+std::string shape_string(const std::vector<std::int64_t>& ne) {
+  std::string s = "{";
+  for (std::size_t k = 0; k < ne.size(); ++k) s += (k ? ", " : "") + std::to_string(ne[k]);
+  return s + "}";
+}
+
+void inspect_gguf(const std::string& path, std::size_t max_elems) {
+  const ringlm::io::GgufFile f(path);
+  std::printf("%s: GGUF v%u, %zu bytes, alignment %llu, data section at byte %llu\n", path.c_str(),
+              f.version(), f.size(), static_cast<unsigned long long>(f.alignment()),
+              static_cast<unsigned long long>(f.data_offset()));
+  std::printf("\nmetadata (%zu entries):\n", f.metadata().size());
+  for (const auto& kv : f.metadata()) {
+    std::string type = ringlm::io::gguf_value_type_name(kv.value.type);
+    if (kv.value.type == ringlm::io::GgufValueType::ARRAY)
+      type += std::string("<") + ringlm::io::gguf_value_type_name(kv.value.arr.elem_type) + ">";
+    std::printf("  %-48s %-14s %s\n", kv.key.c_str(), type.c_str(), kv.value.to_string(max_elems).c_str());
+  }
+  std::printf("\ntensors (%zu):\n", f.tensors().size());
+  std::printf("  %-40s %-7s %-22s %14s %14s  %s\n", "name", "type", "ne (ggml order)", "offset", "bytes",
+              "canonical name");
+  for (const auto& t : f.tensors()) {
+    const auto canonical = ringlm::io::gemma4_canonical_name(t.name);
+    std::printf("  %-40s %-7s %-22s %14llu %14llu  %s\n", t.name.c_str(), t.type_info().name,
+                shape_string(t.ne).c_str(), static_cast<unsigned long long>(t.file_offset),
+                static_cast<unsigned long long>(t.nbytes), canonical ? canonical->c_str() : "-");
+  }
+}
+
+}  // namespace
+
+RINGLM_COMMAND(inspect) {
+  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file");
+  static std::string path;
+  static std::size_t max_elems = 8;
+  sub->add_option("file", path, "GGUF file")->required();
+  sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
+  sub->callback([] {
+    if (!ringlm::io::is_gguf_file(path)) {
+      if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file");
+      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files)");
+    }
+    inspect_gguf(path, max_elems);
+  });
+}
