@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "io/gguf_writer.h"
 #include "util/error.h"
 
 namespace ringlm::io {
@@ -283,6 +284,85 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
       c[std::string(id == std::string("padding") ? "pad" : id) + "_token_id"] = f.get_int(key);
   }
   return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+
+namespace {
+
+template <typename T>
+T cfg(const nlohmann::json& c, const char* key) {
+  if (!c.contains(key) || c[key].is_null()) fail("gemma4 config: '", key, "' is missing");
+  try {
+    return c[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail("gemma4 config: '", key, "' has the wrong type");
+  }
+}
+
+}  // namespace
+
+std::vector<float> gemma4_rope_freqs(const nlohmann::json& c) {
+  const auto head_dim = cfg<std::int64_t>(c, "global_head_dim");
+  double factor = 1.0;
+  if (c.contains("rope_parameters") && c["rope_parameters"].contains("full_attention")) {
+    const auto& full = c["rope_parameters"]["full_attention"];
+    if (full.contains("partial_rotary_factor")) factor = full["partial_rotary_factor"].get<double>();
+  }
+  if (factor >= 1.0) return {};
+  const auto rotated = static_cast<std::int64_t>(factor * static_cast<double>(head_dim) / 2.0);
+  std::vector<float> ff(static_cast<std::size_t>(head_dim / 2), 1e30f);
+  for (std::int64_t k = 0; k < rotated; ++k) ff[static_cast<std::size_t>(k)] = 1.0f;
+  return ff;
+}
+
+void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& c) {
+  const std::string p = "gemma4.";
+  const auto n_layer = cfg<std::int64_t>(c, "num_hidden_layers");
+  const auto shared = c.value("num_kv_shared_layers", std::int64_t{0});
+  const auto ffn = cfg<std::int64_t>(c, "intermediate_size");
+  const bool double_wide = c.value("use_double_wide_mlp", false);
+  const auto layer_types = cfg<std::vector<std::string>>(c, "layer_types");
+  if (static_cast<std::int64_t>(layer_types.size()) != n_layer)
+    fail("gemma4 config: layer_types has ", layer_types.size(), " entries for ", n_layer, " layers");
+  std::vector<std::uint32_t> widths;
+  std::vector<bool> sliding;
+  for (std::int64_t l = 0; l < n_layer; ++l) {
+    widths.push_back(static_cast<std::uint32_t>(double_wide && l >= n_layer - shared ? 2 * ffn : ffn));
+    sliding.push_back(layer_types[static_cast<std::size_t>(l)] == "sliding_attention");
+  }
+  const auto head_dim = cfg<std::int64_t>(c, "head_dim");
+  const auto global_head_dim = c.value("global_head_dim", head_dim);
+  double theta_full = 1e6, theta_swa = 1e4;
+  if (c.contains("rope_parameters")) {
+    const auto& rp = c["rope_parameters"];
+    if (rp.contains("full_attention")) theta_full = rp["full_attention"].value("rope_theta", theta_full);
+    if (rp.contains("sliding_attention")) theta_swa = rp["sliding_attention"].value("rope_theta", theta_swa);
+  }
+  auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  w.add_string("general.architecture", "gemma4");
+  w.add_u32(p + "context_length", u32(c.value("max_position_embeddings", std::int64_t{131072})));
+  w.add_u32(p + "embedding_length", u32(cfg<std::int64_t>(c, "hidden_size")));
+  w.add_u32(p + "block_count", u32(n_layer));
+  w.add_array_u32(p + "feed_forward_length", widths);
+  w.add_u32(p + "attention.head_count", u32(cfg<std::int64_t>(c, "num_attention_heads")));
+  w.add_u32(p + "attention.head_count_kv", u32(cfg<std::int64_t>(c, "num_key_value_heads")));
+  w.add_u32(p + "attention.key_length", u32(global_head_dim));
+  w.add_u32(p + "attention.value_length", u32(global_head_dim));
+  w.add_u32(p + "attention.key_length_swa", u32(head_dim));
+  w.add_u32(p + "attention.value_length_swa", u32(head_dim));
+  w.add_u32(p + "rope.dimension_count", u32(global_head_dim));
+  w.add_u32(p + "rope.dimension_count_swa", u32(head_dim));
+  w.add_f32(p + "rope.freq_base", static_cast<float>(theta_full));
+  w.add_f32(p + "rope.freq_base_swa", static_cast<float>(theta_swa));
+  w.add_u32(p + "attention.sliding_window", u32(c.value("sliding_window", std::int64_t{512})));
+  w.add_array_bool(p + "attention.sliding_window_pattern", sliding);
+  w.add_u32(p + "attention.shared_kv_layers", u32(shared));
+  w.add_u32(p + "embedding_length_per_layer_input", u32(c.value("hidden_size_per_layer_input", std::int64_t{0})));
+  if (c.contains("final_logit_softcapping") && !c["final_logit_softcapping"].is_null())
+    w.add_f32(p + "final_logit_softcapping", c["final_logit_softcapping"].get<float>());
+  w.add_f32(p + "attention.layer_norm_rms_epsilon", c.value("rms_norm_eps", 1e-6f));
 }
 
 }  // namespace ringlm::io

@@ -54,4 +54,11 @@ class GgufTensorSource : public TensorSource {
 // for missing or inconsistent metadata.
 nlohmann::json gemma4_text_config(const GgufFile& file);
 
+class GgufWriter;
+// The inverse for writing: the `gemma4.*` metadata llama.cpp's converter writes for this
+// text config (general.architecture included), and the rope_freqs tensor values that
+// encode its partial rotary factor (empty if the full layers rotate completely).
+void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& text_config);
+std::vector<float> gemma4_rope_freqs(const nlohmann::json& text_config);
+
 }  // namespace ringlm::io
