@@ -2,6 +2,8 @@
 //   gguf_testgen quantize OUT.gguf SEED : random floats (with outlier blocks and extreme
 //       magnitudes) quantized to every supported type by ringlm's quantizers. Writes, per
 //       type T, "src.T" (F32 input), "q.T" (the blocks) and "deq.T" (F32, ringlm's dequant).
+//   gguf_testgen seed OUT.gguf : a tiny but complete gemma4 file (2 layers, tokenizer
+//       metadata, F32/BF16/Q8_0 tensors) used as a fuzzer seed.
 //   gguf_testgen dequant IN.gguf OUT.gguf : reads IN with ringlm's GGUF reader and writes
 //       every tensor dequantized to F32 under the same name.
 // The Python test decodes the blocks independently in float64 and compares.
@@ -11,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "io/gguf_gemma4.h"
 #include "io/gguf_reader.h"
+#include "io/gguf_tokenizer.h"
 #include "io/gguf_writer.h"
 #include "kernels/dequant_ggml.h"
 #include "util/error.h"
@@ -77,6 +81,54 @@ void dequant_file(const std::string& in, const std::string& out) {
   w.write(out);
 }
 
+void seed_file(const std::string& out) {
+  const nlohmann::json c = {
+      {"hidden_size", 32}, {"num_hidden_layers", 2}, {"num_attention_heads", 2},
+      {"num_key_value_heads", 1}, {"head_dim", 32}, {"global_head_dim", 64},
+      {"intermediate_size", 32}, {"use_double_wide_mlp", true}, {"num_kv_shared_layers", 1},
+      {"layer_types", {"sliding_attention", "full_attention"}}, {"sliding_window", 8},
+      {"hidden_size_per_layer_input", 32}, {"final_logit_softcapping", 30.0},
+      {"rope_parameters", {{"full_attention", {{"rope_theta", 1e6}, {"partial_rotary_factor", 0.25}}}}}};
+  io::GgufWriter w;
+  io::gemma4_write_metadata(w, c);
+  io::GgufTokenizerData tok;
+  tok.model = "gemma4";
+  tok.tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "a", "b", "ab", "\xe2\x96\x81"};
+  tok.scores.assign(tok.tokens.size(), 0.0f);
+  tok.token_types = {3, 3, 3, 2, 1, 1, 1, 1};
+  tok.merges = {"a b"};
+  tok.bos_id = 2;
+  tok.eos_id = 1;
+  tok.add_bos = true;
+  tok.chat_template = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}";
+  io::gguf_write_tokenizer(w, tok);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  auto add = [&](const std::string& canonical, std::vector<std::int64_t> shape, io::DType t) {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (auto& v : x) v = normal(rng);
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(kernels::row_bytes(t, n)));
+    kernels::quantize_row(t, x.data(), bytes.data(), n);
+    w.add_tensor(*io::gemma4_gguf_name(canonical), io::ggml_type_of(t),
+                 std::vector<std::int64_t>(shape.rbegin(), shape.rend()), bytes);
+  };
+  add("embed_tokens.weight", {8, 32}, io::DType::Q8_0);
+  add("embed_tokens_per_layer.weight", {8, 64}, io::DType::BF16);
+  add("per_layer_model_projection.weight", {64, 32}, io::DType::Q8_0);
+  add("per_layer_projection_norm.weight", {32}, io::DType::F32);
+  add("norm.weight", {32}, io::DType::F32);
+  add("layers.0.self_attn.q_proj.weight", {64, 32}, io::DType::Q8_0);
+  add("layers.0.self_attn.k_proj.weight", {32, 32}, io::DType::F16);
+  add("layers.1.mlp.down_proj.weight", {32, 64}, io::DType::Q4_0);
+  add("layers.1.layer_scalar", {1}, io::DType::F32);
+  const auto ff = io::gemma4_rope_freqs(c);
+  w.add_tensor("rope_freqs.weight", 0, {static_cast<std::int64_t>(ff.size())},
+               {reinterpret_cast<const std::uint8_t*>(ff.data()), ff.size() * 4});
+  w.write(out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,10 +136,12 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "quantize" && argc == 4) {
       quantize_file(argv[2], static_cast<unsigned>(std::stoul(argv[3])));
+    } else if (mode == "seed" && argc == 3) {
+      seed_file(argv[2]);
     } else if (mode == "dequant" && argc == 4) {
       dequant_file(argv[2], argv[3]);
     } else {
-      std::fprintf(stderr, "usage: gguf_testgen quantize OUT.gguf SEED | dequant IN.gguf OUT.gguf\n");
+      std::fprintf(stderr, "usage: gguf_testgen quantize OUT.gguf SEED | seed OUT.gguf | dequant IN.gguf OUT.gguf\n");
       return 2;
     }
   } catch (const std::exception& e) {

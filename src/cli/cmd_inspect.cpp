@@ -45,12 +45,19 @@ RINGLM_COMMAND(inspect) {
   auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file");
   static std::string path;
   static std::size_t max_elems = 8;
+  static bool config = false;
   sub->add_option("file", path, "GGUF file")->required();
   sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
+  sub->add_flag("--config", config, "Print only the model config derived from gemma4 metadata (HF text_config JSON)");
   sub->callback([] {
     if (!ringlm::io::is_gguf_file(path)) {
       if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file");
       ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files)");
+    }
+    if (config) {
+      const ringlm::io::GgufFile f(path);
+      std::printf("%s\n", ringlm::io::gemma4_text_config(f).dump(2).c_str());
+      return;
     }
     inspect_gguf(path, max_elems);
   });

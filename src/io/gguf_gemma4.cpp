@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "io/gguf_writer.h"
@@ -170,6 +171,19 @@ std::int64_t positive(const GgufFile& f, const std::string& key, std::int64_t v,
   return v;
 }
 
+// A float metadata value as the double its writer meant: GGUF stores these as f32, and
+// the shortest decimal that round-trips (1e-06, not 9.99999997e-07) is what config.json has.
+double as_written(const GgufFile& f, const std::string& key, double fallback) {
+  const GgufValue* v = f.find(key);
+  if (!v) return fallback;
+  const double d = f.get_float(key);
+  if (v->type != GgufValueType::F32 || !std::isfinite(d)) return d;
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf - 1, static_cast<float>(d));
+  *r.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+
 // Fraction of the head dim that rope_freqs leaves rotating: llama.cpp encodes Gemma 4's
 // proportional RoPE as frequency factors 1.0 for rotated pairs and 1e30 for the rest.
 double partial_rotary_factor(const GgufFile& f, std::int64_t head_dim) {
@@ -260,10 +274,10 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
   c["layer_types"] = layer_types;
   c["sliding_window"] = f.get_int_or(p + "attention.sliding_window", 512);
   c["max_position_embeddings"] = f.get_int_or(p + "context_length", 131072);
-  c["rms_norm_eps"] = f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-6);
+  c["rms_norm_eps"] = as_written(f, p + "attention.layer_norm_rms_epsilon", 1e-6);
   c["hidden_activation"] = "gelu_pytorch_tanh";
   if (const GgufValue* sc = f.find(p + "final_logit_softcapping"); sc)
-    c["final_logit_softcapping"] = f.get_float(p + "final_logit_softcapping");
+    c["final_logit_softcapping"] = as_written(f, p + "final_logit_softcapping", 0.0);
   else
     c["final_logit_softcapping"] = nullptr;
   c["hidden_size_per_layer_input"] = f.get_int_or(p + "embedding_length_per_layer_input", 0);
@@ -272,10 +286,10 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
   c["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   c["rope_parameters"] = {
       {"sliding_attention",
-       {{"rope_type", "default"}, {"rope_theta", f.get_float_or(p + "rope.freq_base_swa", 10000.0)}}},
+       {{"rope_type", "default"}, {"rope_theta", as_written(f, p + "rope.freq_base_swa", 10000.0)}}},
       {"full_attention",
        {{"rope_type", "proportional"},
-        {"rope_theta", f.get_float_or(p + "rope.freq_base", 1000000.0)},
+        {"rope_theta", as_written(f, p + "rope.freq_base", 1000000.0)},
         {"partial_rotary_factor", partial_rotary_factor(f, head_dim_full)}}},
   };
   for (const char* id : {"bos", "eos", "padding"}) {
