@@ -1,6 +1,8 @@
 #include "io/gguf_writer.h"
 
 #include <cstring>
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <system_error>
 
@@ -99,8 +101,8 @@ void GgufWriter::add_array_string(std::string_view key, const std::vector<std::s
   add_array_encoded(key, GgufValueType::STRING, v.size(), enc);
 }
 
-void GgufWriter::add_tensor(std::string_view name, std::uint32_t type, std::vector<std::int64_t> ne,
-                            std::span<const std::uint8_t> data) {
+std::uint64_t GgufWriter::check_tensor(std::string_view name, std::uint32_t type,
+                                       const std::vector<std::int64_t>& ne) {
   const GgmlTypeInfo* info = ggml_type_info(type);
   if (!info) fail("GGUF writer: tensor '", name, "' has unknown ggml type ", type);
   if (name.empty() || name.size() > 63)
@@ -108,21 +110,34 @@ void GgufWriter::add_tensor(std::string_view name, std::uint32_t type, std::vect
   if (ne.empty() || ne.size() > 4) fail("GGUF writer: tensor '", name, "' must have 1 to 4 dimensions");
   std::int64_t numel = 1;
   for (auto d : ne) {
-    if (d <= 0) fail("GGUF writer: tensor '", name, "' has a dimension ", d);
+    if (d <= 0 || d > INT64_MAX / numel) fail("GGUF writer: tensor '", name, "' has a bad dimension ", d);
     numel *= d;
   }
   if (ne[0] % info->block_elems != 0)
     fail("GGUF writer: tensor '", name, "': first dimension ", ne[0], " is not a multiple of the ",
          info->name, " block size ", info->block_elems);
-  const auto expected = static_cast<std::uint64_t>(numel / info->block_elems * info->block_bytes);
-  if (data.size() != expected)
-    fail("GGUF writer: tensor '", name, "' has ", data.size(), " bytes, ", info->name, " shape needs ",
-         expected);
-  if (!tensor_names_.emplace(name).second) fail("GGUF writer: tensor '", name, "' added twice");
-  tensors_.push_back({std::string(name), type, std::move(ne), {data.begin(), data.end()}});
+  if (tensor_names_.count(std::string(name))) fail("GGUF writer: tensor '", name, "' added twice");
+  return static_cast<std::uint64_t>(numel / info->block_elems * info->block_bytes);
 }
 
-std::vector<std::uint8_t> GgufWriter::bytes() const {
+void GgufWriter::add_tensor(std::string_view name, std::uint32_t type, std::vector<std::int64_t> ne,
+                            std::span<const std::uint8_t> data) {
+  const std::uint64_t expected = check_tensor(name, type, ne);
+  if (data.size() != expected)
+    fail("GGUF writer: tensor '", name, "' has ", data.size(), " bytes, ", ggml_type_name(type),
+         " shape needs ", expected);
+  tensor_names_.emplace(name);
+  tensors_.push_back({std::string(name), type, std::move(ne), expected, {data.begin(), data.end()}, nullptr});
+}
+
+void GgufWriter::add_tensor_lazy(std::string_view name, std::uint32_t type, std::vector<std::int64_t> ne,
+                                 FillFn fill) {
+  const std::uint64_t nbytes = check_tensor(name, type, ne);
+  tensor_names_.emplace(name);
+  tensors_.push_back({std::string(name), type, std::move(ne), nbytes, {}, std::move(fill)});
+}
+
+std::vector<std::uint8_t> GgufWriter::header_bytes() const {
   auto align = [&](std::uint64_t n) { return (n + alignment_ - 1) / alignment_ * alignment_; };
   // Header: magic, version 3, tensor count, metadata count.
   std::uint8_t header[24] = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
@@ -138,23 +153,47 @@ std::vector<std::uint8_t> GgufWriter::bytes() const {
     for (auto d : t.ne) gguf_append<std::uint64_t>(out, static_cast<std::uint64_t>(d));
     gguf_append<std::uint32_t>(out, t.type);
     gguf_append<std::uint64_t>(out, offset);
-    offset = align(offset + t.data.size());
+    offset = align(offset + t.nbytes);
   }
   out.resize(align(out.size()), 0);
+  return out;
+}
+
+const std::uint8_t* GgufWriter::tensor_bytes(const Tensor& t, std::vector<std::uint8_t>& scratch) const {
+  if (!t.fill) return t.data.data();
+  scratch.assign(t.nbytes, 0);
+  t.fill(scratch.data());
+  return scratch.data();
+}
+
+std::vector<std::uint8_t> GgufWriter::bytes() const {
+  std::vector<std::uint8_t> out = header_bytes();
+  std::vector<std::uint8_t> scratch;
   for (const auto& t : tensors_) {
-    gguf_append_bytes(out, t.data.data(), t.data.size());
-    out.resize(align(out.size()), 0);
+    gguf_append_bytes(out, tensor_bytes(t, scratch), t.nbytes);
+    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
   }
   return out;
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
-  const auto data = bytes();
   const auto tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail(tmp, ": cannot open for writing");
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    const auto header = header_bytes();
+    out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+    std::vector<std::uint8_t> scratch;
+    const char zeros[256] = {};
+    for (const auto& t : tensors_) {
+      out.write(reinterpret_cast<const char*>(tensor_bytes(t, scratch)), static_cast<std::streamsize>(t.nbytes));
+      const std::uint64_t pad = (alignment_ - t.nbytes % alignment_) % alignment_;
+      for (std::uint64_t left = pad; left > 0;) {
+        const auto n = std::min<std::uint64_t>(left, sizeof zeros);
+        out.write(zeros, static_cast<std::streamsize>(n));
+        left -= n;
+      }
+    }
     if (!out) fail(tmp, ": write failed");
   }
   std::error_code ec;

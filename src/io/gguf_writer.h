@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +48,11 @@ class GgufWriter {
   // copied; its size must match the type's block geometry.
   void add_tensor(std::string_view name, std::uint32_t type, std::vector<std::int64_t> ne,
                   std::span<const std::uint8_t> data);
+  // A tensor whose bytes are produced only while the file is written: `fill` receives a
+  // buffer of exactly the tensor's size. Keeps converting a large model to one tensor in
+  // memory at a time.
+  using FillFn = std::function<void(std::uint8_t* dst)>;
+  void add_tensor_lazy(std::string_view name, std::uint32_t type, std::vector<std::int64_t> ne, FillFn fill);
 
   // The complete file.
   std::vector<std::uint8_t> bytes() const;
@@ -58,8 +64,13 @@ class GgufWriter {
     std::string name;
     std::uint32_t type;
     std::vector<std::int64_t> ne;
-    std::vector<std::uint8_t> data;
+    std::uint64_t nbytes;
+    std::vector<std::uint8_t> data;  // empty when `fill` produces it
+    FillFn fill;
   };
+  std::uint64_t check_tensor(std::string_view name, std::uint32_t type, const std::vector<std::int64_t>& ne);
+  std::vector<std::uint8_t> header_bytes() const;  // up to the start of the data section
+  const std::uint8_t* tensor_bytes(const Tensor& t, std::vector<std::uint8_t>& scratch) const;
   void begin_kv(std::string_view key, GgufValueType type);
 
   std::uint32_t alignment_;
