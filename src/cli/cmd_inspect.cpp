@@ -1,11 +1,14 @@
 // `ringlm inspect FILE`: what a checkpoint file holds — GGUF metadata (long arrays
 // abbreviated) and the tensor table with type, shape, offset and size.
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "cli/command.h"
 #include "io/gguf_gemma4.h"
 #include "io/gguf_reader.h"
+#include "io/safetensors.h"
 #include "util/error.h"
 
 namespace {
@@ -39,20 +42,47 @@ void inspect_gguf(const std::string& path, std::size_t max_elems) {
   }
 }
 
+// Safetensors file or checkpoint directory: the tensors under their canonical names.
+void inspect_safetensors(const std::string& path) {
+  std::filesystem::path p(path);
+  std::unique_ptr<ringlm::io::TensorSource> dir_source;
+  std::unique_ptr<ringlm::io::SafetensorsFile> file;
+  std::vector<const ringlm::io::TensorView*> views;
+  if (std::filesystem::is_directory(p)) {
+    dir_source = ringlm::io::open_safetensors_dir(p);
+    for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
+    std::printf("%s: checkpoint directory, %zu tensors\n\n", path.c_str(), views.size());
+  } else {
+    file = std::make_unique<ringlm::io::SafetensorsFile>(p);
+    for (const auto& t : file->tensors()) views.push_back(&t);
+    std::printf("%s: safetensors, %zu tensors used by ringlm\n\n", path.c_str(), views.size());
+  }
+  std::printf("  %-52s %-6s %-22s %14s  %s\n", "canonical name", "dtype", "shape", "bytes", "file");
+  for (const auto* v : views) {
+    std::string shape = "[";
+    for (std::size_t k = 0; k < v->shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(v->shape[k]);
+    shape += "]";
+    std::printf("  %-52s %-6s %-22s %14llu  %s\n", v->name.c_str(), ringlm::io::dtype_name(v->dtype), shape.c_str(),
+                static_cast<unsigned long long>(v->nbytes), std::filesystem::path(v->file).filename().c_str());
+  }
+}
+
 }  // namespace
 
 RINGLM_COMMAND(inspect) {
-  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file");
+  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file (or the tensors of a safetensors file / checkpoint directory)");
   static std::string path;
   static std::size_t max_elems = 8;
   static bool config = false;
-  sub->add_option("file", path, "GGUF file")->required();
+  sub->add_option("file", path, "GGUF file, .safetensors file or checkpoint directory")->required();
   sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
   sub->add_flag("--config", config, "Print only the model config derived from gemma4 metadata (HF text_config JSON)");
   sub->callback([] {
+    if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file or directory");
     if (!ringlm::io::is_gguf_file(path)) {
-      if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file");
-      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files)");
+      if (config) ringlm::fail(path, ": --config needs a GGUF file");
+      if (std::filesystem::is_directory(path) || path.ends_with(".safetensors")) return inspect_safetensors(path);
+      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files, .safetensors files and checkpoint directories)");
     }
     if (config) {
       const ringlm::io::GgufFile f(path);

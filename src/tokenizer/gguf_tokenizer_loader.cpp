@@ -1,7 +1,11 @@
 #include "tokenizer/gguf_tokenizer_loader.h"
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "util/error.h"
 
@@ -75,6 +79,101 @@ TokenizerParts tokenizer_parts_from_gguf(const io::GgufTokenizerData& d, const s
   }
   p.add_bos_default = d.add_bos;
   return p;
+}
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail(p.string(), ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json parse_json_file(const std::filesystem::path& p) {
+  try {
+    return nlohmann::json::parse(slurp(p));
+  } catch (const nlohmann::json::exception& e) {
+    fail(p.string(), ": invalid JSON: ", e.what());
+  }
+}
+
+}  // namespace
+
+io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir) {
+  using T = io::GgufTokenType;
+  const auto tok_path = dir / "tokenizer.json";
+  const std::string src = tok_path.string();
+  const nlohmann::json t = parse_json_file(tok_path);
+  try {
+    const auto& model = t.at("model");
+    if (model.value("type", std::string()) != "BPE") fail(src, ": model.type is not BPE");
+    io::GgufTokenizerData d;
+    d.model = "gemma4";
+    const auto& vocab = model.at("vocab");
+    std::int64_t max_id = -1;
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) max_id = std::max(max_id, it.value().get<std::int64_t>());
+    for (const auto& a : t.value("added_tokens", nlohmann::json::array()))
+      max_id = std::max(max_id, a.at("id").get<std::int64_t>());
+    if (max_id < 0 || max_id > (1 << 24)) fail(src, ": vocabulary ids out of range");
+    d.tokens.resize(static_cast<std::size_t>(max_id + 1));
+    d.token_types.assign(d.tokens.size(), static_cast<std::int32_t>(T::Normal));
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+      const auto id = it.value().get<std::size_t>();
+      d.tokens[id] = it.key();
+      const std::string& k = it.key();
+      if (k.size() == 6 && k.rfind("<0x", 0) == 0 && k.back() == '>') d.token_types[id] = static_cast<std::int32_t>(T::Byte);
+    }
+    const std::string unk = model.value("unk_token", nlohmann::json()).is_string() ? model["unk_token"].get<std::string>() : "";
+    for (const auto& a : t.value("added_tokens", nlohmann::json::array())) {
+      const auto id = a.at("id").get<std::size_t>();
+      const auto content = a.at("content").get<std::string>();
+      if (!d.tokens[id].empty() && d.tokens[id] != content)
+        fail(src, ": added token ", id, " ('", content, "') differs from the vocabulary entry '", d.tokens[id], "'");
+      d.tokens[id] = content;
+      if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false) || a.value("normalized", false))
+        fail(src, ": added token '", content, "' has lstrip/rstrip/single_word/normalized flags GGUF cannot store");
+      d.token_types[id] = static_cast<std::int32_t>(content == unk ? T::Unknown
+                                                    : a.value("special", false) ? T::Control : T::UserDefined);
+    }
+    d.scores.assign(d.tokens.size(), 0.0f);
+    for (const auto& m : model.at("merges")) {
+      std::string a, b;
+      if (m.is_array()) {
+        a = m.at(0).get<std::string>();
+        b = m.at(1).get<std::string>();
+      } else {
+        const auto s = m.get<std::string>();
+        const auto sp = s.find(' ', 1);
+        if (sp == std::string::npos) fail(src, ": merge '", s, "' has no space");
+        a = s.substr(0, sp);
+        b = s.substr(sp + 1);
+      }
+      if (a.find(' ') != std::string::npos || b.find(' ') != std::string::npos || a.empty() || b.empty())
+        fail(src, ": merge ('", a, "', '", b, "') has a piece GGUF's \"a b\" form cannot hold");
+      d.merges.push_back(a + " " + b);
+    }
+    auto id_of = [&](const std::string& piece) -> std::optional<std::int32_t> {
+      auto it = std::find(d.tokens.begin(), d.tokens.end(), piece);
+      if (it == d.tokens.end()) return std::nullopt;
+      return static_cast<std::int32_t>(it - d.tokens.begin());
+    };
+    d.bos_id = id_of("<bos>");
+    d.eos_id = id_of("<eos>");
+    d.pad_id = id_of("<pad>");
+    if (!unk.empty()) d.unk_id = id_of(unk);
+    d.add_bos = true;  // llama.cpp's gemma4 convention; ringlm's chat code adds <bos> once either way
+    if (std::filesystem::exists(dir / "tokenizer_config.json")) {
+      const auto cfg = parse_json_file(dir / "tokenizer_config.json");
+      d.add_bos = cfg.value("add_bos_token", d.add_bos);
+      if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) d.chat_template = cfg["chat_template"];
+    }
+    if (std::filesystem::exists(dir / "chat_template.jinja")) d.chat_template = slurp(dir / "chat_template.jinja");
+    return d;
+  } catch (const nlohmann::json::exception& e) {
+    fail(src, ": unexpected structure: ", e.what());
+  }
 }
 
 Tokenizer load_gguf_tokenizer(const io::GgufFile& file) {

@@ -21,6 +21,13 @@ namespace ringlm {
 // `source` for an unsupported tokenizer model or malformed merges.
 TokenizerParts tokenizer_parts_from_gguf(const io::GgufTokenizerData& data, const std::string& source);
 
+// The inverse, for writing GGUF files: a Hugging Face tokenizer directory (tokenizer.json,
+// tokenizer_config.json, chat_template.jinja) as gemma4 GGUF tokenizer metadata, with
+// llama.cpp's token types (special added tokens CONTROL, other added tokens USER_DEFINED,
+// "<0xNN>" BYTE, the unknown token UNKNOWN). Throws ringlm::Error naming the file for a
+// tokenizer that cannot be expressed (not BPE, or a merge piece containing a space).
+io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir);
+
 // Reads the tokenizer metadata of an opened GGUF file and builds the Tokenizer.
 Tokenizer load_gguf_tokenizer(const io::GgufFile& file);
 Tokenizer load_gguf_tokenizer(const std::filesystem::path& path);
