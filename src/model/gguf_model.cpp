@@ -26,6 +26,23 @@ GgufExportResult export_gemma4_gguf(const io::TensorSource& source, const nlohma
   io::GgufWriter w(options.alignment);
   io::gemma4_write_metadata(w, text_config);
   w.add_string("general.name", "gemma4 (ringlm export)");
+  // llama.cpp's file type of a file whose matrices are all of one type (llama_ftype), and the
+  // quantization format version its converter writes with quantized files.
+  std::uint32_t file_type = 1;
+  switch (options.matrix_type) {
+    case io::DType::F32: file_type = 0; break;
+    case io::DType::F16: file_type = 1; break;
+    case io::DType::BF16: file_type = 32; break;
+    case io::DType::Q4_0: file_type = 2; break;
+    case io::DType::Q4_1: file_type = 3; break;
+    case io::DType::Q8_0: file_type = 7; break;
+    case io::DType::Q4_K: file_type = 14; break;  // Q4_K_S: every matrix Q4_K
+    case io::DType::Q5_K: file_type = 16; break;  // Q5_K_S
+    case io::DType::Q6_K: file_type = 18; break;
+    default: fail("export_gemma4_gguf: unsupported matrix type ", io::dtype_name(options.matrix_type));
+  }
+  w.add_u32("general.file_type", file_type);
+  w.add_u32("general.quantization_version", 2);
   if (tokenizer) io::gguf_write_tokenizer(w, *tokenizer);
   GgufExportResult result;
   auto names = source.names();

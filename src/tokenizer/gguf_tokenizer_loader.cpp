@@ -34,11 +34,12 @@ TokenizerParts tokenizer_parts_from_gguf(const io::GgufTokenizerData& d, const s
   using T = io::GgufTokenType;
   for (std::int32_t id = 0; id < n && !owned->token_types.empty(); ++id) {
     const auto type = static_cast<T>(owned->token_types[static_cast<std::size_t>(id)]);
-    if (type != T::Control && type != T::Unknown && type != T::UserDefined) continue;
+    // UNUSED pieces (<unusedN> in Gemma) are non-special added tokens in Hugging Face's file.
+    if (type != T::Control && type != T::Unknown && type != T::UserDefined && type != T::Unused) continue;
     AddedToken a;
     a.content = owned->tokens[static_cast<std::size_t>(id)];
     a.id = id;
-    a.special = type != T::UserDefined;
+    a.special = type == T::Control || type == T::Unknown;
     p.added_tokens.push_back(std::move(a));
   }
 

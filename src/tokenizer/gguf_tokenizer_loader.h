@@ -13,8 +13,8 @@
 namespace ringlm {
 
 // The parts of a gemma4 tokenizer described by `data`: every token is in the vocabulary;
-// control/unknown tokens become special added tokens and user-defined ones non-special
-// added tokens (as in Hugging Face's tokenizer.json); merges "a b" are split at the first
+// control/unknown tokens become special added tokens and user-defined and unused ones
+// non-special added tokens (as in Hugging Face's tokenizer.json); merges "a b" are split at the first
 // space after the first byte. The text pipeline is Gemma's: spaces -> "▁", BPE with byte
 // fallback, decode "▁" -> " ". Stop ids: eos plus `<turn|>` and `<|tool_response>` when
 // present (llama.cpp's end-of-generation set for Gemma 4). Throws ringlm::Error naming
