@@ -5,7 +5,7 @@
 #include <memory>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "util/error.h"
 
@@ -92,89 +92,128 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-nlohmann::json parse_json_file(const std::filesystem::path& p) {
-  try {
-    return nlohmann::json::parse(slurp(p));
-  } catch (const nlohmann::json::exception& e) {
-    fail(p.string(), ": invalid JSON: ", e.what());
+// Small typed accessors over simdjson's DOM that fail with the file and the JSON path.
+struct Json {
+  std::string file;
+  simdjson::dom::element get(simdjson::dom::element e, const char* key, const std::string& path) const {
+    simdjson::dom::element v;
+    if (e.at_key(key).get(v) != simdjson::SUCCESS) fail(file, ": ", path, ".", key, " is missing");
+    return v;
   }
-}
+  std::string str(simdjson::dom::element e, const std::string& path) const {
+    std::string_view v;
+    if (e.get(v) != simdjson::SUCCESS) fail(file, ": ", path, " must be a string");
+    return std::string(v);
+  }
+  std::int64_t integer(simdjson::dom::element e, const std::string& path) const {
+    std::int64_t v;
+    if (e.get(v) != simdjson::SUCCESS) fail(file, ": ", path, " must be an integer");
+    return v;
+  }
+  bool flag(simdjson::dom::element e, const char* key) const {
+    simdjson::dom::element v;
+    bool b = false;
+    if (e.at_key(key).get(v) != simdjson::SUCCESS || v.get(b) != simdjson::SUCCESS) return false;
+    return b;
+  }
+};
 
 }  // namespace
 
 io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir) {
   using T = io::GgufTokenType;
   const auto tok_path = dir / "tokenizer.json";
-  const std::string src = tok_path.string();
-  const nlohmann::json t = parse_json_file(tok_path);
-  try {
-    const auto& model = t.at("model");
-    if (model.value("type", std::string()) != "BPE") fail(src, ": model.type is not BPE");
-    io::GgufTokenizerData d;
-    d.model = "gemma4";
-    const auto& vocab = model.at("vocab");
-    std::int64_t max_id = -1;
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) max_id = std::max(max_id, it.value().get<std::int64_t>());
-    for (const auto& a : t.value("added_tokens", nlohmann::json::array()))
-      max_id = std::max(max_id, a.at("id").get<std::int64_t>());
-    if (max_id < 0 || max_id > (1 << 24)) fail(src, ": vocabulary ids out of range");
-    d.tokens.resize(static_cast<std::size_t>(max_id + 1));
-    d.token_types.assign(d.tokens.size(), static_cast<std::int32_t>(T::Normal));
-    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-      const auto id = it.value().get<std::size_t>();
-      d.tokens[id] = it.key();
-      const std::string& k = it.key();
-      if (k.size() == 6 && k.rfind("<0x", 0) == 0 && k.back() == '>') d.token_types[id] = static_cast<std::int32_t>(T::Byte);
-    }
-    const std::string unk = model.value("unk_token", nlohmann::json()).is_string() ? model["unk_token"].get<std::string>() : "";
-    for (const auto& a : t.value("added_tokens", nlohmann::json::array())) {
-      const auto id = a.at("id").get<std::size_t>();
-      const auto content = a.at("content").get<std::string>();
-      if (!d.tokens[id].empty() && d.tokens[id] != content)
-        fail(src, ": added token ", id, " ('", content, "') differs from the vocabulary entry '", d.tokens[id], "'");
-      d.tokens[id] = content;
-      if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false) || a.value("normalized", false))
-        fail(src, ": added token '", content, "' has lstrip/rstrip/single_word/normalized flags GGUF cannot store");
-      d.token_types[id] = static_cast<std::int32_t>(content == unk ? T::Unknown
-                                                    : a.value("special", false) ? T::Control : T::UserDefined);
-    }
-    d.scores.assign(d.tokens.size(), 0.0f);
-    for (const auto& m : model.at("merges")) {
-      std::string a, b;
-      if (m.is_array()) {
-        a = m.at(0).get<std::string>();
-        b = m.at(1).get<std::string>();
-      } else {
-        const auto s = m.get<std::string>();
-        const auto sp = s.find(' ', 1);
-        if (sp == std::string::npos) fail(src, ": merge '", s, "' has no space");
-        a = s.substr(0, sp);
-        b = s.substr(sp + 1);
-      }
-      if (a.find(' ') != std::string::npos || b.find(' ') != std::string::npos || a.empty() || b.empty())
-        fail(src, ": merge ('", a, "', '", b, "') has a piece GGUF's \"a b\" form cannot hold");
-      d.merges.push_back(a + " " + b);
-    }
-    auto id_of = [&](const std::string& piece) -> std::optional<std::int32_t> {
-      auto it = std::find(d.tokens.begin(), d.tokens.end(), piece);
-      if (it == d.tokens.end()) return std::nullopt;
-      return static_cast<std::int32_t>(it - d.tokens.begin());
-    };
-    d.bos_id = id_of("<bos>");
-    d.eos_id = id_of("<eos>");
-    d.pad_id = id_of("<pad>");
-    if (!unk.empty()) d.unk_id = id_of(unk);
-    d.add_bos = true;  // llama.cpp's gemma4 convention; ringlm's chat code adds <bos> once either way
-    if (std::filesystem::exists(dir / "tokenizer_config.json")) {
-      const auto cfg = parse_json_file(dir / "tokenizer_config.json");
-      d.add_bos = cfg.value("add_bos_token", d.add_bos);
-      if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) d.chat_template = cfg["chat_template"];
-    }
-    if (std::filesystem::exists(dir / "chat_template.jinja")) d.chat_template = slurp(dir / "chat_template.jinja");
-    return d;
-  } catch (const nlohmann::json::exception& e) {
-    fail(src, ": unexpected structure: ", e.what());
+  const Json j{tok_path.string()};
+  const std::string& src = j.file;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.load(tok_path.string()).get(doc) != simdjson::SUCCESS) fail(src, ": cannot read or parse as JSON");
+  const auto model = j.get(doc, "model", "");
+  if (j.str(j.get(model, "type", "model"), "model.type") != "BPE") fail(src, ": model.type is not BPE");
+  io::GgufTokenizerData d;
+  d.model = "gemma4";
+  simdjson::dom::object vocab;
+  if (j.get(model, "vocab", "model").get(vocab) != simdjson::SUCCESS) fail(src, ": model.vocab must be an object");
+  simdjson::dom::array added;
+  if (doc.at_key("added_tokens").get(added) != simdjson::SUCCESS) added = {};
+  std::int64_t max_id = -1;
+  for (auto field : vocab) max_id = std::max(max_id, j.integer(field.value, "model.vocab"));
+  for (auto a : added) max_id = std::max(max_id, j.integer(j.get(a, "id", "added_tokens[]"), "added_tokens[].id"));
+  if (max_id < 0 || max_id > (1 << 24)) fail(src, ": vocabulary ids out of range");
+  d.tokens.resize(static_cast<std::size_t>(max_id + 1));
+  d.token_types.assign(d.tokens.size(), static_cast<std::int32_t>(T::Normal));
+  for (auto field : vocab) {
+    const auto id = static_cast<std::size_t>(j.integer(field.value, "model.vocab"));
+    if (static_cast<std::int64_t>(id) < 0) fail(src, ": negative id in model.vocab");
+    const std::string_view k = field.key;
+    d.tokens[id] = std::string(k);
+    if (k.size() == 6 && k.substr(0, 3) == "<0x" && k.back() == '>') d.token_types[id] = static_cast<std::int32_t>(T::Byte);
   }
+  std::string unk;
+  {
+    std::string_view u;
+    if (model["unk_token"].get(u) == simdjson::SUCCESS) unk = std::string(u);
+  }
+  for (auto a : added) {
+    const std::int64_t id = j.integer(j.get(a, "id", "added_tokens[]"), "added_tokens[].id");
+    if (id < 0) fail(src, ": negative added token id");
+    const std::string content = j.str(j.get(a, "content", "added_tokens[]"), "added_tokens[].content");
+    auto& slot = d.tokens[static_cast<std::size_t>(id)];
+    if (!slot.empty() && slot != content)
+      fail(src, ": added token ", id, " ('", content, "') differs from the vocabulary entry '", slot, "'");
+    slot = content;
+    if (j.flag(a, "lstrip") || j.flag(a, "rstrip") || j.flag(a, "single_word") || j.flag(a, "normalized"))
+      fail(src, ": added token '", content, "' has lstrip/rstrip/single_word/normalized flags GGUF cannot store");
+    d.token_types[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(
+        content == unk ? T::Unknown : j.flag(a, "special") ? T::Control : T::UserDefined);
+  }
+  d.scores.assign(d.tokens.size(), 0.0f);
+  simdjson::dom::array merges;
+  if (j.get(model, "merges", "model").get(merges) != simdjson::SUCCESS) fail(src, ": model.merges must be an array");
+  d.merges.reserve(merges.size());
+  for (auto m : merges) {
+    std::string_view text, a, b;
+    simdjson::dom::array pair;
+    if (m.get(text) == simdjson::SUCCESS) {
+      const auto sp = text.find(' ', 1);
+      if (sp == std::string_view::npos) fail(src, ": merge '", text, "' has no space");
+      a = text.substr(0, sp);
+      b = text.substr(sp + 1);
+    } else if (m.get(pair) == simdjson::SUCCESS && pair.size() == 2 && pair.at(0).get(a) == simdjson::SUCCESS &&
+               pair.at(1).get(b) == simdjson::SUCCESS) {
+    } else {
+      fail(src, ": model.merges entries must be \"a b\" strings or [a, b] pairs");
+    }
+    if (a.empty() || b.empty() || a.find(' ') != std::string_view::npos || b.find(' ') != std::string_view::npos)
+      fail(src, ": merge ('", a, "', '", b, "') has a piece GGUF's \"a b\" form cannot hold");
+    std::string joined;
+    joined.reserve(a.size() + b.size() + 1);
+    joined.append(a).append(1, ' ').append(b);
+    d.merges.push_back(std::move(joined));
+  }
+  auto id_of = [&](const std::string& piece) -> std::optional<std::int32_t> {
+    auto it = std::find(d.tokens.begin(), d.tokens.end(), piece);
+    if (it == d.tokens.end()) return std::nullopt;
+    return static_cast<std::int32_t>(it - d.tokens.begin());
+  };
+  d.bos_id = id_of("<bos>");
+  d.eos_id = id_of("<eos>");
+  d.pad_id = id_of("<pad>");
+  if (!unk.empty()) d.unk_id = id_of(unk);
+  d.add_bos = true;  // llama.cpp's gemma4 convention; ringlm's chat code adds <bos> once either way
+  const auto cfg_path = dir / "tokenizer_config.json";
+  if (std::filesystem::exists(cfg_path)) {
+    simdjson::dom::parser cfg_parser;
+    simdjson::dom::element cfg;
+    if (cfg_parser.load(cfg_path.string()).get(cfg) != simdjson::SUCCESS)
+      fail(cfg_path.string(), ": cannot read or parse as JSON");
+    bool add_bos;
+    if (cfg["add_bos_token"].get(add_bos) == simdjson::SUCCESS) d.add_bos = add_bos;
+    std::string_view tmpl;
+    if (cfg["chat_template"].get(tmpl) == simdjson::SUCCESS) d.chat_template = std::string(tmpl);
+  }
+  if (std::filesystem::exists(dir / "chat_template.jinja")) d.chat_template = slurp(dir / "chat_template.jinja");
+  return d;
 }
 
 Tokenizer load_gguf_tokenizer(const io::GgufFile& file) {

@@ -53,7 +53,7 @@ std::vector<float> all_logits(std::shared_ptr<const model::Model> m, const std::
 
 std::vector<std::int32_t> prompt(int vocab) {
   std::vector<std::int32_t> ids;
-  for (int i = 0; i < 40; ++i) ids.push_back((i * 7919 + 13) % vocab);  // > sliding window
+  for (int i = 0; i < 24; ++i) ids.push_back((i * 7919 + 13) % vocab);  // > the 16-token sliding window
   return ids;
 }
 
