@@ -1,7 +1,6 @@
 // The real Gemma 4 tokenizer converted to GGUF metadata (gguf_tokenizer_from_hf: tokens,
 // llama.cpp token types, "a b" merges, special ids, chat template), written, read back and
-// built by load_gguf_tokenizer must reproduce golden.jsonl and decode like the
-// tokenizer.json path.
+// built by load_gguf_tokenizer must reproduce golden.jsonl and decode each text back.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -40,14 +39,14 @@ TEST(GgufTokenizerGolden, ReproducesGoldenIds) {
   w.write(path);
 
   const Tokenizer gguf = load_gguf_tokenizer(path);
-  const Tokenizer hf = Tokenizer::load(kTokDir);
-  EXPECT_EQ(gguf.vocab_size(), hf.vocab_size());
+  EXPECT_EQ(gguf.vocab_size(), 262144);
   EXPECT_EQ(gguf.bos_id(), 2);
   const auto eos = gguf.eos_ids();
   EXPECT_NE(std::find(eos.begin(), eos.end(), 1), eos.end());
   EXPECT_NE(std::find(eos.begin(), eos.end(), 106), eos.end());
   EXPECT_TRUE(gguf.is_special(106));
-  EXPECT_EQ(gguf.is_special(4), hf.is_special(4));
+  EXPECT_FALSE(gguf.is_special(4));  // <mask>: a non-special added token, as in tokenizer.json
+  EXPECT_EQ(gguf.find("<mask>"), 4);
 
   std::ifstream golden(kTokDir / "golden.jsonl");
   std::string line;
@@ -59,7 +58,7 @@ TEST(GgufTokenizerGolden, ReproducesGoldenIds) {
     const auto expected = g["ids"].get<std::vector<std::int32_t>>();
     const auto ids = gguf.encode(text, EncodeOptions{.add_bos = false});
     EXPECT_EQ(ids, expected) << "text: " << g["text"].dump();
-    EXPECT_EQ(gguf.decode(ids), hf.decode(ids)) << "text: " << g["text"].dump();
+    EXPECT_EQ(gguf.decode(ids), text) << "text: " << g["text"].dump();  // every golden text round-trips
     ++cases;
   }
   EXPECT_GT(cases, 20);
