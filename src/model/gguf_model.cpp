@@ -20,6 +20,11 @@ std::shared_ptr<const Model> load_gguf_model(const std::filesystem::path& path, 
   return Model::from_source(std::move(config), std::make_unique<io::GgufTensorSource>(file), options);
 }
 
+std::shared_ptr<const Model> load_model_any(const std::filesystem::path& path, const ModelOptions& options) {
+  if (std::filesystem::is_regular_file(path) && io::is_gguf_file(path)) return load_gguf_model(path, options);
+  return Model::load(path, options);
+}
+
 GgufExportResult export_gemma4_gguf(const io::TensorSource& source, const nlohmann::json& text_config,
                                     const io::GgufTokenizerData* tokenizer, const std::filesystem::path& out,
                                     const GgufExportOptions& options) {

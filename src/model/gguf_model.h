@@ -19,6 +19,10 @@ ModelConfig load_gguf_model_config(const io::GgufFile& file);
 // Loads a gemma4 GGUF file. Throws ringlm::Error naming the file, key or tensor.
 std::shared_ptr<const Model> load_gguf_model(const std::filesystem::path& path, const ModelOptions& options = {});
 
+// A GGUF file (by its magic bytes) through load_gguf_model, anything else as a Hugging Face
+// checkpoint directory through Model::load.
+std::shared_ptr<const Model> load_model_any(const std::filesystem::path& path, const ModelOptions& options = {});
+
 struct GgufExportOptions {
   // Type of the matrices (2-D tensors): F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K.
   // A matrix already in this type is copied byte for byte. Vectors are always F32, as

@@ -225,4 +225,9 @@ Tokenizer load_gguf_tokenizer(const std::filesystem::path& path) {
   return load_gguf_tokenizer(file);
 }
 
+Tokenizer load_tokenizer_any(const std::filesystem::path& path) {
+  if (std::filesystem::is_regular_file(path) && io::is_gguf_file(path)) return load_gguf_tokenizer(path);
+  return Tokenizer::load(path);
+}
+
 }  // namespace ringlm

@@ -32,4 +32,8 @@ io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir);
 Tokenizer load_gguf_tokenizer(const io::GgufFile& file);
 Tokenizer load_gguf_tokenizer(const std::filesystem::path& path);
 
+// A GGUF file (by its magic bytes) through load_gguf_tokenizer, anything else through
+// Tokenizer::load (a directory with tokenizer.json, or the file itself).
+Tokenizer load_tokenizer_any(const std::filesystem::path& path);
+
 }  // namespace ringlm

@@ -95,12 +95,12 @@ TEST(GgufModel, SameLogitsAsTheHuggingFaceCheckpoint) {
   for (io::DType dtype : {io::DType::F32, io::DType::BF16}) {
     const auto dir = scratch(std::string("hf-") + io::dtype_name(dtype));
     model::testing::write_test_checkpoint(dir, {.preset = "tiny", .seed = 3, .dtype = dtype, .tokenizer_dir = {}});
-    const auto hf = model::Model::load(dir, {.threads = 1});
+    const auto hf = model::load_model_any(dir, {.threads = 1});  // a directory: HF checkpoint
     const auto gguf_path = dir / "model.gguf";
     const auto res = model::export_gemma4_gguf(hf->source(), text_config(dir), nullptr, gguf_path,
                                                {.matrix_type = dtype});
     EXPECT_EQ(res.fallback_f16, 0);
-    const auto gg = model::load_gguf_model(gguf_path, {.threads = 1});
+    const auto gg = model::load_model_any(gguf_path, {.threads = 1});  // detects GGUF by magic
 
     const auto& a = hf->config();
     const auto& b = gg->config();

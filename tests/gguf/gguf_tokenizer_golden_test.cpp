@@ -38,7 +38,7 @@ TEST(GgufTokenizerGolden, ReproducesGoldenIds) {
   const auto path = dir / "tokenizer.gguf";
   w.write(path);
 
-  const Tokenizer gguf = load_gguf_tokenizer(path);
+  const Tokenizer gguf = load_tokenizer_any(path);  // detects GGUF by magic
   EXPECT_EQ(gguf.vocab_size(), 262144);
   EXPECT_EQ(gguf.bos_id(), 2);
   const auto eos = gguf.eos_ids();
