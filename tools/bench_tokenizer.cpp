@@ -74,7 +74,13 @@ std::string make_mixed_text(size_t target_bytes) {
     if (kind < 5) {  // a prose paragraph
       const int n = 20 + static_cast<int>(rng.next() % 60);
       for (int i = 0; i < n; ++i) {
+        // A quarter of the words are random letter strings, so that the text is not just
+        // a few hundred distinct words (which would flatter the chunk cache).
         std::string w = rng.pick(words);
+        if (rng.next() % 4 == 0) {
+          w.clear();
+          for (int k = 2 + static_cast<int>(rng.next() % 9); k > 0; --k) w += static_cast<char>('a' + rng.next() % 26);
+        }
         if (i == 0 || rng.next() % 9 == 0) w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
         out += w;
         out += (rng.next() % 12 == 0) ? ", " : " ";
@@ -159,6 +165,18 @@ int main(int argc, char** argv) {
       decoded = tok.decode(ids);
       best_decode = std::min(best_decode, seconds_since(t0));
     }
+    // Worst case for the merge loop: one 256 KB word with nothing to cut it at (random
+    // letters, no spaces or newlines), so the heap path runs on the whole of it.
+    std::string long_word;
+    {
+      Rng rng;
+      for (size_t k = 0; k < (256u << 10); ++k) long_word += static_cast<char>('a' + rng.next() % 26);
+    }
+    const double lw0 = thread_cpu_seconds();
+    const auto long_ids = tok.encode(long_word);
+    const double long_cpu = thread_cpu_seconds() - lw0;
+    const bool long_ok = tok.decode(long_ids) == long_word;
+
     const double mb = static_cast<double>(text.size()) / 1e6;
     std::printf("text: %zu bytes, %zu tokens, round trip %s\n", text.size(), ids.size(),
                 decoded == text ? "exact" : "MISMATCH");
@@ -168,7 +186,10 @@ int main(int argc, char** argv) {
     std::printf("encode, best of %d: %.1f ms wall = %.2f MB/s; %.1f ms cpu = %.2f MB/s (single thread)\n", runs,
                 best_encode * 1e3, mb / best_encode, best_encode_cpu * 1e3, mb / best_encode_cpu);
     std::printf("decode: %.1f ms, %.2f MB/s\n", best_decode * 1e3, mb / best_decode);
-    return decoded == text ? 0 : 1;
+    std::printf("one 256 KB word (no cut points, heap merge loop): %.1f ms cpu = %.2f MB/s, %zu tokens, round trip %s\n",
+                long_cpu * 1e3, static_cast<double>(long_word.size()) / 1e6 / long_cpu, long_ids.size(),
+                long_ok ? "exact" : "MISMATCH");
+    return decoded == text && long_ok ? 0 : 1;
   } catch (const ringlm::Error& e) {
     std::fprintf(stderr, "bench_tokenizer: error: %s\n", e.what());
     return 1;

@@ -125,6 +125,13 @@ std::string ChatTemplate::render(const ChatRequest& request) const {
   return render_context(std::move(context));
 }
 
+std::vector<std::int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view prompt_text) {
+  EncodeOptions options;
+  options.add_bos = false;
+  options.parse_special = true;
+  return tokenizer.encode(prompt_text, options);
+}
+
 ChatRequest parse_chat_request(const std::string& json_text, const std::string& origin) {
   nlohmann::ordered_json j;
   try {

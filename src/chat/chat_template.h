@@ -10,6 +10,7 @@
 #include <string>
 
 #include "chat/jinja/template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ringlm::chat {
 
@@ -50,6 +51,10 @@ class ChatTemplate {
   jinja::Template tmpl_;
   nlohmann::ordered_json special_tokens_;
 };
+
+// Token ids of a rendered prompt, as transformers' apply_chat_template(tokenize=True): no
+// <bos> is added (the template writes it) and special tokens in the text are matched.
+std::vector<std::int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view prompt_text);
 
 // Parses a request file body {"messages": [...], "tools": [...], ...}; throws ringlm::Error
 // naming `origin` on bad JSON or a missing/ill-typed field.

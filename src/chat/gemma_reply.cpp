@@ -304,7 +304,8 @@ void GemmaReplyStream::finish(std::vector<Event>& events) {
     case State::Content:
       emit(Event::Kind::Content, buffer_, events);
       break;
-    case State::ChannelName:
+    case State::ChannelName:  // only the channel name arrived: no thinking text
+      break;
     case State::Thinking:
       emit(Event::Kind::Thinking, buffer_, events);
       break;

@@ -1,7 +1,9 @@
 // `ringlm logits`: runs token ids through the decoder and writes every position's logits,
 // so the C++ forward pass can be compared with an independent reference. Positions below
 // --decode-from go through chunked prefill, the rest through single-token decode.
+#include <bit>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,6 +13,9 @@
 #include "util/error.h"
 
 namespace {
+
+// The output format is little-endian float32; rows are written straight from memory.
+static_assert(std::endian::native == std::endian::little, "ringlm logits assumes a little-endian host");
 
 std::vector<std::int32_t> parse_ids(const std::string& text, const std::string& what) {
   std::vector<std::int32_t> ids;
@@ -93,13 +98,21 @@ RINGLM_COMMAND(logits) {
     if (n_prefill > 0)
       session.prefill(std::span(ids.data(), n_prefill), std::span(positions.data(), n_prefill),
                       model::LogitsMode::All, emit);
+    const auto t_prefill = std::chrono::steady_clock::now();
+    const std::clock_t cpu_prefill = std::clock();
     for (std::size_t i = n_prefill; i < T; ++i) emit(i, session.decode(ids[i], positions[i]));
     out.close();
     if (!out) fail(opt->out, ": write failed");
     const auto t2 = std::chrono::steady_clock::now();
+    const double decode_cpu_s = double(std::clock() - cpu_prefill) / CLOCKS_PER_SEC;
     for (std::size_t i = 0; i < T; ++i) std::printf("%zu\t%d\n", i, argmax[i]);
-    std::fprintf(stderr, "logits: %zu positions x %zu vocab (%zu prefill, %zu decode); load %.3f s, run %.3f s\n", T, V,
-                 n_prefill, T - n_prefill, std::chrono::duration<double>(t1 - t0).count(),
-                 std::chrono::duration<double>(t2 - t1).count());
+    const double prefill_s = std::chrono::duration<double>(t_prefill - t1).count();
+    const double decode_s = std::chrono::duration<double>(t2 - t_prefill).count();
+    std::fprintf(stderr,
+                 "logits: %zu positions x %zu vocab; load %.3f s; prefill %zu tokens %.3f s; decode %zu tokens %.3f s"
+                 " (%.1f ms/token, %.1f ms CPU/token over all threads)\n",
+                 T, V, std::chrono::duration<double>(t1 - t0).count(), n_prefill, prefill_s, T - n_prefill, decode_s,
+                 T > n_prefill ? 1e3 * decode_s / double(T - n_prefill) : 0.0,
+                 T > n_prefill ? 1e3 * decode_cpu_s / double(T - n_prefill) : 0.0);
   });
 }

@@ -10,10 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/command.h"
-#if __has_include("tokenizer/tokenizer.h")
 #include "tokenizer/tokenizer.h"
-#define RINGLM_HAVE_TOKENIZER 1
-#endif
 #include "util/error.h"
 
 namespace {
@@ -82,15 +79,10 @@ void run_template(const TemplateOptions& o) {
   if (o.enable_thinking) request.enable_thinking = o.enable_thinking;
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["text"] = tmpl.render(request);
-#ifdef RINGLM_HAVE_TOKENIZER
   if (!o.no_ids) {
     auto tokenizer = ringlm::Tokenizer::load(o.model);
-    ringlm::EncodeOptions opts;
-    opts.add_bos = false;  // the template writes <bos> itself
-    opts.parse_special = true;
-    out["ids"] = tokenizer.encode(out["text"].get<std::string>(), opts);
+    out["ids"] = ringlm::chat::encode_prompt(tokenizer, out["text"].get<std::string>());
   }
-#endif
   std::cout << dump(out) << '\n';
 }
 

@@ -97,7 +97,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     const std::uint64_t esize = element_size(dtype, &view.dtype);
     if (view.name.empty()) continue;  // vision/audio: bounds-checked, otherwise unused
     if (esize == 0) bad("unsupported dtype " + dtype + " (ringlm reads F32, F16 and BF16)");
-    if (end - begin != numel * esize)
+    if (numel > (end - begin) / esize || end - begin != numel * esize)
       bad("holds " + std::to_string(end - begin) + " bytes but dtype " + dtype + " and its shape need " +
           std::to_string(numel * esize));
     view.data = file_.data() + data_start + begin;

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/dequant_ggml.h"
+#include "util/error.h"
 #include "util/float16.h"
 
 namespace ringlm::kernels {
@@ -64,7 +66,8 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
       break;
     }
     default:
-      std::memset(out, 0, n * 4);  // unreachable: weights are validated at load
+      // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
+      dequantize_row(w.dtype, w.data + r * row_bytes(w.dtype, n), out, n);
   }
 }
 
@@ -167,6 +170,8 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
+  if (w.dtype != io::DType::F32 && w.dtype != io::DType::F16 && w.dtype != io::DType::BF16)
+    fail("reference matmul: unsupported weight dtype #", static_cast<int>(w.dtype));  // kernels do not link io
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
     return;
@@ -176,6 +181,17 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 
 void gather_rows(const WeightMatrix& table, const std::int32_t* ids, int n, std::int64_t col_begin,
                  std::int64_t n_cols, float scale, float* out) {
+  if (table.dtype != io::DType::F32 && table.dtype != io::DType::F16 && table.dtype != io::DType::BF16) {
+    // Block-quantized table: decode the whole row, keep the requested columns.
+    thread_local std::vector<float> row;
+    if (static_cast<std::int64_t>(row.size()) < table.cols) row.resize(table.cols);
+    for (int t = 0; t < n; ++t) {
+      load_row_f32(table, ids[t], row.data());
+      float* o = out + static_cast<std::int64_t>(t) * n_cols;
+      for (std::int64_t c = 0; c < n_cols; ++c) o[c] = row[col_begin + c] * scale;
+    }
+    return;
+  }
   const std::int64_t esize = table.dtype == io::DType::F32 ? 4 : 2;
   for (int t = 0; t < n; ++t) {
     const std::uint8_t* p = table.data + (static_cast<std::int64_t>(ids[t]) * table.cols + col_begin) * esize;

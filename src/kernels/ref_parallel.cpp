@@ -25,17 +25,18 @@ ParallelFor::~ParallelFor() {
   for (auto& t : threads_) t.join();
 }
 
-void ParallelFor::run(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& fn,
-                      std::int64_t min_chunk) {
+void ParallelFor::run_erased(std::int64_t n, std::int64_t min_chunk, void* ctx, Trampoline call) {
   if (n <= 0) return;
+  std::lock_guard<std::mutex> serial(run_mu_);
   const int slices = static_cast<int>(std::min<std::int64_t>(n_threads_, std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_chunk))));
   if (slices <= 1) {
-    fn(0, n);
+    call(ctx, 0, n);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
+    job_ctx_ = ctx;
+    job_call_ = call;
     job_n_ = n;
     job_slices_ = slices;
     pending_ = slices - 1;
@@ -44,16 +45,18 @@ void ParallelFor::run(std::int64_t n, const std::function<void(std::int64_t, std
   wake_.notify_all();
   std::int64_t b, e;
   slice_bounds(n, slices, 0, &b, &e);
-  fn(b, e);
+  call(ctx, b, e);
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  job_ctx_ = nullptr;
+  job_call_ = nullptr;
 }
 
 void ParallelFor::worker(int index) {
   std::uint64_t seen = 0;
   for (;;) {
-    const std::function<void(std::int64_t, std::int64_t)>* job;
+    void* ctx;
+    Trampoline call;
     std::int64_t n;
     int slices;
     {
@@ -61,14 +64,15 @@ void ParallelFor::worker(int index) {
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
-      job = job_;
+      ctx = job_ctx_;
+      call = job_call_;
       n = job_n_;
       slices = job_slices_;
     }
     if (index < slices) {
       std::int64_t b, e;
       slice_bounds(n, slices, index, &b, &e);
-      (*job)(b, e);
+      call(ctx, b, e);
       std::lock_guard<std::mutex> lock(mu_);
       if (--pending_ == 0) done_.notify_one();
     }

@@ -70,6 +70,9 @@ class Session {
   using LogitsCallback = std::function<void(std::size_t index, std::span<const float> logits)>;
 
   Session(std::shared_ptr<const Model> model, const SessionOptions& options = {});
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Session(Session&&) = default;  // keeps the model alive through its shared_ptr
 
   // Runs ids[i] at positions[i]. LogitsMode::Last returns the last token's logits;
   // LogitsMode::All also calls on_logits(i, row) for every token in order. Throws

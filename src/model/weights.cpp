@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "kernels/dequant_ggml.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -23,8 +24,13 @@ class Binder {
   const io::TensorView& tensor(const std::string& name, const std::vector<std::int64_t>& shape) {
     const io::TensorView* v = source_.find(name);
     if (!v) fail(source_.describe(), ": missing tensor ", name, " (expected shape ", shape_string(shape), ")");
-    if (v->dtype != io::DType::F32 && v->dtype != io::DType::F16 && v->dtype != io::DType::BF16)
-      fail(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype), " (expected F32, F16 or BF16)");
+    const bool float_type = v->dtype == io::DType::F32 || v->dtype == io::DType::F16 || v->dtype == io::DType::BF16;
+    // ggml block formats (from GGUF) are decoded row by row; rows must hold whole blocks.
+    const bool block_type = !float_type && v->dtype != io::DType::I8 && !shape.empty() &&
+                            shape.back() % kernels::block_format(v->dtype).block_elems == 0;
+    if (!float_type && !block_type)
+      fail(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype),
+           " (expected F32, F16, BF16, or a ggml block type with whole blocks per row)");
     if (v->shape != shape)
       fail(v->file, ": tensor ", name, ": expected shape ", shape_string(shape), ", got ", shape_string(v->shape));
     return *v;

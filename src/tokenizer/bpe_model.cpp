@@ -108,6 +108,28 @@ void BpeModel::finish(const std::string& boundary) {
       if (before != boundary_) unsafe_before_.insert(before, 0);
     }
   });
+  // The same rule as cut_allowed_before(), tabulated for the common characters.
+  const uint32_t marker = utf8_decode(boundary_, 0, boundary_.size());
+  cut_ok_before_bmp_.assign(0x10000, 0);
+  char buf[4];
+  for (uint32_t cp = 0; cp < 0x10000; ++cp) {
+    if (cp == marker || bmp_ids[cp] < 0) continue;
+    size_t n;
+    if (cp < 0x80) {
+      buf[0] = static_cast<char>(cp);
+      n = 1;
+    } else if (cp < 0x800) {
+      buf[0] = static_cast<char>(0xC0 | (cp >> 6));
+      buf[1] = static_cast<char>(0x80 | (cp & 0x3F));
+      n = 2;
+    } else {
+      buf[0] = static_cast<char>(0xE0 | (cp >> 12));
+      buf[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      buf[2] = static_cast<char>(0x80 | (cp & 0x3F));
+      n = 3;
+    }
+    cut_ok_before_bmp_[cp] = unsafe_before_.find(std::string_view(buf, n)) < 0 ? 1 : 0;
+  }
 }
 
 bool BpeModel::cut_allowed_before(std::string_view word, size_t pos) const {
@@ -115,8 +137,10 @@ bool BpeModel::cut_allowed_before(std::string_view word, size_t pos) const {
   // the marker inside a vocabulary piece.
   size_t q = pos - 1;
   while (q > 0 && (static_cast<unsigned char>(word[q]) & 0xC0) == 0x80 && pos - q < 4) --q;
-  if (utf8_char_len(word, q) != pos - q) return false;
-  const std::string_view before = word.substr(q, pos - q);
+  const size_t n = pos - q;
+  if (utf8_char_len(word, q) != n) return false;
+  if (n <= 3) return cut_ok_before_bmp_[utf8_decode(word, q, n)] != 0;
+  const std::string_view before = word.substr(q, n);
   // It must also be a token of its own: a byte-fallback or unknown symbol could merge
   // in ways the piece scan does not see.
   return before != boundary_ && unsafe_before_.find(before) < 0 && vocab.find(before) >= 0;
@@ -168,42 +192,89 @@ void BpeModel::encode_chunk_cached(std::string_view chunk, std::vector<int32_t>&
   cache.index.insert(chunk, static_cast<int32_t>(cache.starts.size() - 2));
 }
 
-void BpeModel::encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const {
+// Short words (the usual case once words are cut into chunks): the same merge order as the
+// heap — the lowest rank, leftmost on ties, among the current pairs — found by scanning a
+// small array, which beats heap bookkeeping below a few dozen symbols.
+void BpeModel::merge_small(std::vector<int32_t>& out, BpeScratch& scratch) const {
+  int32_t ids[kSmallWord];
+  MergeRule pair[kSmallWord];
+  size_t n = scratch.symbols.size();
+  for (size_t i = 0; i < n; ++i) ids[i] = scratch.symbols[i].id;
+  for (size_t i = 0; i + 1 < n; ++i) merges.prefetch(ids[i], ids[i + 1]);
+  for (size_t i = 0; i + 1 < n; ++i) pair[i] = merges.find(ids[i], ids[i + 1]);
+  for (;;) {
+    size_t best = n;
+    uint32_t best_rank = UINT32_MAX;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const auto r = static_cast<uint32_t>(pair[i].rank);  // -1 (no rule) becomes the largest
+      if (r < best_rank) {
+        best_rank = r;
+        best = i;
+      }
+    }
+    if (best == n || pair[best].rank < 0) break;
+    ids[best] = pair[best].result;
+    for (size_t i = best + 1; i + 1 < n; ++i) ids[i] = ids[i + 1];
+    for (size_t i = best; i + 2 < n; ++i) pair[i] = pair[i + 1];
+    --n;
+    if (best > 0) pair[best - 1] = merges.find(ids[best - 1], ids[best]);
+    if (best + 1 < n) pair[best] = merges.find(ids[best], ids[best + 1]);
+  }
+  out.insert(out.end(), ids, ids + n);
+}
+
+void BpeModel::encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch,
+                                    bool force_heap) const {
   if (word.empty()) return;
   initial_symbols(word, scratch);
   auto& syms = scratch.symbols;
   if (syms.size() >= (size_t{1} << 31)) fail("tokenizer: word of ", word.size(), " bytes is too long");
+  if (syms.size() == 1) {
+    out.push_back(syms[0].id);
+    return;
+  }
+  if (syms.size() <= kSmallWord && !force_heap) {
+    merge_small(out, scratch);
+    return;
+  }
   auto& heap = scratch.heap;
   heap.clear();
-  const std::greater<uint64_t> min_first;
-  auto push_pair = [&](int32_t pos) {
-    const int32_t nx = syms[pos].next;
-    const MergeRule r = merges.find(syms[pos].id, syms[nx].id);
-    if (r.rank < 0) return;
-    heap.push_back((static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(pos));
-    std::push_heap(heap.begin(), heap.end(), min_first);
+  const auto later = [](const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) { return a.key > b.key; };
+  auto queue = [&](int32_t pos, int32_t left, int32_t right, MergeRule r) {
+    heap.push_back({(static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(pos), left, right, r.result});
   };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) {
+  // Initial pairs: prefetch every table slot first so the misses overlap.
+  const auto n = static_cast<int32_t>(syms.size());
+  for (int32_t i = 0; i + 1 < n; ++i) merges.prefetch(syms[i].id, syms[i + 1].id);
+  for (int32_t i = 0; i + 1 < n; ++i) {
     const MergeRule r = merges.find(syms[i].id, syms[i + 1].id);
-    if (r.rank >= 0) heap.push_back((static_cast<uint64_t>(r.rank) << 32) | static_cast<uint32_t>(i));
+    if (r.rank >= 0) queue(i, syms[i].id, syms[i + 1].id, r);
   }
-  std::make_heap(heap.begin(), heap.end(), min_first);
+  std::make_heap(heap.begin(), heap.end(), later);
+  auto push_pair = [&](int32_t pos) {
+    const int32_t left = syms[pos].id, right = syms[syms[pos].next].id;
+    const MergeRule r = merges.find(left, right);
+    if (r.rank < 0) return;
+    queue(pos, left, right, r);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), min_first);
-    const uint64_t top = heap.back();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const BpeScratch::Candidate top = heap.back();
     heap.pop_back();
-    const auto rank = static_cast<int32_t>(top >> 32);
-    const auto pos = static_cast<int32_t>(top & 0xFFFFFFFFu);
+    const auto pos = static_cast<int32_t>(top.key & 0xFFFFFFFFu);
     auto& s = syms[pos];
-    if (s.id < 0 || s.next < 0) continue;  // merged away, or now at the end
-    // The pair at `pos` may have changed since this entry was queued; the rank identifies it.
-    const MergeRule r = merges.find(s.id, syms[s.next].id);
-    if (r.rank != rank) continue;
+    // Stale if either side changed since it was queued (merged away or merged further).
+    if (s.id != top.left || s.next < 0 || syms[s.next].id != top.right) continue;
     const int32_t gone = s.next;
-    s.id = r.result;
+    s.id = top.result;
     s.next = syms[gone].next;
     syms[gone].id = -1;
     if (s.next >= 0) syms[s.next].prev = pos;
+    if (s.prev >= 0 && s.next >= 0) {
+      merges.prefetch(syms[s.prev].id, s.id);
+      merges.prefetch(s.id, syms[s.next].id);
+    }
     if (s.prev >= 0) push_pair(s.prev);
     if (s.next >= 0) push_pair(pos);
   }

@@ -27,8 +27,14 @@ struct BpeScratch {
     int32_t prev;  // index of the previous live symbol, -1 at the start
     int32_t next;  // index of the next live symbol, -1 at the end
   };
+  // A queued merge. The pair's ids are kept so that a popped entry is checked against the
+  // current symbols without another hash lookup.
+  struct Candidate {
+    uint64_t key;  // (rank << 32) | position: the heap order (lowest rank, then leftmost)
+    int32_t left, right, result;
+  };
   std::vector<Symbol> symbols;
-  std::vector<uint64_t> heap;  // (rank << 32) | position, min-heap
+  std::vector<Candidate> heap;  // min-heap on key
 };
 
 class BpeModel {
@@ -50,15 +56,20 @@ class BpeModel {
   // and there is neither byte fallback nor an unknown token.
   void encode_word(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
   // Same without chunking or caching (the reference path; tests compare the two).
-  void encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
+  // `force_heap`: never use the small-word scan (tests compare both merge loops).
+  void encode_word_uncached(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch,
+                            bool force_heap = false) const;
 
  private:
+  static constexpr size_t kSmallWord = 24;  // up to this many symbols: merge_small()
   void initial_symbols(std::string_view word, BpeScratch& scratch) const;
+  void merge_small(std::vector<int32_t>& out, BpeScratch& scratch) const;
   void encode_chunk_cached(std::string_view chunk, std::vector<int32_t>& out, BpeScratch& scratch) const;
   bool cut_allowed_before(std::string_view word, size_t pos) const;
 
   std::string boundary_;        // "" disables chunking
   StringIdMap unsafe_before_;   // characters that some piece has directly before boundary_
+  std::vector<uint8_t> cut_ok_before_bmp_;  // per character below U+10000: a cut is allowed after it
   uint64_t serial_ = 0;         // identifies this model to the per-thread chunk cache
 };
 

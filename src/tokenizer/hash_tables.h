@@ -180,31 +180,31 @@ struct MergeRule {
 };
 
 // (left id, right id) -> MergeRule. Inserting an existing pair replaces it (the later rule
-// wins, as in Hugging Face's loader).
+// wins, as in Hugging Face's loader). Key and rule share one 16-byte slot, so a lookup is
+// one cache miss.
 class PairMergeMap {
  public:
   void reserve(size_t n) { rehash(table_capacity_for(n)); }
 
   void insert(int32_t left, int32_t right, MergeRule rule) {
-    if ((count_ + 1) * 2 > keys_.size()) rehash(table_capacity_for(count_ + 1));
+    if ((count_ + 1) * 2 > slots_.size()) rehash(table_capacity_for(count_ + 1));
     const uint64_t key = pack(left, right);
     size_t i = mix(key) & mask_;
-    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
-    if (keys_[i] == kEmpty) ++count_;
-    keys_[i] = key;
-    rules_[i] = rule;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    if (slots_[i].key == kEmpty) ++count_;
+    slots_[i] = Slot{key, rule};
   }
 
   void prefetch(int32_t left, int32_t right) const {
-    if (!keys_.empty()) __builtin_prefetch(&keys_[mix(pack(left, right)) & mask_]);
+    if (!slots_.empty()) __builtin_prefetch(&slots_[mix(pack(left, right)) & mask_]);
   }
 
   MergeRule find(int32_t left, int32_t right) const {
-    if (keys_.empty()) return {};
+    if (slots_.empty()) return {};
     const uint64_t key = pack(left, right);
     for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
-      if (keys_[i] == key) return rules_[i];
-      if (keys_[i] == kEmpty) return {};
+      if (slots_[i].key == key) return slots_[i].rule;
+      if (slots_[i].key == kEmpty) return {};
     }
   }
 
@@ -212,6 +212,10 @@ class PairMergeMap {
 
  private:
   static constexpr uint64_t kEmpty = ~0ull;
+  struct Slot {
+    uint64_t key = kEmpty;
+    MergeRule rule;
+  };
   static uint64_t pack(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
@@ -222,25 +226,20 @@ class PairMergeMap {
     return x;
   }
   void rehash(size_t cap) {
-    if (cap <= keys_.size()) return;
-    std::vector<uint64_t> old_keys;
-    std::vector<MergeRule> old_rules;
-    old_keys.swap(keys_);
-    old_rules.swap(rules_);
-    keys_.assign(cap, kEmpty);
-    rules_.assign(cap, MergeRule{});
+    if (cap <= slots_.size()) return;
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(cap, Slot{});
     mask_ = cap - 1;
-    for (size_t j = 0; j < old_keys.size(); ++j) {
-      if (old_keys[j] == kEmpty) continue;
-      size_t i = mix(old_keys[j]) & mask_;
-      while (keys_[i] != kEmpty) i = (i + 1) & mask_;
-      keys_[i] = old_keys[j];
-      rules_[i] = old_rules[j];
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      size_t i = mix(s.key) & mask_;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
     }
   }
 
-  std::vector<uint64_t> keys_;
-  std::vector<MergeRule> rules_;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t count_ = 0;
 };

@@ -30,34 +30,30 @@ void StreamingDecoder::push_into(int32_t id, std::string& out) {
   impl_->check_id(id);
   if (skip_special_ && impl_->special[id]) return;
   if (impl_->byte_value[id] < 0 || impl_->join_with_space) {
-    // An ordinary token ends any byte run; an unfinished character in it is invalid.
-    if (!pending_.empty()) {
-      std::string bad;
-      for (size_t k = 0; k < pending_.size(); ++k) bad.append(tok::kReplacementChar);
-      pending_.clear();
-      emit(bad, out);
-    }
+    // An ordinary token ends any byte run; an unfinished character in it is invalid and
+    // becomes one U+FFFD per byte, as in decode().
+    for (size_t k = 0; k < pending_.size(); ++k) emit(tok::kReplacementChar, out);
+    pending_.clear();
     emit(impl_->text[id], out);
     return;
   }
   pending_.push_back(static_cast<char>(impl_->byte_value[id]));
   // Release every complete character; keep a trailing prefix that may still complete.
-  std::string ready;
+  const std::string_view bytes = pending_;
   size_t i = 0;
-  while (i < pending_.size()) {
-    const size_t n = tok::utf8_char_len(pending_, i);
+  while (i < bytes.size()) {
+    const size_t n = tok::utf8_char_len(bytes, i);
     if (n > 0) {
-      ready.append(pending_, i, n);
+      emit(bytes.substr(i, n), out);
       i += n;
-    } else if (tok::utf8_is_incomplete_prefix(pending_, i)) {
+    } else if (tok::utf8_is_incomplete_prefix(bytes, i)) {
       break;
     } else {
-      ready.append(tok::kReplacementChar);  // a byte that can never be part of a character
+      emit(tok::kReplacementChar, out);  // a byte that can never be part of a character
       ++i;
     }
   }
   pending_.erase(0, i);
-  if (!ready.empty()) emit(ready, out);
 }
 
 std::string StreamingDecoder::push(int32_t id) {
@@ -68,12 +64,8 @@ std::string StreamingDecoder::push(int32_t id) {
 
 std::string StreamingDecoder::flush() {
   std::string out;
-  if (!pending_.empty()) {
-    std::string bad;
-    for (size_t k = 0; k < pending_.size(); ++k) bad.append(tok::kReplacementChar);
-    pending_.clear();
-    emit(bad, out);
-  }
+  for (size_t k = 0; k < pending_.size(); ++k) emit(tok::kReplacementChar, out);
+  pending_.clear();
   started_ = false;
   leading_to_strip_ = impl_->strip_start;
   return out;

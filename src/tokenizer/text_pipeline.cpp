@@ -114,7 +114,7 @@ void split_word(std::string_view word, const PreTokenizerStep& step, std::vector
         if (!s.is_match) pieces.push_back(s);
       break;
     case SplitBehavior::kIsolated:
-      pieces = spans;
+      for (const Span& s : spans) pieces.push_back(s);
       break;
     case SplitBehavior::kMergedWithPrevious:
       for (const Span& s : spans) {

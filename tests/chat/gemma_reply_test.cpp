@@ -65,6 +65,10 @@ TEST(GemmaReply, SeparatesThinkingFromContent) {
   EXPECT_EQ(r.thinking, "");
   EXPECT_EQ(r.content, "Just an answer.");
 
+  r = parse_gemma_reply("Hi<|channel>thought");
+  EXPECT_EQ(r.thinking, "");
+  EXPECT_EQ(r.content, "Hi");
+
   r = parse_gemma_reply("<|channel>thought\nstill thinking when the budget ran out");
   EXPECT_EQ(r.thinking, "still thinking when the budget ran out");
   EXPECT_EQ(r.content, "");

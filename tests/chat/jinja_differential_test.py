@@ -35,6 +35,7 @@ templates = {
     "gemma4": os.path.join(model_dir, "chat_template.jinja"),
     "generic_tools": os.path.join(source, "tests", "chat", "templates", "generic_tools.jinja"),
     "generic_features": os.path.join(source, "tests", "chat", "templates", "generic_features.jinja"),
+    "generic_whitespace": os.path.join(source, "tests", "chat", "templates", "generic_whitespace.jinja"),
 }
 
 subprocess.run([node, os.path.join(source, "tests", "chat", "jinja_reference.js"), "--node-modules", node_modules,

@@ -144,6 +144,15 @@ TEST(Jinja, RunawayTemplatesHitLimitsInsteadOfHanging) {
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").find("nested deeper"), std::string::npos);
 }
 
+// The default macro-depth limit must trip before the native stack runs out (this test also
+// runs under ASan, whose frames are several times larger).
+TEST(Jinja, DefaultRecursionLimitStopsBeforeTheStackDoes) {
+  const std::string src =
+      "{% macro f(n) %}{% if n is number %}{% for x in [n] %}{{ f(x + 1) | trim }}{% endfor %}{% endif %}"
+      "{% endmacro %}{{ f(0) }}";
+  EXPECT_NE(error_of(src).find("nested deeper than 200"), std::string::npos);
+}
+
 TEST(Jinja, DeepNestingIsRejectedNotCrashing) {
   std::string deep_parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   EXPECT_NE(error_of(deep_parens).find("nested too deeply"), std::string::npos);

@@ -104,3 +104,55 @@ TEST(Config, ErrorsNameTheFileAndField) {
   EXPECT_NE(error_of(t.dump()).find("hidden_size"), std::string::npos);
   EXPECT_NE(error_of("[1,2]").find("x/config.json"), std::string::npos);
 }
+
+#include "model/testing/test_checkpoint.h"
+
+namespace {
+ModelConfig preset_config(const std::string& preset) {
+  ringlm::model::testing::TestCheckpointOptions o;
+  o.preset = preset;
+  return parse_model_config(ringlm::model::testing::test_checkpoint_config_json(o), "config.json");
+}
+}  // namespace
+
+// The per-layer map of gemma4-e2b-spec.md section 2, derived from the config alone.
+TEST(Config, E2BPresetMatchesTheSpecLayerMap) {
+  ModelConfig c = preset_config("e2b");
+  EXPECT_EQ(c.hidden_size, 1536);
+  EXPECT_EQ(c.num_layers, 35);
+  EXPECT_EQ(c.first_shared_layer(), 15);
+  EXPECT_EQ(c.num_layers * c.ple_dim, 8960);
+  for (int l = 0; l < 35; ++l) {
+    const LayerConfig& L = c.layers[l];
+    const bool full = l % 5 == 4;
+    EXPECT_EQ(L.kind, full ? AttentionKind::Full : AttentionKind::Sliding) << l;
+    EXPECT_EQ(L.head_dim, full ? 512 : 256) << l;
+    EXPECT_EQ(c.num_heads * L.head_dim, full ? 4096 : 2048) << l;
+    EXPECT_EQ(L.n_kv_heads, 1);
+    EXPECT_EQ(L.owns_kv, l < 15) << l;
+    EXPECT_EQ(L.kv_source_layer, l < 15 ? l : (full ? 14 : 13)) << l;
+    EXPECT_EQ(L.mlp_width, l < 15 ? 6144 : 12288) << l;
+  }
+  int rotated = 0;
+  for (double f : c.rope_full.inv_freq) rotated += f > 0;
+  EXPECT_EQ(rotated, 64);
+  EXPECT_EQ(c.final_logit_softcapping, 30.0);
+}
+
+TEST(Config, E4BAndTinyPresets) {
+  ModelConfig e4b = preset_config("e4b");
+  EXPECT_EQ(e4b.hidden_size, 2560);
+  EXPECT_EQ(e4b.num_kv_heads, 2);
+  EXPECT_EQ(e4b.first_shared_layer(), 24);
+  EXPECT_EQ(e4b.layers[41].kind, AttentionKind::Full);
+  EXPECT_EQ(e4b.layers[41].mlp_width, 10240);
+  ModelConfig tiny = preset_config("tiny");
+  // Both kinds own at least two layers and are shared, so "last owning layer of its kind"
+  // is not simply the last owning layer.
+  EXPECT_EQ(tiny.layers[5].kv_source_layer, 3);
+  EXPECT_EQ(tiny.layers[6].kv_source_layer, 4);
+  EXPECT_EQ(tiny.layers[9].kv_source_layer, 4);
+  EXPECT_EQ(tiny.sliding_window, 16);
+  EXPECT_EQ(tiny.layers[9].mlp_width, 2 * tiny.intermediate_size);
+  EXPECT_EQ(preset_config("tiny-gqa").num_kv_heads, 2);
+}

@@ -14,6 +14,8 @@ import sys
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # keep the source tree clean when importing the reference
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_forward as ref  # noqa: E402
 

@@ -131,3 +131,58 @@ TEST(TokenizerGolden, LongLinesAndWhitespaceRuns) {
 
 }  // namespace
 }  // namespace ringlm
+
+namespace ringlm {
+namespace {
+
+// Spec §7 open question 2: llama.cpp pre-splits Gemma text with [^\n]+|[\n]+, Hugging Face
+// does not. Encoding the pieces separately must give the same ids as encoding the whole.
+TEST(TokenizerGolden, NewlinePreSplitOfLlamaCppGivesIdenticalIds) {
+  const Tokenizer& tok = testing::gemma_tokenizer();
+  const std::vector<std::string> parts = {"a", "b", " ", "  ", "\n", "\n\n", "\n\n\n\n\n", std::string(40, '\n'), "x\n",
+                                          "日本", "\t", "<|turn>", "Hello", "▁", "\r\n", "}"};
+  uint64_t s = 3;
+  auto rnd = [&] { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+  for (int i = 0; i < 1000; ++i) {
+    std::string text;
+    for (int k = 0, n = 1 + static_cast<int>(rnd() % 16); k < n; ++k) text += parts[rnd() % parts.size()];
+    std::vector<int32_t> split_ids;
+    for (size_t p = 0; p < text.size();) {
+      const bool nl = text[p] == '\n';
+      size_t q = p;
+      while (q < text.size() && (text[q] == '\n') == nl) ++q;
+      tok.encode_into(text.substr(p, q - p), {}, split_ids);
+      p = q;
+    }
+    ASSERT_EQ(split_ids, tok.encode(text)) << "text: " << text;
+  }
+}
+
+}  // namespace
+}  // namespace ringlm
+
+namespace ringlm {
+namespace {
+
+// Arbitrary bytes (invalid UTF-8 included) encode without error, and the tokens' bytes
+// give the input back: invalid bytes go through byte fallback one by one.
+TEST(TokenizerGolden, RandomBytesRoundTripThroughTokenBytes) {
+  const Tokenizer& tok = testing::gemma_tokenizer();
+  uint64_t s = 17;
+  auto rnd = [&] { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+  for (int i = 0; i < 500; ++i) {
+    std::string text;
+    for (int k = 0, n = static_cast<int>(rnd() % 200); k < n; ++k) {
+      // Bias toward bytes that start or continue multi-byte sequences.
+      text += static_cast<char>(rnd() % 3 == 0 ? 0x80 + rnd() % 0x80 : rnd() % 256);
+    }
+    const auto ids = tok.encode(text);
+    std::string joined;
+    for (int32_t id : ids) joined += tok.token_bytes(id);
+    if (text.find("\xE2\x96\x81") != std::string::npos) continue;  // a literal "▁" decodes as ' '
+    ASSERT_EQ(joined, text) << "case " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ringlm

@@ -11,6 +11,12 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
+DecoderStep step(DecoderStep::Kind kind) {
+  DecoderStep d;
+  d.kind = kind;
+  return d;
+}
+
 // Vocabulary "a".."e", single characters at ids 0..4, then `extra` pieces from id 5 on.
 TokenizerParts letters(std::vector<std::string> extra, std::vector<std::pair<std::string, std::string>> merges) {
   TokenizerParts p;
@@ -42,7 +48,7 @@ TEST(TokenizerPipeline, ByteFallbackUnknownAndFuseUnk) {
   auto with_bytes = letters({"<0xC3>", "<0xA9>", "<unk>"}, {});
   with_bytes.byte_fallback = true;
   with_bytes.unk_token = "<unk>";
-  with_bytes.decoder = {{DecoderStep::Kind::kByteFallback}, {DecoderStep::Kind::kFuse}};
+  with_bytes.decoder = {step(DecoderStep::Kind::kByteFallback), step(DecoderStep::Kind::kFuse)};
   auto t = Tokenizer::from_parts(with_bytes);
   EXPECT_EQ(t.encode("a\xC3\xA9" "b"), (Ids{0, 5, 6, 1}));  // é is not a piece: its bytes are
   EXPECT_EQ(t.decode(t.encode("a\xC3\xA9" "b")), "a\xC3\xA9" "b");
@@ -128,7 +134,7 @@ TEST(TokenizerPipeline, LlamaStyleNormalizerAndStripDecoder) {
   p.normalizer.push_back({NormalizerStep::Kind::kReplace, " ", "\xE2\x96\x81"});
   DecoderStep rep{DecoderStep::Kind::kReplace, "\xE2\x96\x81", " "};
   DecoderStep strip{DecoderStep::Kind::kStrip, "", " ", 1, 0};
-  p.decoder = {rep, {DecoderStep::Kind::kByteFallback}, {DecoderStep::Kind::kFuse}, strip};
+  p.decoder = {rep, step(DecoderStep::Kind::kByteFallback), step(DecoderStep::Kind::kFuse), strip};
   auto t = Tokenizer::from_parts(p);
   EXPECT_EQ(t.encode("Hi Hi"), (Ids{5, 5}));
   EXPECT_EQ(t.decode(t.encode("Hi Hi")), "Hi Hi");
@@ -176,7 +182,8 @@ TEST(TokenizerPipeline, MetaspacePreTokenizer) {
   EXPECT_EQ(V(scratch.words.begin(), scratch.words.end()), (V{"you"}));
 }
 
-// Cutting words before "▁" and the chunk cache must not change a single id.
+// Cutting words before "▁", the chunk cache and the small-word merge loop must not change
+// a single id (the heap loop on whole words is the reference).
 TEST(TokenizerPipeline, ChunkedEncodingEqualsWholeWordEncoding) {
   const Tokenizer& tok = testing::gemma_tokenizer();
   const auto& model = tok.impl().model;
@@ -190,12 +197,15 @@ TEST(TokenizerPipeline, ChunkedEncodingEqualsWholeWordEncoding) {
     for (int k = 0, n = 1 + static_cast<int>(rnd() % 25); k < n; ++k) text += parts[rnd() % parts.size()];
     std::string word;
     for (char c : text) word += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
-    Ids chunked, whole;
+    Ids chunked, whole, heap;
     model.encode_word(word, chunked, scratch);
     model.encode_word(word, chunked, scratch);  // second time from the cache
     model.encode_word_uncached(word, whole, scratch);
     model.encode_word_uncached(word, whole, scratch);
-    ASSERT_EQ(chunked, whole) << "text: " << text;
+    model.encode_word_uncached(word, heap, scratch, /*force_heap=*/true);
+    model.encode_word_uncached(word, heap, scratch, /*force_heap=*/true);
+    ASSERT_EQ(chunked, heap) << "text: " << text;
+    ASSERT_EQ(whole, heap) << "text: " << text;
   }
 }
 

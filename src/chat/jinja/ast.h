@@ -82,6 +82,7 @@ struct Stmt {
   std::vector<std::string> params;   // Macro / CallBlock parameter names
   std::vector<ExprPtr> defaults;     // parallel to params; null = no default
   bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
+  bool uses_loop = false;  // For: the body reads `loop` (else the loop object is not built)
 };
 
 }  // namespace ringlm::jinja

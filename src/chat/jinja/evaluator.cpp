@@ -31,6 +31,10 @@ void Scope::set(const std::string& name, Value value) {
 Evaluator::Evaluator(const std::string& source, const std::string& name, const RenderLimits& limits)
     : source_(source), name_(name), limits_(limits) {}
 
+Evaluator::~Evaluator() {
+  for (auto& ns : namespaces_) ns.as_object().items.clear();
+}
+
 void Evaluator::fail_at(std::size_t offset, const std::string& msg) const {
   auto [line, column] = line_column(source_, offset);
   fail(name_, ": line ", line, ", column ", column, ": ", msg);
@@ -168,6 +172,17 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::s
     count_step();
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
+    if (s.uses_loop) add_loop_object(*inner, items, i);
+    bind_targets(s.targets, items[i], *inner);
+    Flow flow = exec_body(s.body, inner, out);
+    if (flow == Flow::Break) break;
+  }
+  return Flow::Normal;
+}
+
+void Evaluator::add_loop_object(Scope& scope, const Array& items, std::int64_t i) {
+  const auto n = static_cast<std::int64_t>(items.size());
+  {
     Object loop;
     loop.set("index", Value::integer(i + 1));
     loop.set("index0", Value::integer(i));
@@ -184,12 +199,8 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::s
                if (a.positional.empty()) runtime_fail("loop.cycle() needs at least one argument");
                return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
              }));
-    inner->set("loop", Value::object(std::move(loop)));
-    bind_targets(s.targets, items[i], *inner);
-    Flow flow = exec_body(s.body, inner, out);
-    if (flow == Flow::Break) break;
+    scope.set("loop", Value::object(std::move(loop)));
   }
-  return Flow::Normal;
 }
 
 void Evaluator::exec_set(const Stmt& s, const ScopePtr& scope, Value value) {

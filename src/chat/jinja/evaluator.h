@@ -35,6 +35,14 @@ using ScopePtr = std::shared_ptr<Scope>;
 class Evaluator {
  public:
   Evaluator(const std::string& source, const std::string& name, const RenderLimits& limits);
+  // Empties every namespace created during the render: namespaces are the only mutable
+  // containers, so this breaks any reference cycle a template built (`ns.me = ns`).
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  // Registers a namespace() object for clean-up at the end of the render.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
   // Renders `body` in `scope`, appending to `out`.
   void render(const Body& body, const ScopePtr& scope, std::string& out);
@@ -54,6 +62,7 @@ class Evaluator {
   Flow exec_body(const Body& body, const ScopePtr& scope, std::string& out);
   Flow exec(const Stmt& s, const ScopePtr& scope, std::string& out);
   Flow exec_for(const Stmt& s, const ScopePtr& scope, std::string& out);
+  void add_loop_object(Scope& scope, const Array& items, std::int64_t i);
   void exec_set(const Stmt& s, const ScopePtr& scope, Value value);
   Value make_macro(const Stmt& s, const ScopePtr& scope, const std::string& name);
 
@@ -69,6 +78,7 @@ class Evaluator {
   const std::string& source_;
   const std::string& name_;
   RenderLimits limits_;
+  std::vector<Value> namespaces_;
   std::uint64_t steps_ = 0;
   int call_depth_ = 0;
 };

@@ -326,7 +326,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
     t["list"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::array(iterate(v)); };
     t["lower"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::string(text::lower(v.str())); };
     t["upper"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::string(text::upper(v.str())); };
-    t["title"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::string(text::title(v.str())); };
+    t["title"] = [](Evaluator&, const Value& v, CallArgs&) { return Value::string(text::title_words(v.str())); };
     t["map"] = [](Evaluator& ev, const Value& v, CallArgs& a) {
       Array out;
       const Value* attribute = nullptr;

@@ -242,8 +242,10 @@ class Parser {
     skip_name("recursive");
     expect_block_end();
     ++loop_depth_;
+    loop_stack_.push_back(s.get());
     std::string ended;
     s->body = parse_body({"else", "endfor"}, &ended, open, "for");
+    loop_stack_.pop_back();
     --loop_depth_;
     if (ended == "else") {
       expect_block_end();
@@ -513,6 +515,7 @@ class Parser {
           if (t.value == "varargs") special_names_.varargs = true;
           if (t.value == "kwargs") special_names_.kwargs = true;
           if (t.value == "caller") special_names_.caller = true;
+          if (t.value == "loop" && !loop_stack_.empty()) loop_stack_.back()->uses_loop = true;
         }
         advance();
         return e;
@@ -717,6 +720,7 @@ class Parser {
   int depth_ = 0;
   int loop_depth_ = 0;
   SpecialNames special_names_;
+  std::vector<Stmt*> loop_stack_;  // for-loops whose body is being parsed, innermost last
 };
 
 }  // namespace

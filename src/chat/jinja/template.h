@@ -19,7 +19,8 @@ class Template {
   // ringlm::Error "<name>: line L, column C: <what>".
   explicit Template(std::string_view source, std::string name = "template");
 
-  // Renders with the variables of `context` (a dict). Runtime errors (type errors,
+  // Renders with the variables of `context` (a dict). Rendering does not modify the
+  // template, so one Template may render on several threads at once. Runtime errors (type errors,
   // raise_exception, exceeded limits) throw ringlm::Error with the line and column.
   std::string render(const Value& context, const RenderLimits& limits = {}) const;
   std::string render(const nlohmann::ordered_json& context, const RenderLimits& limits = {}) const;

@@ -152,7 +152,7 @@ void add_globals(Evaluator& ev, Scope& scope) {
                 for (std::int64_t i = start; i > stop; i += step) out.push_back(Value::integer(i));
               return Value::array(std::move(out));
             }));
-  scope.set("namespace", Value::function("namespace", [](CallArgs& a) -> Value {
+  scope.set("namespace", Value::function("namespace", [e](CallArgs& a) -> Value {
               Object ns;
               ns.is_namespace = true;
               for (const auto& v : a.positional) {
@@ -160,7 +160,9 @@ void add_globals(Evaluator& ev, Scope& scope) {
                 for (const auto& [k, val] : v.as_object().items) ns.set(k, val);
               }
               for (const auto& [k, val] : a.keyword) ns.set(k, val);
-              return Value::object(std::move(ns));
+              Value v = Value::object(std::move(ns));
+              e->track_namespace(v);
+              return v;
             }));
   scope.set("dict", Value::function("dict", [](CallArgs& a) -> Value {
               Object d;

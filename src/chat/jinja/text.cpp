@@ -176,6 +176,22 @@ std::string title(std::string_view s) {
   return out;
 }
 
+std::string title_words(std::string_view s) {
+  std::string out;
+  bool word_start = true;
+  for (char32_t c : decode(s)) {
+    bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c);
+    if (sep) {
+      append_utf8(out, c);
+      word_start = true;
+      continue;
+    }
+    append_utf8(out, word_start ? to_upper_cp(c) : to_lower_cp(c));
+    word_start = false;
+  }
+  return out;
+}
+
 std::string replace(std::string_view s, std::string_view from, std::string_view to, long long count) {
   std::string out;
   if (from.empty()) {

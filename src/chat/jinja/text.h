@@ -23,6 +23,9 @@ std::string strip(std::string_view s, bool left, bool right, const std::string* 
 // Python str.upper()/lower() for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic.
 std::string upper(std::string_view s);
 std::string lower(std::string_view s);
+// Jinja's `title` filter: each run between separators (-, whitespace, ( { [ <) gets its first
+// character upper-cased and the rest lower-cased (unlike str.title(), `_` does not split).
+std::string title_words(std::string_view s);
 // Python str.capitalize() and str.title().
 std::string capitalize(std::string_view s);
 std::string title(std::string_view s);

@@ -441,9 +441,6 @@ std::string Value::to_json(const JsonFormat& format) const {
   return out;
 }
 
-nlohmann::ordered_json Value::to_json_value() const {
-  return nlohmann::ordered_json::parse(to_json(), nullptr, true, true);
-}
 
 static bool equals_at(const Value& a, const Value& b, int depth) {
   check_depth(depth);

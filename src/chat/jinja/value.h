@@ -109,7 +109,6 @@ class Value {
   // indent < 0 means single-line with ", " / ": " separators.
   std::string to_json(int indent = -1, bool sort_keys = false) const;
   std::string to_json(const JsonFormat& format) const;
-  nlohmann::ordered_json to_json_value() const;
 
  private:
   Kind kind_ = Kind::Undefined;

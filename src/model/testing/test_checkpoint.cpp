@@ -228,13 +228,8 @@ void write_json(const std::filesystem::path& path, const ojson& j) {
 
 }  // namespace
 
-void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpointOptions& o) {
+std::string test_checkpoint_config_json(const TestCheckpointOptions& o) {
   const Preset p = preset_named(o.preset);
-  if (o.shards < 1 || o.shards > 99) fail("make-test-model: --shards must be between 1 and 99");
-  if (o.dtype != io::DType::BF16 && o.dtype != io::DType::F16 && o.dtype != io::DType::F32)
-    fail("make-test-model: dtype must be bf16, f16 or f32");
-  std::filesystem::create_directories(dir);
-
   ojson text = text_config_json(p);
   ojson config;
   if (o.flat_config) {
@@ -251,6 +246,17 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
   }
   config["torch_dtype"] = o.dtype == io::DType::BF16 ? "bfloat16" : o.dtype == io::DType::F16 ? "float16" : "float32";
   config["ringlm_test_model"] = {{"preset", o.preset}, {"seed", o.seed}};
+  return config.dump(2);
+}
+
+void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpointOptions& o) {
+  const Preset p = preset_named(o.preset);
+  if (o.shards < 1 || o.shards > 99) fail("make-test-model: --shards must be between 1 and 99");
+  if (o.dtype != io::DType::BF16 && o.dtype != io::DType::F16 && o.dtype != io::DType::F32)
+    fail("make-test-model: dtype must be bf16, f16 or f32");
+  std::filesystem::create_directories(dir);
+
+  const ojson config = ojson::parse(test_checkpoint_config_json(o));
   write_json(dir / "config.json", config);
   write_json(dir / "generation_config.json",
              {{"bos_token_id", 2}, {"eos_token_id", {1, 106, 50}}, {"pad_token_id", 0}});

@@ -24,6 +24,9 @@ struct TestCheckpointOptions {
   std::filesystem::path tokenizer_dir;   // e2b/e4b (and the tiny chat template): real tokenizer files
 };
 
+// The config.json text write_test_checkpoint() writes for these options.
+std::string test_checkpoint_config_json(const TestCheckpointOptions& options);
+
 // Writes config.json, generation_config.json, the safetensors file(s) and tokenizer files.
 void write_test_checkpoint(const std::filesystem::path& out_dir, const TestCheckpointOptions& options);
 

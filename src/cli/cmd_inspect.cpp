@@ -1,0 +1,94 @@
+// `ringlm inspect FILE`: what a checkpoint file holds — GGUF metadata (long arrays
+// abbreviated) and the tensor table with type, shape, offset and size.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "io/gguf_gemma4.h"
+#include "io/gguf_reader.h"
+#include "io/safetensors.h"
+#include "util/error.h"
+
+namespace {
+
+std::string shape_string(const std::vector<std::int64_t>& ne) {
+  std::string s = "{";
+  for (std::size_t k = 0; k < ne.size(); ++k) s += (k ? ", " : "") + std::to_string(ne[k]);
+  return s + "}";
+}
+
+void inspect_gguf(const std::string& path, std::size_t max_elems) {
+  const ringlm::io::GgufFile f(path);
+  std::printf("%s: GGUF v%u, %zu bytes, alignment %llu, data section at byte %llu\n", path.c_str(),
+              f.version(), f.size(), static_cast<unsigned long long>(f.alignment()),
+              static_cast<unsigned long long>(f.data_offset()));
+  std::printf("\nmetadata (%zu entries):\n", f.metadata().size());
+  for (const auto& kv : f.metadata()) {
+    std::string type = ringlm::io::gguf_value_type_name(kv.value.type);
+    if (kv.value.type == ringlm::io::GgufValueType::ARRAY)
+      type += std::string("<") + ringlm::io::gguf_value_type_name(kv.value.arr.elem_type) + ">";
+    std::printf("  %-48s %-14s %s\n", kv.key.c_str(), type.c_str(), kv.value.to_string(max_elems).c_str());
+  }
+  std::printf("\ntensors (%zu):\n", f.tensors().size());
+  std::printf("  %-40s %-7s %-22s %14s %14s  %s\n", "name", "type", "ne (ggml order)", "offset", "bytes",
+              "canonical name");
+  for (const auto& t : f.tensors()) {
+    const auto canonical = ringlm::io::gemma4_canonical_name(t.name);
+    std::printf("  %-40s %-7s %-22s %14llu %14llu  %s\n", t.name.c_str(), t.type_info().name,
+                shape_string(t.ne).c_str(), static_cast<unsigned long long>(t.file_offset),
+                static_cast<unsigned long long>(t.nbytes), canonical ? canonical->c_str() : "-");
+  }
+}
+
+// Safetensors file or checkpoint directory: the tensors under their canonical names.
+void inspect_safetensors(const std::string& path) {
+  std::filesystem::path p(path);
+  std::unique_ptr<ringlm::io::TensorSource> dir_source;
+  std::unique_ptr<ringlm::io::SafetensorsFile> file;
+  std::vector<const ringlm::io::TensorView*> views;
+  if (std::filesystem::is_directory(p)) {
+    dir_source = ringlm::io::open_safetensors_dir(p);
+    for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
+    std::printf("%s: checkpoint directory, %zu tensors\n\n", path.c_str(), views.size());
+  } else {
+    file = std::make_unique<ringlm::io::SafetensorsFile>(p);
+    for (const auto& t : file->tensors()) views.push_back(&t);
+    std::printf("%s: safetensors, %zu tensors used by ringlm\n\n", path.c_str(), views.size());
+  }
+  std::printf("  %-52s %-6s %-22s %14s  %s\n", "canonical name", "dtype", "shape", "bytes", "file");
+  for (const auto* v : views) {
+    std::string shape = "[";
+    for (std::size_t k = 0; k < v->shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(v->shape[k]);
+    shape += "]";
+    std::printf("  %-52s %-6s %-22s %14llu  %s\n", v->name.c_str(), ringlm::io::dtype_name(v->dtype), shape.c_str(),
+                static_cast<unsigned long long>(v->nbytes), std::filesystem::path(v->file).filename().c_str());
+  }
+}
+
+}  // namespace
+
+RINGLM_COMMAND(inspect) {
+  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file (or the tensors of a safetensors file / checkpoint directory)");
+  static std::string path;
+  static std::size_t max_elems = 8;
+  static bool config = false;
+  sub->add_option("file", path, "GGUF file, .safetensors file or checkpoint directory")->required();
+  sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
+  sub->add_flag("--config", config, "Print only the model config derived from gemma4 metadata (HF text_config JSON)");
+  sub->callback([] {
+    if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file or directory");
+    if (!ringlm::io::is_gguf_file(path)) {
+      if (config) ringlm::fail(path, ": --config needs a GGUF file");
+      if (std::filesystem::is_directory(path) || path.ends_with(".safetensors")) return inspect_safetensors(path);
+      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files, .safetensors files and checkpoint directories)");
+    }
+    if (config) {
+      const ringlm::io::GgufFile f(path);
+      std::printf("%s\n", ringlm::io::gemma4_text_config(f).dump(2).c_str());
+      return;
+    }
+    inspect_gguf(path, max_elems);
+  });
+}

@@ -1,0 +1,93 @@
+#include "model/gguf_model.h"
+
+#include <algorithm>
+
+#include "io/gguf_gemma4.h"
+#include "io/gguf_reader.h"
+#include "io/gguf_writer.h"
+#include "kernels/dequant_ggml.h"
+#include "util/error.h"
+
+namespace ringlm::model {
+
+ModelConfig load_gguf_model_config(const io::GgufFile& file) {
+  return parse_model_config(io::gemma4_text_config(file).dump(), file.path());
+}
+
+std::shared_ptr<const Model> load_gguf_model(const std::filesystem::path& path, const ModelOptions& options) {
+  auto file = std::make_shared<const io::GgufFile>(path);
+  ModelConfig config = load_gguf_model_config(*file);
+  return Model::from_source(std::move(config), std::make_unique<io::GgufTensorSource>(file), options);
+}
+
+std::shared_ptr<const Model> load_model_any(const std::filesystem::path& path, const ModelOptions& options) {
+  if (std::filesystem::is_regular_file(path) && io::is_gguf_file(path)) return load_gguf_model(path, options);
+  return Model::load(path, options);
+}
+
+GgufExportResult export_gemma4_gguf(const io::TensorSource& source, const nlohmann::json& text_config,
+                                    const io::GgufTokenizerData* tokenizer, const std::filesystem::path& out,
+                                    const GgufExportOptions& options) {
+  io::GgufWriter w(options.alignment);
+  io::gemma4_write_metadata(w, text_config);
+  w.add_string("general.name", "gemma4 (ringlm export)");
+  // llama.cpp's file type of a file whose matrices are all of one type (llama_ftype), and the
+  // quantization format version its converter writes with quantized files.
+  std::uint32_t file_type = 1;
+  switch (options.matrix_type) {
+    case io::DType::F32: file_type = 0; break;
+    case io::DType::F16: file_type = 1; break;
+    case io::DType::BF16: file_type = 32; break;
+    case io::DType::Q4_0: file_type = 2; break;
+    case io::DType::Q4_1: file_type = 3; break;
+    case io::DType::Q8_0: file_type = 7; break;
+    case io::DType::Q4_K: file_type = 14; break;  // Q4_K_S: every matrix Q4_K
+    case io::DType::Q5_K: file_type = 16; break;  // Q5_K_S
+    case io::DType::Q6_K: file_type = 18; break;
+    default: fail("export_gemma4_gguf: unsupported matrix type ", io::dtype_name(options.matrix_type));
+  }
+  w.add_u32("general.file_type", file_type);
+  w.add_u32("general.quantization_version", 2);
+  if (tokenizer) io::gguf_write_tokenizer(w, *tokenizer);
+  GgufExportResult result;
+  auto names = source.names();
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    const io::TensorView* v = source.find(name);
+    const auto gguf_name = io::gemma4_gguf_name(name);
+    if (!gguf_name || name == "rope_freqs.weight") continue;  // rope_freqs is regenerated below
+    io::DType target = v->shape.size() <= 1 ? io::DType::F32 : options.matrix_type;
+    const std::int64_t cols = v->shape.empty() ? 1 : v->shape.back();
+    if (cols % kernels::block_format(target).block_elems != 0) {
+      target = io::DType::F16;
+      ++result.fallback_f16;
+    }
+    std::vector<std::int64_t> ne(v->shape.rbegin(), v->shape.rend());
+    if (ne.empty()) ne = {1};
+    const std::int64_t rows = v->numel() / cols;
+    w.add_tensor_lazy(*gguf_name, io::ggml_type_of(target), ne, [v, target, rows, cols](std::uint8_t* dst) {
+      if (v->dtype == target) {
+        std::copy(v->data, v->data + v->nbytes, dst);
+        return;
+      }
+      // Row by row through float32: dequantize / upcast, then quantize / downcast.
+      std::vector<float> row(static_cast<std::size_t>(cols));
+      const std::int64_t src_row = kernels::row_bytes(v->dtype, cols), dst_row = kernels::row_bytes(target, cols);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        kernels::dequantize_row(v->dtype, v->data + r * src_row, row.data(), cols);
+        kernels::quantize_row(target, row.data(), dst + r * dst_row, cols);
+      }
+    });
+    ++result.tensors;
+  }
+  const auto ff = io::gemma4_rope_freqs(text_config);
+  if (!ff.empty()) {
+    w.add_tensor("rope_freqs.weight", io::ggml_type_of(io::DType::F32), {static_cast<std::int64_t>(ff.size())},
+                 {reinterpret_cast<const std::uint8_t*>(ff.data()), ff.size() * 4});
+    ++result.tensors;
+  }
+  w.write(out);
+  return result;
+}
+
+}  // namespace ringlm::model

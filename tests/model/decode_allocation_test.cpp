@@ -1,0 +1,52 @@
+// Decode must not allocate: this binary's global operator new counts allocations while a
+// flag is set, and a warmed-up session decodes with the flag on.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <new>
+
+#include "model/model.h"
+#include "model/testing/test_checkpoint.h"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+TEST(Decode, AllocatesNothingAfterWarmUp) {
+  namespace fs = std::filesystem;
+  using namespace ringlm;
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_alloc_test_" + std::to_string(::getpid()));
+  model::testing::TestCheckpointOptions o;
+  o.preset = "tiny-gqa";
+  model::testing::write_test_checkpoint(dir, o);
+  auto m = model::Model::load(dir, {.threads = 2});
+  fs::remove_all(dir);
+  model::Session s(m);
+  // Warm-up: per-thread buffers reach their final size (the full cache's slot count).
+  std::vector<std::int32_t> ids(70);
+  std::vector<std::int64_t> pos(70);
+  for (int i = 0; i < 70; ++i) ids[i] = (i * 37) % m->config().vocab_size, pos[i] = i;
+  s.prefill(ids, pos, model::LogitsMode::Last);
+  s.decode(5, 70);
+  counting = true;
+  float checksum = 0;
+  for (int i = 71; i < 171; ++i) checksum += s.decode(i % m->config().vocab_size, i)[0];
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_TRUE(std::isfinite(checksum));
+}

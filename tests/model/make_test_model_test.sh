@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# make-test-model is deterministic per seed, differs across seeds, and its layout variants
+# hold the same tensors (checked through the safetensors headers).
+set -euo pipefail
+mkdir -p "$RINGLM_TMP"
+cd "$RINGLM_TMP"
+rm -rf a b c sharded f32 flat bad
+"$RINGLM" make-test-model a --seed 7
+"$RINGLM" make-test-model b --seed 7
+"$RINGLM" make-test-model c --seed 8
+"$RINGLM" make-test-model sharded --seed 7 --shards 4 --prefix model.
+"$RINGLM" make-test-model f32 --seed 7 --dtype f32 --with-shared-kv
+"$RINGLM" make-test-model flat --seed 7 --flat-config
+cmp a/model.safetensors b/model.safetensors
+cmp a/tokenizer.json b/tokenizer.json
+if cmp -s a/model.safetensors c/model.safetensors; then echo "seeds 7 and 8 wrote the same weights" >&2; exit 1; fi
+"$RINGLM_PYTHON" - <<'PY'
+import json, struct, os
+def header(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+    h.pop("__metadata__", None)
+    return h
+def names(d, prefix):
+    files = ["model.safetensors"]
+    if os.path.exists(f"{d}/model.safetensors.index.json"):
+        wm = json.load(open(f"{d}/model.safetensors.index.json"))["weight_map"]
+        files = sorted(set(wm.values()))
+        assert len(files) == 4, files
+        for name, fn in wm.items():
+            assert name in header(f"{d}/{fn}"), (name, fn)
+    out = {}
+    for fn in files:
+        for k, v in header(f"{d}/{fn}").items():
+            assert k.startswith(prefix), k
+            out[k[len(prefix):]] = v
+    return out
+a = names("a", "model.language_model.")
+s = names("sharded", "model.")
+f = names("f32", "model.language_model.")
+assert set(a) == set(s), set(a) ^ set(s)
+assert all(a[k]["shape"] == s[k]["shape"] for k in a)
+extra = set(f) - set(a)
+# --with-shared-kv adds k_proj, v_proj and k_norm on each of the 5 KV-shared layers.
+assert len(extra) == 15 and all(".self_attn.k_" in k or ".self_attn.v_" in k for k in extra), extra
+assert all(f[k]["dtype"] == "F32" for k in f) and all(a[k]["dtype"] == "BF16" for k in a)
+cfg = json.load(open("flat/config.json"))
+assert "text_config" not in cfg and cfg["num_hidden_layers"] == 10
+nested = json.load(open("a/config.json"))
+assert nested["text_config"]["layer_types"] == cfg["layer_types"]
+gen = json.load(open("a/generation_config.json"))
+tok = json.load(open("a/tokenizer.json"))
+vocab = {v: k for k, v in tok["model"]["vocab"].items()}
+assert [vocab[i] for i in gen["eos_token_id"]] == ["<eos>", "<turn|>", "<|tool_response>"]
+print("make-test-model layouts ok")
+PY
+# Bad options are one-line errors.
+if "$RINGLM" make-test-model bad --preset huge 2> err.txt; then exit 1; fi
+grep -q "unknown preset 'huge'" err.txt
+if "$RINGLM" make-test-model bad --dtype q4 2> err.txt; then exit 1; fi
+grep -q -- "--dtype" err.txt
+echo "make-test-model ok"
