@@ -8,9 +8,12 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
-  python3 python3-numpy nodejs npm
+  python3 python3-numpy python3-jsonschema curl
   libclang-rt-14-dev
 )
+# Node.js runs the reference implementations (tokenizers, jinja, openai client); use the
+# machine's node if it has one (it may come from another repository with npm bundled).
+command -v node >/dev/null && command -v npm >/dev/null || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -34,3 +37,9 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
+
+# The built-in demo model (tiny random weights + the real Gemma 4 tokenizer), used by the CLI
+# when no --model is given.
+if [[ ! -f build/demo-model/config.json ]]; then
+  ./build/ringlm make-test-model build/demo-model --preset demo --seed 1 --tokenizer assets/gemma4-tokenizer
+fi

@@ -170,8 +170,8 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
-  if (w.dtype != io::DType::F32 && w.dtype != io::DType::F16 && w.dtype != io::DType::BF16)
-    fail("reference matmul: unsupported weight dtype #", static_cast<int>(w.dtype));  // kernels do not link io
+  // Float rows are read directly; ggml block rows go through the scalar dequantizer.
+  if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
     return;
