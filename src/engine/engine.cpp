@@ -2,6 +2,10 @@
 
 #include <chrono>
 
+#include "io/gguf_reader.h"
+#include "io/gguf_tokenizer.h"
+#include "model/gguf_model.h"
+#include "tokenizer/gguf_tokenizer_loader.h"
 #include "util/error.h"
 
 namespace ringlm::engine {
@@ -18,7 +22,8 @@ bool has_chat_template(const fs::path& dir) {
 
 namespace {
 const fs::path& checked_dir(const fs::path& dir) {
-  if (!fs::is_directory(dir)) fail(dir.string(), ": not a model directory");
+  if (!fs::is_directory(dir) && !io::is_gguf_file(dir))
+    fail(dir.string(), ": not a model directory (config.json + safetensors) or a GGUF file");
   return dir;
 }
 }  // namespace
@@ -26,14 +31,27 @@ const fs::path& checked_dir(const fs::path& dir) {
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       load_start_(std::chrono::steady_clock::now()),
-      tokenizer_(Tokenizer::load(checked_dir(options.model_dir))) {
+      tokenizer_(load_tokenizer_any(checked_dir(options.model_dir))) {
   const auto t0 = load_start_;
   model::ModelOptions mo;
   mo.threads = options.threads;
-  model_ = model::Model::load(options.model_dir, mo);
-  stop_ids_ = chat::StopIds::load(options.model_dir);
+  model_ = model::load_model_any(options.model_dir, mo);
   for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);
-  if (has_chat_template(options.model_dir)) {
+  if (io::is_gguf_file(options.model_dir)) {
+    // A GGUF file carries its chat template in the tokenizer metadata.
+    io::GgufFile file(options.model_dir);
+    const auto data = io::gguf_tokenizer_data(file);
+    if (!data.chat_template.empty()) {
+      nlohmann::ordered_json specials = nlohmann::ordered_json::object();
+      if (tokenizer_.bos_id() >= 0) specials["bos_token"] = std::string(tokenizer_.piece(tokenizer_.bos_id()));
+      if (data.eos_id) specials["eos_token"] = std::string(tokenizer_.piece(*data.eos_id));
+      chat_template_ = std::make_unique<chat::ChatTemplate>(data.chat_template, options.model_dir.filename().string(),
+                                                            specials);
+    }
+  } else {
+    for (auto id : chat::StopIds::load(options.model_dir).ids) stop_ids_.add(id);
+  }
+  if (!chat_template_ && fs::is_directory(options.model_dir) && has_chat_template(options.model_dir)) {
     try {
       chat_template_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(options.model_dir));
     } catch (const Error&) {
