@@ -758,15 +758,33 @@ class Compiler {
   // Body states from `start` (after the opening quote) to `to` (after the closing quote).
   void string_body(const CpDfa& dfa, int64_t mn, int64_t mx, uint32_t start, uint32_t to) {
     if (dfa.states.empty() || (mx >= 0 && mn > mx)) return;
-    // A universal sink (accepting, every code point loops back) admits the plain-token fast path.
-    std::vector<char> sink(dfa.states.size(), 0);
-    for (size_t d = 0; d < dfa.states.size(); ++d) {
-      const auto& st = dfa.states[d];
-      sink[d] = st.accept && st.edges.size() == 1 && st.edges[0].lo == 0 && st.edges[0].hi == kMaxCodePoint &&
-                st.edges[0].to == int(d);
-    }
+    // A state from which every code point sequence survives (all reachable states have a
+    // transition for every code point) admits the plain-token fast path: any run of plain
+    // characters that fits the length bound is allowed.
     int64_t cap = mx >= 0 ? mx : mn;  // counts saturate at cap when unbounded
     if (cap > 100000) fail("minLength/maxLength above 100000 is not supported");
+    std::vector<char> complete(dfa.states.size(), 0), total(dfa.states.size(), 1);
+    for (size_t d = 0; d < dfa.states.size(); ++d) {
+      uint32_t next = 0;
+      for (auto& e : dfa.states[d].edges) {
+        if (e.lo != next) break;
+        next = e.hi + 1;
+      }
+      complete[d] = next == kMaxCodePoint + 1;
+    }
+    // total = complete and every successor total: greatest fixed point.
+    for (size_t d = 0; d < dfa.states.size(); ++d) total[d] = complete[d];
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t d = 0; d < dfa.states.size(); ++d) {
+        if (!total[d]) continue;
+        for (auto& e : dfa.states[d].edges)
+          if (!total[size_t(e.to)]) {
+            total[d] = 0, changed = true;
+            break;
+          }
+      }
+    }
     std::map<std::pair<int64_t, int>, uint32_t> ids;
     std::vector<std::pair<int64_t, int>> work;
     auto get = [&](int64_t k, int d) {
@@ -783,7 +801,7 @@ class Compiler {
       auto [k, d] = work[w];
       uint32_t st = ids[{k, d}];
       if (dfa.states[d].accept && k >= mn) b_.literal(st, to, "\"");
-      if (sink[size_t(d)]) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
+      if (total[size_t(d)]) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
       if (mx >= 0 && k >= mx) continue;
       int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, cap);
       // Group edges by target so each target gets one json_chars call.
