@@ -301,3 +301,58 @@ TEST(Matcher, MutationsAgreeWithValidator) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, NotForms) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":["string","null","boolean"],"not":{"enum":["ab",null,true]}})"), v);
+  EXPECT_TRUE(accepts_text(idx, R"("abc")"));
+  EXPECT_TRUE(accepts_text(idx, R"("a")"));
+  EXPECT_TRUE(accepts_text(idx, "false"));
+  EXPECT_FALSE(accepts_text(idx, R"("ab")"));
+  EXPECT_FALSE(accepts_text(idx, "null"));
+  EXPECT_FALSE(accepts_text(idx, "true"));
+  auto pat = index_for(Json::parse(R"({"type":"string","not":{"pattern":"^a"}})"), v);
+  EXPECT_TRUE(accepts_text(pat, R"("ba")"));
+  EXPECT_FALSE(accepts_text(pat, R"("ab")"));
+  auto req = index_for(Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+      "not":{"anyOf":[{"required":["a"]}]}})"), v);
+  EXPECT_TRUE(accepts_text(req, R"({"b":1})"));
+  EXPECT_FALSE(accepts_text(req, R"({"a":1})"));
+  EXPECT_FALSE(accepts_text(req, R"({"b":1,"a":1})"));
+  auto any = index_for(Json::parse(R"({"not":{"const":"x"}})"), v);
+  EXPECT_TRUE(accepts_text(any, R"(["x"])"));
+  EXPECT_FALSE(accepts_text(any, R"("x")"));
+  auto both = index_for(Json::parse(R"({"allOf":[{"not":{"type":"null"}},{"not":{"type":"string"}}],"type":["null","string","boolean"]})"), v);
+  EXPECT_TRUE(accepts_text(both, "true"));
+  EXPECT_FALSE(accepts_text(both, "null"));
+  EXPECT_FALSE(accepts_text(both, R"("s")"));
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, DependentRequired) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+      "c":{"type":"integer"}},"dependentRequired":{"a":["c"],"c":["b"]}})"), v);
+  EXPECT_TRUE(accepts_text(idx, R"({})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"b":1})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"b":1,"c":2})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"a":1,"b":1,"c":2})"));
+  EXPECT_FALSE(accepts_text(idx, R"({"a":1,"b":1})"));   // a needs c
+  EXPECT_FALSE(accepts_text(idx, R"({"c":2})"));         // c needs b
+  EXPECT_FALSE(accepts_text(idx, R"({"a":1,"c":2})"));
+  auto extra = index_for(Json::parse(R"({"type":"object","dependencies":{"x":["y"]}})"), v);
+  EXPECT_TRUE(accepts_text(extra, R"({"x":1,"y":2})"));
+  EXPECT_TRUE(accepts_text(extra, R"({"y":2,"z":3})"));
+  EXPECT_FALSE(accepts_text(extra, R"({"x":1,"z":3})"));
+}
+
+}  // namespace
+}  // namespace ringlm::guided
