@@ -681,6 +681,20 @@ class Compiler {
   uint32_t number_rule(bool integer, const NumberBounds& nb) {
     std::string re;
     bool bounded = nb.lower || nb.upper;
+    auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
+    if (!integer && bounded && (!integral(nb.lower) || !integral(nb.upper))) {
+      // Decimal bounds: built as an automaton (intersection of >= and <= languages).
+      std::string key = "decimal:" + (nb.lower ? Json(*nb.lower).dump() : "") + (nb.lower_exclusive ? "x" : "i") +
+                        ":" + (nb.upper ? Json(*nb.upper).dump() : "") + (nb.upper_exclusive ? "x" : "i");
+      auto it = number_rules_.find(key);
+      if (it != number_rules_.end()) return it->second;
+      uint32_t r = b_.new_rule();
+      number_rules_[key] = r;
+      uint32_t end = b_.new_state();
+      b_.set_final(end);
+      emit_ascii_dfa(number_dfa(nb), b_.rule_start(r), end);
+      return r;
+    }
     if (integer) {
       re = bounded ? integer_regex(nb) : "^-?(?:0|[1-9][0-9]*)$";
     } else {

@@ -356,3 +356,28 @@ TEST(Compiler, DependentRequired) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+// Numbers against decimal bounds: the grammar agrees with the validator on a grid of values.
+TEST(Compiler, DecimalBoundsMatchValidator) {
+  auto v = testing::synthetic_vocab();
+  const char* schemas[] = {R"({"type":"number","minimum":0.1,"maximum":2.55})",
+                           R"({"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":0.25})",
+                           R"({"type":"number","minimum":-0.05})", R"({"type":"number","exclusiveMaximum":-2.5})"};
+  const char* values[] = {"0", "0.1", "0.09", "0.10", "0.100001", "2.55", "2.550", "2.551", "2.5", "3", "-1.5",
+                          "-1.49", "-1.51", "0.25", "0.2499", "-0.05", "-0.051", "-0.049", "-2.5", "-2.51",
+                          "-3", "12", "1", "-0", "0.0"};
+  for (const char* sch : schemas) {
+    Json schema = Json::parse(sch);
+    auto idx = index_for(schema, v);
+    Validator val(schema);
+    for (const char* x : values) {
+      EXPECT_EQ(accepts_text(idx, x), val.validate(Json::parse(x))) << sch << " value " << x;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringlm::guided
