@@ -21,7 +21,6 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr int kMaxDepth = 150;
-constexpr size_t kMaxStringStates = 300'000;
 constexpr int64_t kMaxCount = 5000;  // largest min/maxItems, min/maxProperties expanded
 
 // Keywords that never restrict a value (or are handled by the keyword that owns them).
@@ -856,8 +855,6 @@ class Compiler {
     // A state from which every code point sequence survives (all reachable states have a
     // transition for every code point) admits the plain-token fast path: any run of plain
     // characters that fits the length bound is allowed.
-    int64_t cap = mx >= 0 ? mx : mn;  // counts saturate at cap when unbounded
-    if (cap > 100000) fail("minLength/maxLength above 100000 is not supported");
     std::vector<char> complete(dfa.states.size(), 0), total(dfa.states.size(), 1);
     for (size_t d = 0; d < dfa.states.size(); ++d) {
       uint32_t next = 0;
@@ -880,33 +877,14 @@ class Compiler {
           }
       }
     }
-    std::map<std::pair<int64_t, int>, uint32_t> ids;
-    std::vector<std::pair<int64_t, int>> work;
-    auto get = [&](int64_t k, int d) {
-      auto [it, inserted] = ids.emplace(std::make_pair(k, d), 0);
-      if (inserted) {
-        if (ids.size() > kMaxStringStates) fail("string constraints (pattern x length) are too large");
-        it->second = work.empty() ? start : b_.new_state();
-        work.emplace_back(k, d);
-      }
-      return it->second;
-    };
-    get(0, 0);
-    for (size_t w = 0; w < work.size(); ++w) {
-      auto [k, d] = work[w];
-      uint32_t st = ids[{k, d}];
-      if (dfa.states[d].accept && k >= mn) b_.literal(st, to, "\"");
-      if (total[size_t(d)]) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
-      if (mx >= 0 && k >= mx) continue;
-      int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, cap);
-      // Group edges by target so each target gets one json_chars call.
-      std::map<int, CharSet> by_target;
-      for (auto& e : dfa.states[d].edges) by_target[e.to].add(e.lo, e.hi);
-      for (auto& [t, cs] : by_target) {
-        uint32_t next = get(nk, t);
-        b_.json_chars(st, next, cs);
-      }
-    }
+    Grammar::Body body;
+    body.dfa = std::make_shared<CpDfa>(dfa);
+    body.total = std::move(total);
+    body.min = mn;
+    body.max = mx;
+    body.to = to;
+    uint32_t bi = b_.add_body(std::move(body));
+    b_.eps(start, b_.body_state(bi, 0, 0));
   }
 
   // ------------------------------------------------------------------ arrays
