@@ -61,7 +61,7 @@ RINGLM_COMMAND(bench_grammar) {
     if (!args->json_out.empty()) {
       std::ofstream out(args->json_out);
       if (!out) ringlm::fail(args->json_out, ": cannot write");
-      out << ringlm::guided::bench_report_json(report).dump(1) << "\n";
+      out << ringlm::guided::bench_report_json(report).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     }
   });
 }
