@@ -381,3 +381,36 @@ TEST(Compiler, DecimalBoundsMatchValidator) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+#include <thread>
+
+namespace ringlm::guided {
+namespace {
+
+// One GrammarIndex shared by several threads gives the same masks as a private one.
+TEST(Matcher, SharedIndexIsThreadSafe) {
+  auto v = testing::synthetic_vocab();
+  auto shared = index_for(kPerson, v);
+  const std::string text = R"({"name":"Al é","age":42,"tags":["a","b"],"score":-0.5})";
+  auto toks = testing::greedy_tokenize(*v, text);
+  auto run = [&](const std::shared_ptr<GrammarIndex>& idx) {
+    std::vector<std::vector<uint32_t>> masks;
+    Matcher m(idx);
+    std::vector<uint32_t> mask(v->mask_words());
+    for (uint32_t t : toks) {
+      m.fill_mask(mask.data());
+      masks.push_back(mask);
+      if (!m.accept(t)) break;
+    }
+    return masks;
+  };
+  auto reference = run(index_for(kPerson, v));
+  std::vector<std::vector<std::vector<uint32_t>>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { got[t] = run(shared); });
+  for (auto& th : threads) th.join();
+  for (auto& g : got) EXPECT_EQ(g, reference);
+}
+
+}  // namespace
+}  // namespace ringlm::guided
