@@ -459,9 +459,13 @@ class Compiler {
     }
     std::set<std::string> types = type_set(s);
     not_ = NotInfo{};
-    if (auto n = s.find("not"); n != s.end()) apply_not(*n, types);
-    if (auto n = s.find("x-nots"); n != s.end())
-      for (auto& x : *n) apply_not(x, types);
+    // With enum/const every `not` form is decided per value by the validator (below).
+    bool has_values = s.contains("enum") || s.contains("const");
+    if (!has_values) {
+      if (auto n = s.find("not"); n != s.end()) apply_not(*n, types);
+      if (auto n = s.find("x-nots"); n != s.end())
+        for (auto& x : *n) apply_not(x, types);
+    }
     NotInfo nots = not_;
     if (!nots.values.empty()) {
       for (auto& v : nots.values) {
@@ -583,6 +587,16 @@ class Compiler {
     }
     if (is_false_schema(n)) return;
     if (!n.is_object()) fail("unsupported keyword 'not'");
+    // A `not` whose schema only applies to types that cannot occur here is always satisfied.
+    if (n.contains("type")) {
+      bool overlap = false;
+      for (auto& t : type_set(n)) {
+        if (types.count(t) || (t == "number" && types.count("integer")) || (t == "integer" && types.count("number"))) {
+          overlap = true;
+        }
+      }
+      if (!overlap) return;
+    }
     std::set<std::string> keys;
     for (auto it = n.begin(); it != n.end(); ++it)
       if (!annotation_keywords().count(it.key())) keys.insert(it.key());
