@@ -205,14 +205,21 @@ void expand_body_state(Grammar& g, uint32_t s) {
   const CpDfa& dfa = *body.dfa;
   GrammarBuilder b(&g);
   if (dfa.states[size_t(d)].accept && k >= body.min) b.literal(s, body.to, "\"");
-  if (body.total[size_t(d)]) {
+  // Plain fast path (any plain run within the bound is allowed) needs every such run to stay
+  // closable: true for a universal DFA, and for total states when the length is unbounded
+  // (from a co-reachable total state arbitrarily long accepted continuations exist).
+  if (body.universal || (body.total[size_t(d)] && body.max < 0)) {
     b.set_plain(s, body.max >= 0 ? int32_t(std::min<int64_t>(body.max - k, INT32_MAX)) : Grammar::kPlainUnbounded);
   }
   if (body.max >= 0 && k >= body.max) return;
   // Unbounded: counts saturate at min (only "reached min yet" matters).
   int64_t nk = body.max >= 0 ? k + 1 : std::min(k + 1, body.min);
+  size_t nd = dfa.states.size();
   std::map<int, CharSet> by_target;
-  for (auto& e : dfa.states[size_t(d)].edges) by_target[e.to].add(e.lo, e.hi);
+  for (auto& e : dfa.states[size_t(d)].edges) {
+    if (!body.live.empty() && !body.live[size_t(nk) * nd + size_t(e.to)]) continue;  // dead end
+    by_target[e.to].add(e.lo, e.hi);
+  }
   for (auto& [t, cs] : by_target) {
     uint32_t next = b.body_state(bi, nk, t);
     b.json_chars(s, next, cs);

@@ -52,6 +52,10 @@ struct Grammar {
     std::vector<char> total;  // per DFA state: every code point sequence survives
     int64_t min = 0, max = -1;
     uint32_t to = 0;
+    // live[k * dfa states + d]: from (k code points, DFA state d) the string can still be
+    // closed within the bounds (k saturates at min when max is unbounded). Empty: all live.
+    std::vector<char> live;
+    bool universal = false;  // the DFA is one accepting state looping on every code point
   };
   std::vector<State> states;
   std::vector<uint32_t> rule_start;

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -87,8 +89,36 @@ std::string error_category(const std::string& msg) {
 // Serialises `v` in the grammar's style choosing, for every object, a key order the grammar
 // accepts (keys tried in `v`'s order first; a key whose value then fails is retried later).
 // Returns false when no order is accepted. `cfg` advances with the emitted bytes.
+struct GuidedMemo {
+  // (value, start configuration) -> end configuration and text, or failure (-1).
+  std::map<std::pair<const Json*, int32_t>, std::pair<int32_t, std::string>> done;
+};
+
 bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
-                      std::string& longest) {
+                      std::string& longest, GuidedMemo& memo);
+
+// Memoised wrapper: a value serialised from the same configuration always ends the same way.
+bool serialize_value(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
+                     std::string& longest, GuidedMemo& memo) {
+  auto key = std::make_pair(&v, cfg);
+  auto it = memo.done.find(key);
+  if (it != memo.done.end()) {
+    if (it->second.first < 0) return false;
+    cfg = it->second.first;
+    out += it->second.second;
+    return true;
+  }
+  size_t start = out.size();
+  int32_t c = cfg;
+  bool ok = serialize_guided(v, g, c, ws, out, budget, longest, memo);
+  if (budget[0] < 0) return false;  // exhausted: not a verdict, do not memoise
+  memo.done[key] = ok ? std::make_pair(c, out.substr(start)) : std::make_pair(int32_t(-1), std::string());
+  if (ok) cfg = c;
+  return ok;
+}
+
+bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
+                      std::string& longest, GuidedMemo& memo) {
   if (--budget[0] < 0) return false;
   auto emit = [&](const std::string& bytes) {
     int32_t next = g.step_bytes(cfg, bytes);
@@ -114,7 +144,7 @@ bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace w
         size_t save_len = out.size();
         std::string key = remaining[i];
         if (emit((first ? "" : comma) + serialize_json(Json(key), ws) + colon) &&
-            serialize_guided(v[key], g, cfg, ws, out, budget, longest)) {
+            serialize_value(v[key], g, cfg, ws, out, budget, longest, memo)) {
           remaining.erase(remaining.begin() + long(i));
           if (place(false)) return true;
           remaining.insert(remaining.begin() + long(i), key);
@@ -132,7 +162,7 @@ bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace w
     if (!emit("[")) return false;
     for (size_t i = 0; i < v.size(); ++i) {
       if (i && !emit(comma)) return false;
-      if (!serialize_guided(v[i], g, cfg, ws, out, budget, longest)) return false;
+      if (!serialize_value(v[i], g, cfg, ws, out, budget, longest, memo)) return false;
     }
     return emit("]");
   }
@@ -192,9 +222,10 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
     Json data = reorder_keys(t["data"], order);
     std::string text;
     int32_t cfg = index->initial();
-    int budget[1] = {20000};
+    int budget[1] = {100000};
     std::string longest;
-    bool guided = serialize_guided(data, *index, cfg, opt.whitespace, text, budget, longest);
+    GuidedMemo memo;
+    bool guided = serialize_value(data, *index, cfg, opt.whitespace, text, budget, longest, memo);
     if (!guided) text = serialize_json(data, opt.whitespace);
     std::vector<uint32_t> toks = encode(text);
     if (stop != UINT32_MAX) toks.push_back(stop);

@@ -892,6 +892,33 @@ class Compiler {
       }
     }
     Grammar::Body body;
+    body.universal = dfa.accepts_everything() && dfa.states.size() == 1;
+    if (!body.universal) {
+      // Liveness by backward induction over the count: (k, d) is live when it may close here
+      // or some edge leads to a live (k+1, d'). Counts saturate at min when max is unbounded.
+      int64_t top = mx >= 0 ? mx : mn;
+      size_t nd = dfa.states.size();
+      if (uint64_t(top + 1) * nd > 50'000'000) fail("string constraints (pattern x length) are too large");
+      body.live.assign(size_t(top + 1) * nd, 0);
+      for (int64_t k = top; k >= 0; --k) {
+        for (size_t d = 0; d < nd; ++d) {
+          bool live = dfa.states[d].accept && k >= mn;
+          if (mx < 0 && k == top) {
+            // Saturated, unbounded: live iff acceptance is reachable (prune_dead kept only those).
+            live = true;
+          } else if (!live && (mx < 0 || k < mx)) {
+            int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, mn);
+            for (auto& e : dfa.states[d].edges)
+              if (body.live[size_t(nk) * nd + size_t(e.to)]) {
+                live = true;
+                break;
+              }
+          }
+          body.live[size_t(k) * nd + d] = live;
+        }
+      }
+      if (!body.live[0]) return;  // no string satisfies the constraints
+    }
     body.dfa = std::make_shared<CpDfa>(dfa);
     body.total = std::move(total);
     body.min = mn;

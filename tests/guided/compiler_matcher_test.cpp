@@ -414,3 +414,39 @@ TEST(Matcher, SharedIndexIsThreadSafe) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+// Length-bounded patterns: no token may lead into a prefix that can no longer be completed,
+// and mask and accept agree at every position.
+TEST(Matcher, BoundedPatternHasNoDeadEnds) {
+  auto v = testing::synthetic_vocab();
+  for (const char* sch : {R"({"type":"string","minLength":10,"maxLength":10,"pattern":"[0-9]{10}"})",
+                          R"({"type":"string","maxLength":6,"pattern":"ab"})",
+                          R"({"type":"string","minLength":3,"pattern":"^[a-c]*$"})"}) {
+    auto idx = index_for(Json::parse(sch), v);
+    std::mt19937 rng(7);
+    for (int run = 0; run < 30; ++run) {
+      Matcher m(idx);
+      std::vector<uint32_t> mask(v->mask_words());
+      for (int step = 0; step < 40 && !m.is_stopped(); ++step) {
+        m.fill_mask(mask.data());
+        std::vector<uint32_t> allowed;
+        for (uint32_t id = 0; id < v->size(); ++id) {
+          bool ok = m.accept(id);
+          ASSERT_EQ(ok, mask_has(mask, id)) << sch << " token " << id;
+          if (ok) {
+            allowed.push_back(id);
+            m.rollback(1);
+          }
+        }
+        ASSERT_FALSE(allowed.empty()) << sch << ": dead end after " << m.num_accepted() << " tokens";
+        ASSERT_TRUE(m.accept(allowed[rng() % allowed.size()]));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringlm::guided
