@@ -140,6 +140,7 @@ bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace w
     std::function<bool(bool)> place = [&](bool first) -> bool {
       if (remaining.empty()) return true;
       for (size_t i = 0; i < remaining.size(); ++i) {
+        if (--budget[0] < 0) return false;  // every key attempt counts: permutations explode
         int32_t save_cfg = cfg;
         size_t save_len = out.size();
         std::string key = remaining[i];
@@ -222,7 +223,7 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
     Json data = reorder_keys(t["data"], order);
     std::string text;
     int32_t cfg = index->initial();
-    int budget[1] = {100000};
+    int budget[1] = {20000};
     std::string longest;
     GuidedMemo memo;
     bool guided = serialize_value(data, *index, cfg, opt.whitespace, text, budget, longest, memo);
