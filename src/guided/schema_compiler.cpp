@@ -705,7 +705,7 @@ class Compiler {
       number_rules_[key] = r;
       uint32_t end = b_.new_state();
       b_.set_final(end);
-      emit_ascii_dfa(number_dfa(nb), b_.rule_start(r), end);
+      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap()), b_.rule_start(r), end);
       return r;
     }
     if (integer) {
@@ -719,8 +719,18 @@ class Compiler {
     number_rules_[re] = r;
     uint32_t end = b_.new_state();
     b_.set_final(end);
-    if (!re.empty()) emit_ascii_dfa(compile_regex(re, false), b_.rule_start(r), end);
+    if (!re.empty()) emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap()), b_.rule_start(r), end);
     return r;
+  }
+
+  // Numbers have at most 20 integer digits, 20 fraction digits and 3 exponent digits (a
+  // deliberate restriction: beyond what a double or int64 carries, and it keeps a model from
+  // writing digits forever).
+  const CpDfa& digit_cap() {
+    if (digit_cap_.states.empty()) {
+      digit_cap_ = compile_regex("^-?[0-9]{1,20}(?:\\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?$", false);
+    }
+    return digit_cap_;
   }
 
   // Emits a DFA over ASCII code points as raw bytes.
@@ -1269,6 +1279,7 @@ class Compiler {
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;
+  CpDfa digit_cap_;
   NotInfo not_;  // exclusions of the schema whose typed alternatives are being emitted
   std::vector<std::vector<std::string>> order_;
   std::unordered_set<std::string> order_seen_;

@@ -450,3 +450,20 @@ TEST(Matcher, BoundedPatternHasNoDeadEnds) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, NumberDigitsAreCapped) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":"number"})"), v);
+  EXPECT_TRUE(accepts_text(idx, "12345678901234567890.12345678901234567890e+123"));
+  EXPECT_FALSE(accepts_text(idx, "123456789012345678901"));
+  EXPECT_FALSE(accepts_text(idx, "0.000000000000000000001"));
+  auto bounded = index_for(Json::parse(R"({"type":"number","minimum":0,"maximum":1})"), v);
+  EXPECT_TRUE(accepts_text(bounded, "0.25"));
+  EXPECT_FALSE(accepts_text(bounded, "0.000000000000000000001"));
+}
+
+}  // namespace
+}  // namespace ringlm::guided
