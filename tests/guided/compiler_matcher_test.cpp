@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "guided/validator.h"
 #include "util/error.h"
@@ -382,7 +383,6 @@ TEST(Compiler, DecimalBoundsMatchValidator) {
 }  // namespace
 }  // namespace ringlm::guided
 
-#include <thread>
 
 namespace ringlm::guided {
 namespace {
