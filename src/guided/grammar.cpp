@@ -1,6 +1,9 @@
 #include "guided/grammar.h"
 
+#include <algorithm>
 #include <array>
+#include <climits>
+#include <map>
 
 #include "util/error.h"
 
@@ -85,24 +88,24 @@ std::string json_escape(std::string_view utf8) {
 }
 
 uint32_t GrammarBuilder::new_state() {
-  if (g_.states.size() >= kMaxGrammarStates) fail("schema grammar is too large (more than ", kMaxGrammarStates, " states)");
-  g_.states.emplace_back();
-  return uint32_t(g_.states.size() - 1);
+  if (g_->states.size() >= kMaxGrammarStates) fail("schema grammar is too large (more than ", kMaxGrammarStates, " states)");
+  g_->states.emplace_back();
+  return uint32_t(g_->states.size() - 1);
 }
 
 uint32_t GrammarBuilder::new_rule() {
   uint32_t s = new_state();
-  g_.rule_start.push_back(s);
-  return uint32_t(g_.rule_start.size() - 1);
+  g_->rule_start.push_back(s);
+  return uint32_t(g_->rule_start.size() - 1);
 }
 
 void GrammarBuilder::bytes(uint32_t from, uint32_t to, uint8_t lo, uint8_t hi) {
-  g_.states[from].edges.push_back({lo, hi, to});
+  g_->states[from].edges.push_back({lo, hi, to});
 }
 
-void GrammarBuilder::eps(uint32_t from, uint32_t to) { g_.states[from].eps.push_back(to); }
+void GrammarBuilder::eps(uint32_t from, uint32_t to) { g_->states[from].eps.push_back(to); }
 
-void GrammarBuilder::call(uint32_t from, uint32_t rule, uint32_t to) { g_.states[from].calls.push_back({rule, to}); }
+void GrammarBuilder::call(uint32_t from, uint32_t rule, uint32_t to) { g_->states[from].calls.push_back({rule, to}); }
 
 void GrammarBuilder::literal(uint32_t from, uint32_t to, std::string_view text) {
   if (text.empty()) {
@@ -171,8 +174,56 @@ void GrammarBuilder::json_chars(uint32_t from, uint32_t to, const CharSet& set) 
 }
 
 Grammar GrammarBuilder::finish(uint32_t root_rule) {
-  g_.root_rule = root_rule;
-  return std::move(g_);
+  g_->root_rule = root_rule;
+  return std::move(*g_);
+}
+
+uint32_t GrammarBuilder::add_body(Grammar::Body body) {
+  g_->bodies.push_back(std::move(body));
+  return uint32_t(g_->bodies.size() - 1);
+}
+
+uint32_t GrammarBuilder::body_state(uint32_t body, int64_t k, int32_t d) {
+  auto [it, inserted] = g_->body_states.emplace(std::make_tuple(body, k, d), 0);
+  if (inserted) {
+    uint32_t s = new_state();
+    g_->states[s].lazy_body = int32_t(body);
+    g_->states[s].lazy_k = k;
+    g_->states[s].lazy_d = d;
+    it->second = s;
+  }
+  return it->second;
+}
+
+void expand_body_state(Grammar& g, uint32_t s) {
+  if (g.states[s].lazy_body < 0) return;
+  uint32_t bi = uint32_t(g.states[s].lazy_body);
+  int64_t k = g.states[s].lazy_k;
+  int32_t d = g.states[s].lazy_d;
+  g.states[s].lazy_body = -1;  // expanded
+  const Grammar::Body& body = g.bodies[bi];
+  const CpDfa& dfa = *body.dfa;
+  GrammarBuilder b(&g);
+  if (dfa.states[size_t(d)].accept && k >= body.min) b.literal(s, body.to, "\"");
+  // Plain fast path (any plain run within the bound is allowed) needs every such run to stay
+  // closable: true for a universal DFA, and for total states when the length is unbounded
+  // (from a co-reachable total state arbitrarily long accepted continuations exist).
+  if (body.universal || (body.total[size_t(d)] && body.max < 0)) {
+    b.set_plain(s, body.max >= 0 ? int32_t(std::min<int64_t>(body.max - k, INT32_MAX)) : Grammar::kPlainUnbounded);
+  }
+  if (body.max >= 0 && k >= body.max) return;
+  // Unbounded: counts saturate at min (only "reached min yet" matters).
+  int64_t nk = body.max >= 0 ? k + 1 : std::min(k + 1, body.min);
+  size_t nd = dfa.states.size();
+  std::map<int, CharSet> by_target;
+  for (auto& e : dfa.states[size_t(d)].edges) {
+    if (!body.live.empty() && !body.live[size_t(nk) * nd + size_t(e.to)]) continue;  // dead end
+    by_target[e.to].add(e.lo, e.hi);
+  }
+  for (auto& [t, cs] : by_target) {
+    uint32_t next = b.body_state(bi, nk, t);
+    b.json_chars(s, next, cs);
+  }
 }
 
 }  // namespace ringlm::guided

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
@@ -35,20 +38,52 @@ struct Grammar {
     std::vector<Call> calls;
     bool final = false;  // the owning rule may return here
     int32_t plain_remaining = kNotPlain;
+    // Lazily expanded string-body state (body index, code points so far, DFA state); its
+    // edges are created by expand_body_state() on first use.
+    int32_t lazy_body = -1;
+    int32_t lazy_d = 0;
+    int64_t lazy_k = 0;
+  };
+  // A JSON string body: code points in `dfa`'s language with a length in [min, max] (max < 0:
+  // unbounded), followed by the closing quote into state `to`. Expanded per (length, DFA state)
+  // on demand, so long maxLength values cost nothing until generated.
+  struct Body {
+    std::shared_ptr<const CpDfa> dfa;
+    std::vector<char> total;  // per DFA state: every code point sequence survives
+    int64_t min = 0, max = -1;
+    uint32_t to = 0;
+    // live[k * dfa states + d]: from (k code points, DFA state d) the string can still be
+    // closed within the bounds (k saturates at min when max is unbounded). Empty: all live.
+    std::vector<char> live;
+    bool universal = false;  // the DFA is one accepting state looping on every code point
   };
   std::vector<State> states;
   std::vector<uint32_t> rule_start;
   uint32_t root_rule = 0;
+  std::vector<Body> bodies;
+  std::map<std::tuple<uint32_t, int64_t, int32_t>, uint32_t> body_states;
 };
+
+// Creates the edges of a lazy body state (no-op for other or already expanded states).
+// Appends states: references into g.states are invalidated.
+void expand_body_state(Grammar& g, uint32_t state);
 
 class GrammarBuilder {
  public:
+  GrammarBuilder() : g_(&own_) {}
+  explicit GrammarBuilder(Grammar* target) : g_(target) {}
+  GrammarBuilder(const GrammarBuilder&) = delete;
+  GrammarBuilder& operator=(const GrammarBuilder&) = delete;
+
   uint32_t new_state();
+  // Registers a string body; body_state(b, 0, 0) is its entry (just after the opening quote).
+  uint32_t add_body(Grammar::Body body);
+  uint32_t body_state(uint32_t body, int64_t k, int32_t d);
   // A new rule; returns its id. Its start state is rule_start(id).
   uint32_t new_rule();
-  uint32_t rule_start(uint32_t rule) const { return g_.rule_start[rule]; }
-  void set_final(uint32_t s) { g_.states[s].final = true; }
-  void set_plain(uint32_t s, int32_t remaining) { g_.states[s].plain_remaining = remaining; }
+  uint32_t rule_start(uint32_t rule) const { return g_->rule_start[rule]; }
+  void set_final(uint32_t s) { g_->states[s].final = true; }
+  void set_plain(uint32_t s, int32_t remaining) { g_->states[s].plain_remaining = remaining; }
 
   void bytes(uint32_t from, uint32_t to, uint8_t lo, uint8_t hi);
   void eps(uint32_t from, uint32_t to);
@@ -60,11 +95,12 @@ class GrammarBuilder {
   // Code points of `set` as raw UTF-8 (no escaping).
   void utf8_chars(uint32_t from, uint32_t to, const CharSet& set);
 
-  size_t num_states() const { return g_.states.size(); }
+  size_t num_states() const { return g_->states.size(); }
   Grammar finish(uint32_t root_rule);
 
  private:
-  Grammar g_;
+  Grammar own_;
+  Grammar* g_;
 };
 
 // The canonical JSON string escape of a code point sequence (as nlohmann::json / json.dumps

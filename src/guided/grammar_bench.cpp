@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -84,6 +86,90 @@ std::string error_category(const std::string& msg) {
   return msg.substr(0, std::min<size_t>(msg.size(), 60));
 }
 
+// Serialises `v` in the grammar's style choosing, for every object, a key order the grammar
+// accepts (keys tried in `v`'s order first; a key whose value then fails is retried later).
+// Returns false when no order is accepted. `cfg` advances with the emitted bytes.
+struct GuidedMemo {
+  // (value, start configuration) -> end configuration and text, or failure (-1).
+  std::map<std::pair<const Json*, int32_t>, std::pair<int32_t, std::string>> done;
+};
+
+bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
+                      std::string& longest, GuidedMemo& memo);
+
+// Memoised wrapper: a value serialised from the same configuration always ends the same way.
+bool serialize_value(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
+                     std::string& longest, GuidedMemo& memo) {
+  auto key = std::make_pair(&v, cfg);
+  auto it = memo.done.find(key);
+  if (it != memo.done.end()) {
+    if (it->second.first < 0) return false;
+    cfg = it->second.first;
+    out += it->second.second;
+    return true;
+  }
+  size_t start = out.size();
+  int32_t c = cfg;
+  bool ok = serialize_guided(v, g, c, ws, out, budget, longest, memo);
+  if (budget[0] < 0) return false;  // exhausted: not a verdict, do not memoise
+  memo.done[key] = ok ? std::make_pair(c, out.substr(start)) : std::make_pair(int32_t(-1), std::string());
+  if (ok) cfg = c;
+  return ok;
+}
+
+bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
+                      std::string& longest, GuidedMemo& memo) {
+  if (--budget[0] < 0) return false;
+  auto emit = [&](const std::string& bytes) {
+    int32_t next = g.step_bytes(cfg, bytes);
+    if (next == GrammarIndex::kDead) {
+      if (out.size() >= longest.size()) longest = out + "<" + bytes.substr(0, 20) + ">";
+      return false;
+    }
+    cfg = next;
+    out += bytes;
+    return true;
+  };
+  const std::string comma = ws == Whitespace::kPython ? ", " : ",";
+  const std::string colon = ws == Whitespace::kPython ? ": " : ":";
+  if (v.is_object()) {
+    if (!emit("{")) return false;
+    std::vector<std::string> remaining;
+    for (auto it = v.begin(); it != v.end(); ++it) remaining.push_back(it.key());
+    // Depth-first over key choices, with backtracking (bounded by the budget).
+    std::function<bool(bool)> place = [&](bool first) -> bool {
+      if (remaining.empty()) return true;
+      for (size_t i = 0; i < remaining.size(); ++i) {
+        if (--budget[0] < 0) return false;  // every key attempt counts: permutations explode
+        int32_t save_cfg = cfg;
+        size_t save_len = out.size();
+        std::string key = remaining[i];
+        if (emit((first ? "" : comma) + serialize_json(Json(key), ws) + colon) &&
+            serialize_value(v[key], g, cfg, ws, out, budget, longest, memo)) {
+          remaining.erase(remaining.begin() + long(i));
+          if (place(false)) return true;
+          remaining.insert(remaining.begin() + long(i), key);
+        }
+        cfg = save_cfg;
+        out.resize(save_len);
+        if (budget[0] < 0) return false;
+      }
+      return false;
+    };
+    if (!place(true)) return false;
+    return emit("}");
+  }
+  if (v.is_array()) {
+    if (!emit("[")) return false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i && !emit(comma)) return false;
+      if (!serialize_value(v[i], g, cfg, ws, out, budget, longest, memo)) return false;
+    }
+    return emit("]");
+  }
+  return emit(serialize_json(v, ws));
+}
+
 struct FileResult {
   std::string dataset;
   BenchStats stats;
@@ -132,7 +218,16 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
   uint32_t stop = vocab->stop_ids().empty() ? UINT32_MAX : vocab->stop_ids()[0];
   for (auto& t : tests) {
     bool valid = t.value("valid", false);
-    std::string text = serialize_json(reorder_keys(t["data"], order), opt.whitespace);
+    // Key order: one the grammar accepts if there is one (the grammar fixes the order; the
+    // instance's own order is irrelevant to validity), else the declared-order heuristic.
+    Json data = reorder_keys(t["data"], order);
+    std::string text;
+    int32_t cfg = index->initial();
+    int budget[1] = {20000};
+    std::string longest;
+    GuidedMemo memo;
+    bool guided = serialize_value(data, *index, cfg, opt.whitespace, text, budget, longest, memo);
+    if (!guided) text = serialize_json(data, opt.whitespace);
     std::vector<uint32_t> toks = encode(text);
     if (stop != UINT32_MAX) toks.push_back(stop);
     Matcher m(index);
@@ -154,6 +249,7 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
       if (masked && ok != in_mask) {
         r.stats.mask_mismatches++;
         reason = "mask/accept disagree at token " + std::to_string(i);
+        r.failures.push_back({path, t.value("description", ""), reason + " in " + text.substr(0, 300), valid});
       }
       if (!ok) {
         accepted = false;
@@ -162,6 +258,10 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
           if (ctx.size() > 60) ctx = "..." + ctx.substr(ctx.size() - 60);
           reason = "rejected token " + std::to_string(i) + " '" + (tok == stop ? "<stop>" : vocab->bytes(tok)) +
                    "' after '" + ctx + "'";
+          if (!guided) {
+            std::string l = longest.size() > 100 ? "..." + longest.substr(longest.size() - 100) : longest;
+            reason += "; no key order accepted, longest: " + l;
+          }
         }
         break;
       }

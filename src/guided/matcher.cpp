@@ -90,6 +90,7 @@ struct GrammarIndex::Impl {
       uint32_t n = work.back();
       work.pop_back();
       auto [q, parent] = nodes[n];
+      expand_body_state(g, q);  // may append states: take the reference after it
       const Grammar::State& st = g.states[q];
       if (!st.edges.empty()) kernel_scratch.push_back(n);
       for (uint32_t e : st.eps) push(node(e, parent));

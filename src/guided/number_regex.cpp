@@ -1,5 +1,6 @@
 #include "guided/number_regex.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -151,6 +152,123 @@ std::string number_regex(const NumberBounds& b) {
     }
   }
   return join_alternatives(parts);
+}
+
+namespace {
+
+// A non-negative decimal as integer digits and fraction digits (no trailing zeros).
+struct Decimal {
+  std::string integer, fraction;
+};
+
+Decimal to_decimal(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::fixed);
+  std::string s(buf, res.ptr);
+  Decimal d;
+  auto dot = s.find('.');
+  d.integer = s.substr(0, dot);
+  if (dot != std::string::npos) d.fraction = s.substr(dot + 1);
+  while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
+  if (d.integer.size() > 18) fail("bound ", v, " is too large");
+  return d;
+}
+
+std::string digit_class(char lo, char hi) { return "[" + std::string(1, lo) + "-" + std::string(1, hi) + "]"; }
+
+// Optional-fraction regexes relative to fraction digits f (no trailing zeros).
+std::string frac_ge(const std::string& f, bool strict) {
+  std::vector<std::string> alts;
+  for (size_t j = 0; j < f.size(); ++j)
+    if (f[j] < '9') alts.push_back("\\." + f.substr(0, j) + digit_class(char(f[j] + 1), '9') + "[0-9]*");
+  alts.push_back(strict ? "\\." + f + "[0-9]*[1-9][0-9]*" : (f.empty() ? "(?:\\.[0-9]+)?" : "\\." + f + "[0-9]*"));
+  std::string out;
+  for (auto& a : alts) out += (out.empty() ? "" : "|") + a;
+  return "(?:" + out + ")";
+}
+
+std::string frac_le(const std::string& f, bool strict) {
+  if (f.empty()) return strict ? "" : "(?:\\.0+)?";
+  std::vector<std::string> alts{""};  // no fraction: 0 < f
+  for (size_t j = 0; j < f.size(); ++j) {
+    if (f[j] > '0') alts.push_back("\\." + f.substr(0, j) + digit_class('0', char(f[j] - 1)) + "[0-9]*");
+    if (j + 1 < f.size() || !strict) alts.push_back("\\." + f.substr(0, j + 1) + "0*");
+  }
+  std::string out;
+  for (size_t k = 0; k < alts.size(); ++k) out += (k ? "|" : "") + alts[k];
+  return "(?:" + out + ")";
+}
+
+CpDfa regex_dfa(const std::string& re) {
+  if (re.empty()) return CpDfa{{CpDfa::State{}}};  // the empty language
+  return compile_regex("^(?:" + re + ")$", false);
+}
+
+const std::string kAnyFrac = "(?:\\.[0-9]+)?";
+
+// Magnitudes m >= a (strict: m > a), written I(.F)?.
+CpDfa magnitude_ge(const Decimal& a, bool strict) {
+  int64_t ai = std::stoll(a.integer);
+  std::string re = "(?:" + magnitude_range(ai + 1, -1) + ")" + kAnyFrac;
+  re += "|" + a.integer + frac_ge(a.fraction, strict);
+  return regex_dfa(re);
+}
+
+// Magnitudes m <= b (strict: m < b).
+CpDfa magnitude_le(const Decimal& b, bool strict) {
+  int64_t bi = std::stoll(b.integer);
+  std::vector<std::string> alts;
+  if (bi > 0) alts.push_back("(?:" + magnitude_range(0, bi - 1) + ")" + kAnyFrac);
+  std::string tail = frac_le(b.fraction, strict);
+  if (!tail.empty()) alts.push_back(b.integer + tail);
+  std::string re;
+  for (auto& x : alts) re += (re.empty() ? "" : "|") + x;
+  return regex_dfa(re);
+}
+
+CpDfa prefixed(const std::string& prefix, const CpDfa& d) {
+  if (d.is_empty_language()) return CpDfa{};
+  // Prepend literal code points by shifting states.
+  CpDfa out;
+  out.states.resize(prefix.size() + d.states.size());
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    out.states[i].edges.push_back({uint32_t(uint8_t(prefix[i])), uint32_t(uint8_t(prefix[i])), int(i + 1)});
+  }
+  for (size_t i = 0; i < d.states.size(); ++i) {
+    auto& st = out.states[prefix.size() + i];
+    st.accept = d.states[i].accept;
+    for (auto e : d.states[i].edges) {
+      e.to += int(prefix.size());
+      st.edges.push_back(e);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CpDfa number_dfa(const NumberBounds& b) {
+  CpDfa result;
+  // x >= 0: magnitude in [max(lower,0), upper].
+  bool has_nonneg = !b.upper || *b.upper > 0 || (*b.upper == 0 && !b.upper_exclusive);
+  if (has_nonneg) {
+    CpDfa m = dfa_universal();
+    m = regex_dfa("(?:0|[1-9][0-9]*)" + kAnyFrac);
+    if (b.lower && *b.lower >= 0) m = dfa_intersect(m, magnitude_ge(to_decimal(*b.lower), b.lower_exclusive));
+    if (b.upper) m = dfa_intersect(m, magnitude_le(to_decimal(*b.upper), b.upper_exclusive));
+    result = m;
+  }
+  // x < 0: magnitude m = -x in [max(0, -upper), -lower].
+  bool has_neg = !b.lower || *b.lower < 0;
+  if (has_neg) {
+    CpDfa m = regex_dfa("(?:0|[1-9][0-9]*)" + kAnyFrac);
+    if (b.upper && *b.upper < 0) m = dfa_intersect(m, magnitude_ge(to_decimal(*b.upper), b.upper_exclusive));
+    if (b.lower) m = dfa_intersect(m, magnitude_le(to_decimal(*b.lower), b.lower_exclusive));
+    CpDfa neg = prefixed("-", m);
+    result = result.states.empty() ? neg : (neg.states.empty() ? result : dfa_union(result, neg));
+  }
+  result.prune_dead();
+  return result;
 }
 
 }  // namespace ringlm::guided

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "guided/regex.h"
+
 namespace ringlm::guided {
 
 struct NumberBounds {
@@ -19,5 +21,9 @@ std::string integer_regex(const NumberBounds& b);
 // Anchored regex of the JSON numbers (no exponent) in the bounds; Error when a bound is not an
 // integer value. "" when no number fits.
 std::string number_regex(const NumberBounds& b);
+
+// The JSON numbers (no exponent) in the bounds, for any finite decimal bounds (non-integral
+// ones included); the empty automaton when no number fits.
+CpDfa number_dfa(const NumberBounds& b);
 
 }  // namespace ringlm::guided

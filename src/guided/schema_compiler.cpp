@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -20,7 +21,6 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr int kMaxDepth = 150;
-constexpr size_t kMaxStringStates = 300'000;
 constexpr int64_t kMaxCount = 5000;  // largest min/maxItems, min/maxProperties expanded
 
 // Keywords that never restrict a value (or are handled by the keyword that owns them).
@@ -29,7 +29,7 @@ const std::unordered_set<std::string>& annotation_keywords() {
       "$schema", "$id", "id", "$comment", "$defs", "definitions", "title", "description", "default",
       "examples", "example", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
       "contentSchema", "$anchor", "$vocabulary", "nullable", "discriminator", "xml", "externalDocs",
-      "markdownDescription", "enumDescriptions", "x-patterns"};
+      "markdownDescription", "enumDescriptions", "x-patterns", "x-nots"};
   return k;
 }
 
@@ -41,15 +41,14 @@ bool is_known_assertion(const std::string& k) {
       "maxContains", "maxItems", "minItems", "uniqueItems", "maxProperties", "minProperties", "required",
       "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
       "dependentSchemas", "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
-      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "x-patterns"};
+      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "x-patterns", "x-nots"};
   return kw.count(k) > 0;
 }
 
 bool has_assertions(const Json& s) {
   if (!s.is_object()) return !(s.is_boolean() && s.get<bool>());
   for (auto it = s.begin(); it != s.end(); ++it)
-    if (is_known_assertion(it.key()) && it.key() != "x-patterns") return true;
-    else if (it.key() == "x-patterns") return true;
+    if (is_known_assertion(it.key())) return true;
   return false;
 }
 
@@ -360,7 +359,7 @@ class Compiler {
       const std::string& k = it.key();
       const Json& v = it.value();
       if (k == "properties" || k == "additionalProperties" || k == "patternProperties") continue;
-      if (annotation_keywords().count(k) && k != "x-patterns") continue;
+      if (annotation_keywords().count(k) && k != "x-patterns" && k != "x-nots") continue;
       if (!a.contains(k)) {
         a[k] = v;
         continue;
@@ -425,7 +424,13 @@ class Compiler {
         cur = all_of2(cur, v);
       } else if (k == "allOf") {
         for (auto& x : v) cur.push_back(x);
-      } else if (k == "anyOf" || k == "oneOf" || k == "not") {
+      } else if (k == "not") {
+        Json nots = a.contains("x-nots") ? a["x-nots"] : Json::array();
+        nots.push_back(v);
+        a["x-nots"] = nots;
+      } else if (k == "x-nots") {
+        for (auto& x : v) cur.push_back(x);
+      } else if (k == "anyOf" || k == "oneOf") {
         Json all = a.contains("allOf") ? a["allOf"] : Json::array();
         all.push_back(Json{{k, v}});
         a["allOf"] = all;
@@ -453,7 +458,25 @@ class Compiler {
       }
     }
     std::set<std::string> types = type_set(s);
-    if (auto n = s.find("not"); n != s.end()) apply_not(*n, types);
+    not_ = NotInfo{};
+    // With enum/const every `not` form is decided per value by the validator (below).
+    bool has_values = s.contains("enum") || s.contains("const");
+    if (!has_values) {
+      if (auto n = s.find("not"); n != s.end()) apply_not(*n, types);
+      if (auto n = s.find("x-nots"); n != s.end())
+        for (auto& x : *n) apply_not(x, types);
+    }
+    NotInfo nots = not_;
+    if (!nots.values.empty()) {
+      for (auto& v : nots.values) {
+        if (v.is_number() && (types.count("number") || types.count("integer"))) {
+          fail("unsupported keyword 'not' (excluding a number)");
+        }
+        if ((v.is_array() && types.count("array")) || (v.is_object() && types.count("object"))) {
+          fail("unsupported keyword 'not' (excluding an array or object value)");
+        }
+      }
+    }
 
     if (s.contains("enum") || s.contains("const")) {
       Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
@@ -469,12 +492,18 @@ class Compiler {
       rest.erase("const");
       rest.erase("x-formats");
       rest.erase("x-patterns");
+      rest.erase("x-nots");
       std::vector<std::string> pats;
       if (s.contains("x-patterns"))
         for (auto& p : s["x-patterns"]) pats.push_back(p.get<std::string>());
       std::set<std::string> seen;
       for (auto& v : values) {
         if (!validator_.validate_subschema(rest, v)) continue;
+        bool excluded = false;
+        if (auto xn = s.find("x-nots"); xn != s.end())
+          for (auto& n : *xn)
+            if (validator_.validate_subschema(n, v)) excluded = true;
+        if (excluded) continue;
         if (v.is_string()) {
           bool ok = true;
           auto cps = utf8_to_u32(v.get<std::string>());
@@ -495,16 +524,22 @@ class Compiler {
 
     bool any_type_keywords = false;
     for (auto it = s.begin(); it != s.end(); ++it)
-      if (is_known_assertion(it.key()) && it.key() != "not") any_type_keywords = true;
+      if (is_known_assertion(it.key())) any_type_keywords = true;
     if (types.size() == 7 && !any_type_keywords) {
       b_.call(from, any_rule(), to);
       return;
     }
+    auto excluded = [&](const Json& v) {
+      for (auto& x : nots.values)
+        if (json_equal(x, v)) return true;
+      return false;
+    };
     for (auto& t : types) {
-      if (t == "null") b_.literal(from, to, "null");
+      not_ = nots;
+      if (t == "null" && !excluded(Json(nullptr))) b_.literal(from, to, "null");
       if (t == "boolean") {
-        b_.literal(from, to, "true");
-        b_.literal(from, to, "false");
+        if (!excluded(Json(true))) b_.literal(from, to, "true");
+        if (!excluded(Json(false))) b_.literal(from, to, "false");
       }
       if (t == "integer" && !types.count("number")) number(s, from, to, true);
       if (t == "number") number(s, from, to, false);
@@ -534,25 +569,72 @@ class Compiler {
     if (order_seen_.insert(key).second) order_.push_back(std::move(names));
   }
 
-  // `not` forms the grammar can honour: a type restriction, required properties (a single
-  // name: that property is never generated), enum/const of scalars (handled by the value
-  // filter below), or {} (nothing valid).
-  void apply_not(const Json& n, std::set<std::string>& types) {
+  // What the `not` keywords of the schema being emitted exclude.
+  struct NotInfo {
+    Json values = Json::array();        // excluded scalar values (enum/const)
+    std::vector<std::string> patterns;  // strings must not match these
+    std::set<std::string> keys;         // properties that must be absent
+  };
+
+  // `not` forms the grammar can honour: {} / true (nothing valid), a type restriction, enum or
+  // const values (strings, booleans, null), a pattern, required names (one name, or an anyOf
+  // of single names: those properties are never generated). Anything else is an error.
+  void apply_not(const Json& n_in, std::set<std::string>& types) {
+    const Json& n = n_in.is_object() && n_in.contains("$ref") ? deref(n_in) : n_in;
     if (is_true_schema(n)) {
       types.clear();
       return;
     }
-    if (n.is_object() && n.size() == 1 && n.contains("type")) {
+    if (is_false_schema(n)) return;
+    if (!n.is_object()) fail("unsupported keyword 'not'");
+    // A `not` whose schema only applies to types that cannot occur here is always satisfied.
+    if (n.contains("type")) {
+      bool overlap = false;
+      for (auto& t : type_set(n)) {
+        if (types.count(t) || (t == "number" && types.count("integer")) || (t == "integer" && types.count("number"))) {
+          overlap = true;
+        }
+      }
+      if (!overlap) return;
+    }
+    std::set<std::string> keys;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!annotation_keywords().count(it.key())) keys.insert(it.key());
+    if (keys == std::set<std::string>{"type"}) {
       for (auto& t : type_set(n)) {
         types.erase(t);
         if (t == "number") types.erase("integer");
       }
       return;
     }
-    if (n.is_object() && n.size() == 1 && n.contains("required") && n["required"].is_array() && n["required"].size() == 1) {
-      return;  // handled by object(): the property is excluded
+    if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
+      const Json& vals = n.contains("enum") ? n["enum"] : Json::array({n["const"]});
+      if (!vals.is_array()) fail("keyword 'enum' must be an array");
+      for (auto& v : vals) not_.values.push_back(v);
+      return;
     }
-    fail("unsupported keyword 'not' (only type, a single required name, or {} are supported)");
+    if (keys == std::set<std::string>{"pattern"} || keys == std::set<std::string>{"pattern", "type"}) {
+      if (keys.count("type") && n["type"] != "string") fail("unsupported keyword 'not'");
+      not_.patterns.push_back(n["pattern"].get<std::string>());
+      return;
+    }
+    if (keys == std::set<std::string>{"required"} && n["required"].is_array() && n["required"].size() == 1) {
+      not_.keys.insert(n["required"][0].get<std::string>());
+      return;
+    }
+    if (keys == std::set<std::string>{"anyOf"} && n["anyOf"].is_array()) {
+      std::set<std::string> names;
+      for (auto& alt : n["anyOf"]) {
+        if (!(alt.is_object() && alt.size() == 1 && alt.contains("required") && alt["required"].is_array() &&
+              alt["required"].size() == 1)) {
+          fail("unsupported keyword 'not' (anyOf other than single required names)");
+        }
+        names.insert(alt["required"][0].get<std::string>());
+      }
+      not_.keys.insert(names.begin(), names.end());
+      return;
+    }
+    fail("unsupported keyword 'not' (supported: {}, type, enum, const, pattern, required names)");
   }
 
   // ------------------------------------------------------------------ shared rules
@@ -612,6 +694,20 @@ class Compiler {
   uint32_t number_rule(bool integer, const NumberBounds& nb) {
     std::string re;
     bool bounded = nb.lower || nb.upper;
+    auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
+    if (!integer && bounded && (!integral(nb.lower) || !integral(nb.upper))) {
+      // Decimal bounds: built as an automaton (intersection of >= and <= languages).
+      std::string key = "decimal:" + (nb.lower ? Json(*nb.lower).dump() : "") + (nb.lower_exclusive ? "x" : "i") +
+                        ":" + (nb.upper ? Json(*nb.upper).dump() : "") + (nb.upper_exclusive ? "x" : "i");
+      auto it = number_rules_.find(key);
+      if (it != number_rules_.end()) return it->second;
+      uint32_t r = b_.new_rule();
+      number_rules_[key] = r;
+      uint32_t end = b_.new_state();
+      b_.set_final(end);
+      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap()), b_.rule_start(r), end);
+      return r;
+    }
     if (integer) {
       re = bounded ? integer_regex(nb) : "^-?(?:0|[1-9][0-9]*)$";
     } else {
@@ -623,8 +719,18 @@ class Compiler {
     number_rules_[re] = r;
     uint32_t end = b_.new_state();
     b_.set_final(end);
-    if (!re.empty()) emit_ascii_dfa(compile_regex(re, false), b_.rule_start(r), end);
+    if (!re.empty()) emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap()), b_.rule_start(r), end);
     return r;
+  }
+
+  // Numbers have at most 20 integer digits, 20 fraction digits and 3 exponent digits (a
+  // deliberate restriction: beyond what a double or int64 carries, and it keeps a model from
+  // writing digits forever).
+  const CpDfa& digit_cap() {
+    if (digit_cap_.states.empty()) {
+      digit_cap_ = compile_regex("^-?[0-9]{1,20}(?:\\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?$", false);
+    }
+    return digit_cap_;
   }
 
   // Emits a DFA over ASCII code points as raw bytes.
@@ -737,6 +843,18 @@ class Compiler {
   void string_value(const Json& s, uint32_t from, uint32_t to) {
     int64_t mn, mx;
     CpDfa dfa = string_dfa(s, &mn, &mx);
+    NotInfo nots = not_;
+    std::vector<std::u32string> excluded;
+    for (auto& v : nots.values)
+      if (v.is_string()) excluded.push_back(utf8_to_u32(v.get<std::string>()));
+    if (!excluded.empty()) dfa = dfa_intersect(dfa, dfa_complement(dfa_literals(excluded)));
+    for (auto& p : nots.patterns) {
+      try {
+        dfa = dfa_intersect(dfa, dfa_complement(regex_cached(p)));
+      } catch (const Error& e) {
+        fail("unsupported keyword 'not': ", e.what());
+      }
+    }
     if (dfa.accepts_everything() && mn == 0 && mx < 0) {
       b_.call(from, plain_string_rule(), to);
       return;
@@ -758,42 +876,66 @@ class Compiler {
   // Body states from `start` (after the opening quote) to `to` (after the closing quote).
   void string_body(const CpDfa& dfa, int64_t mn, int64_t mx, uint32_t start, uint32_t to) {
     if (dfa.states.empty() || (mx >= 0 && mn > mx)) return;
-    // A universal sink (accepting, every code point loops back) admits the plain-token fast path.
-    std::vector<char> sink(dfa.states.size(), 0);
+    // A state from which every code point sequence survives (all reachable states have a
+    // transition for every code point) admits the plain-token fast path: any run of plain
+    // characters that fits the length bound is allowed.
+    std::vector<char> complete(dfa.states.size(), 0), total(dfa.states.size(), 1);
     for (size_t d = 0; d < dfa.states.size(); ++d) {
-      const auto& st = dfa.states[d];
-      sink[d] = st.accept && st.edges.size() == 1 && st.edges[0].lo == 0 && st.edges[0].hi == kMaxCodePoint &&
-                st.edges[0].to == int(d);
-    }
-    int64_t cap = mx >= 0 ? mx : mn;  // counts saturate at cap when unbounded
-    if (cap > 100000) fail("minLength/maxLength above 100000 is not supported");
-    std::map<std::pair<int64_t, int>, uint32_t> ids;
-    std::vector<std::pair<int64_t, int>> work;
-    auto get = [&](int64_t k, int d) {
-      auto [it, inserted] = ids.emplace(std::make_pair(k, d), 0);
-      if (inserted) {
-        if (ids.size() > kMaxStringStates) fail("string constraints (pattern x length) are too large");
-        it->second = work.empty() ? start : b_.new_state();
-        work.emplace_back(k, d);
+      uint32_t next = 0;
+      for (auto& e : dfa.states[d].edges) {
+        if (e.lo != next) break;
+        next = e.hi + 1;
       }
-      return it->second;
-    };
-    get(0, 0);
-    for (size_t w = 0; w < work.size(); ++w) {
-      auto [k, d] = work[w];
-      uint32_t st = ids[{k, d}];
-      if (dfa.states[d].accept && k >= mn) b_.literal(st, to, "\"");
-      if (sink[size_t(d)]) b_.set_plain(st, mx >= 0 ? int32_t(std::min<int64_t>(mx - k, INT32_MAX)) : Grammar::kPlainUnbounded);
-      if (mx >= 0 && k >= mx) continue;
-      int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, cap);
-      // Group edges by target so each target gets one json_chars call.
-      std::map<int, CharSet> by_target;
-      for (auto& e : dfa.states[d].edges) by_target[e.to].add(e.lo, e.hi);
-      for (auto& [t, cs] : by_target) {
-        uint32_t next = get(nk, t);
-        b_.json_chars(st, next, cs);
+      complete[d] = next == kMaxCodePoint + 1;
+    }
+    // total = complete and every successor total: greatest fixed point.
+    for (size_t d = 0; d < dfa.states.size(); ++d) total[d] = complete[d];
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t d = 0; d < dfa.states.size(); ++d) {
+        if (!total[d]) continue;
+        for (auto& e : dfa.states[d].edges)
+          if (!total[size_t(e.to)]) {
+            total[d] = 0, changed = true;
+            break;
+          }
       }
     }
+    Grammar::Body body;
+    body.universal = dfa.accepts_everything() && dfa.states.size() == 1;
+    if (!body.universal) {
+      // Liveness by backward induction over the count: (k, d) is live when it may close here
+      // or some edge leads to a live (k+1, d'). Counts saturate at min when max is unbounded.
+      int64_t top = mx >= 0 ? mx : mn;
+      size_t nd = dfa.states.size();
+      if (uint64_t(top + 1) * nd > 50'000'000) fail("string constraints (pattern x length) are too large");
+      body.live.assign(size_t(top + 1) * nd, 0);
+      for (int64_t k = top; k >= 0; --k) {
+        for (size_t d = 0; d < nd; ++d) {
+          bool live = dfa.states[d].accept && k >= mn;
+          if (mx < 0 && k == top) {
+            // Saturated, unbounded: live iff acceptance is reachable (prune_dead kept only those).
+            live = true;
+          } else if (!live && (mx < 0 || k < mx)) {
+            int64_t nk = mx >= 0 ? k + 1 : std::min(k + 1, mn);
+            for (auto& e : dfa.states[d].edges)
+              if (body.live[size_t(nk) * nd + size_t(e.to)]) {
+                live = true;
+                break;
+              }
+          }
+          body.live[size_t(k) * nd + d] = live;
+        }
+      }
+      if (!body.live[0]) return;  // no string satisfies the constraints
+    }
+    body.dfa = std::make_shared<CpDfa>(dfa);
+    body.total = std::move(total);
+    body.min = mn;
+    body.max = mx;
+    body.to = to;
+    uint32_t bi = b_.add_body(std::move(body));
+    b_.eps(start, b_.body_state(bi, 0, 0));
   }
 
   // ------------------------------------------------------------------ arrays
@@ -885,10 +1027,7 @@ class Compiler {
         required.insert(x.get<std::string>());
       }
     }
-    std::set<std::string> forbidden;
-    if (auto n = s.find("not"); n != s.end() && n->is_object() && n->contains("required")) {
-      forbidden.insert((*n)["required"][0].get<std::string>());
-    }
+    std::set<std::string> forbidden = not_.keys;
     const Json* names = nullptr;
     if (auto pn = s.find("propertyNames"); pn != s.end()) names = &*pn;
 
@@ -928,25 +1067,61 @@ class Compiler {
       if (!name_ok(r) || is_false_schema(*sch)) return;
       entries.push_back({r, sch, true});
     }
+
+    // dependentRequired / dependencies (array form): "if A is present, B is too". With the fixed
+    // property order each pair is one flag: A before B -> emitting A makes B required; B before
+    // A -> skipping B forbids A. Names only reachable as additional keys become optional entries.
+    struct Dep {
+      size_t a, b;
+    };
+    std::vector<Dep> deps;
+    auto entry_index = [&](const std::string& name) -> int64_t {
+      for (size_t i = 0; i < entries.size(); ++i)
+        if (entries[i].name == name) return int64_t(i);
+      return -1;
+    };
+    auto can_be_extra = [&](const std::string& name) {
+      if (forbidden.count(name) || !name_ok(name)) return false;
+      return !is_false_schema(*schema_for(name, nullptr));
+    };
+    for (const char* kw : {"dependentRequired", "dependencies"}) {
+      auto d = s.find(kw);
+      if (d == s.end()) continue;
+      if (!d->is_object()) fail("keyword '", kw, "' must be an object");
+      for (auto it = d->begin(); it != d->end(); ++it) {
+        if (!it.value().is_array()) {
+          if (is_true_schema(it.value())) continue;
+          fail("unsupported keyword '", kw, "' (schema form)");
+        }
+        int64_t ia = entry_index(it.key());
+        if (ia < 0) {
+          if (!can_be_extra(it.key())) continue;  // A can never be present
+          entries.push_back({it.key(), schema_for(it.key(), nullptr), false});
+          ia = int64_t(entries.size() - 1);
+        }
+        for (auto& dep : it.value()) {
+          if (!dep.is_string()) fail("keyword '", kw, "' must list property names");
+          std::string bn = dep.get<std::string>();
+          if (bn == it.key()) continue;
+          int64_t ib = entry_index(bn);
+          if (ib < 0) {
+            if (!can_be_extra(bn)) {
+              if (entries[size_t(ia)].required) return;  // unsatisfiable
+              fail("unsupported keyword '", kw, "' (dependency on a property that cannot be present)");
+            }
+            entries.push_back({bn, schema_for(bn, nullptr), false});
+            ib = int64_t(entries.size() - 1);
+          }
+          if (entries[size_t(ib)].required) continue;
+          deps.push_back({size_t(ia), size_t(ib)});
+        }
+      }
+    }
+    if (deps.size() > 16) fail("unsupported keyword 'dependentRequired' (more than 16 dependencies)");
     {
       std::vector<std::string> names;
       for (auto& e : entries) names.push_back(e.name);
       note_order(std::move(names));
-    }
-
-    // Dependencies that the fixed order cannot track are rejected unless trivially satisfied.
-    for (const char* kw : {"dependentRequired", "dependencies"}) {
-      auto d = s.find(kw);
-      if (d == s.end()) continue;
-      for (auto it = d->begin(); it != d->end(); ++it) {
-        bool present_possible = false;
-        for (auto& e : entries)
-          if (e.name == it.key()) present_possible = true;
-        if (!present_possible && is_false_schema(*add) && patterns.empty()) continue;
-        if (!it.value().is_array()) fail("unsupported keyword '", kw, "' (schema form)");
-        for (auto& dep : it.value())
-          if (!required.count(dep.get<std::string>())) fail("unsupported keyword '", kw, "'");
-      }
     }
 
     // Additional entries: keys not declared; per pattern, and the rest for additionalProperties.
@@ -998,34 +1173,49 @@ class Compiler {
     size_t n = entries.size();
     // state(i, k): before entry i (i == n: the additional phase) with k entries emitted (k saturates
     // at cap when maxProperties is unbounded; k > 0 means the next entry needs a comma).
-    std::map<std::pair<size_t, int64_t>, uint32_t> ids;
-    std::vector<std::pair<size_t, int64_t>> work;
+    std::map<std::tuple<size_t, int64_t, uint32_t>, uint32_t> ids;
+    std::vector<std::tuple<size_t, int64_t, uint32_t>> work;
     uint32_t open = b_.new_state();
     b_.literal(from, open, "{");
-    auto get = [&](size_t i, int64_t k) {
-      auto [it, inserted] = ids.emplace(std::make_pair(i, k), 0);
+    auto get = [&](size_t i, int64_t k, uint32_t f) {
+      auto [it, inserted] = ids.emplace(std::make_tuple(i, k, f), 0);
       if (inserted) {
         it->second = work.empty() ? open : b_.new_state();
-        work.emplace_back(i, k);
+        work.emplace_back(i, k, f);
       }
       return it->second;
     };
-    get(0, 0);
+    get(0, 0, 0);
     auto next_count = [&](int64_t k) { return max_p >= 0 ? k + 1 : std::min(k + 1, cap); };
     std::vector<uint32_t> extra_key_rules;
     for (auto& x : extras) extra_key_rules.push_back(key_rule(x.keys));
     for (size_t w = 0; w < work.size(); ++w) {
-      auto [i, k] = work[w];
-      uint32_t st = ids[{i, k}];
+      auto [i, k, f] = work[w];
+      uint32_t st = ids[{i, k, f}];
       bool can_add = max_p < 0 || k < max_p;
       if (i < n) {
         const Entry& e = entries[i];
-        if (!e.required) b_.eps(st, get(i + 1, k));
-        if (can_add) {
+        // Skipping entry i: not if a dependency made it required; records "absent" flags.
+        bool may_skip = !e.required;
+        uint32_t f_skip = f, f_emit = f;
+        bool may_emit = can_add;
+        for (size_t d = 0; d < deps.size(); ++d) {
+          uint32_t bit = 1u << d;
+          const Dep& dp = deps[d];
+          if (dp.a < dp.b) {
+            if (dp.b == i && (f & bit)) may_skip = false;  // A was emitted: B required
+            if (dp.a == i) f_emit |= bit;
+          } else {
+            if (dp.b == i) f_skip |= bit;                  // B skipped: A forbidden later
+            if (dp.a == i && (f & bit)) may_emit = false;
+          }
+        }
+        if (may_skip) b_.eps(st, get(i + 1, k, f_skip));
+        if (may_emit) {
           std::string key = (k > 0 ? comma : "") + "\"" + json_escape(e.name) + "\"" + colon;
           uint32_t after_key = b_.new_state();
           b_.literal(st, after_key, key);
-          b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k)));
+          b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k), f_emit));
         }
       } else {
         if (k >= min_p) b_.literal(st, to, "}");
@@ -1039,7 +1229,7 @@ class Compiler {
           uint32_t after_key = b_.new_state(), after_colon = b_.new_state();
           b_.call(key_start, extra_key_rules[x], after_key);
           b_.literal(after_key, after_colon, colon);
-          b_.call(after_colon, rule_for(*extras[x].schema), get(n, next_count(k)));
+          b_.call(after_colon, rule_for(*extras[x].schema), get(n, next_count(k), f));
         }
       }
     }
@@ -1089,6 +1279,8 @@ class Compiler {
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;
+  CpDfa digit_cap_;
+  NotInfo not_;  // exclusions of the schema whose typed alternatives are being emitted
   std::vector<std::vector<std::string>> order_;
   std::unordered_set<std::string> order_seen_;
 };

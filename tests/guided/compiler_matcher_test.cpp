@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "guided/validator.h"
 #include "util/error.h"
@@ -297,6 +298,171 @@ TEST(Matcher, MutationsAgreeWithValidator) {
     }
   }
   EXPECT_GT(rejected, 100);
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, NotForms) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":["string","null","boolean"],"not":{"enum":["ab",null,true]}})"), v);
+  EXPECT_TRUE(accepts_text(idx, R"("abc")"));
+  EXPECT_TRUE(accepts_text(idx, R"("a")"));
+  EXPECT_TRUE(accepts_text(idx, "false"));
+  EXPECT_FALSE(accepts_text(idx, R"("ab")"));
+  EXPECT_FALSE(accepts_text(idx, "null"));
+  EXPECT_FALSE(accepts_text(idx, "true"));
+  auto pat = index_for(Json::parse(R"({"type":"string","not":{"pattern":"^a"}})"), v);
+  EXPECT_TRUE(accepts_text(pat, R"("ba")"));
+  EXPECT_FALSE(accepts_text(pat, R"("ab")"));
+  auto req = index_for(Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+      "not":{"anyOf":[{"required":["a"]}]}})"), v);
+  EXPECT_TRUE(accepts_text(req, R"({"b":1})"));
+  EXPECT_FALSE(accepts_text(req, R"({"a":1})"));
+  EXPECT_FALSE(accepts_text(req, R"({"b":1,"a":1})"));
+  auto any = index_for(Json::parse(R"({"not":{"const":"x"}})"), v);
+  EXPECT_TRUE(accepts_text(any, R"(["x"])"));
+  EXPECT_FALSE(accepts_text(any, R"("x")"));
+  auto both = index_for(Json::parse(R"({"allOf":[{"not":{"type":"null"}},{"not":{"type":"string"}}],"type":["null","string","boolean"]})"), v);
+  EXPECT_TRUE(accepts_text(both, "true"));
+  EXPECT_FALSE(accepts_text(both, "null"));
+  EXPECT_FALSE(accepts_text(both, R"("s")"));
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, DependentRequired) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+      "c":{"type":"integer"}},"dependentRequired":{"a":["c"],"c":["b"]}})"), v);
+  EXPECT_TRUE(accepts_text(idx, R"({})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"b":1})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"b":1,"c":2})"));
+  EXPECT_TRUE(accepts_text(idx, R"({"a":1,"b":1,"c":2})"));
+  EXPECT_FALSE(accepts_text(idx, R"({"a":1,"b":1})"));   // a needs c
+  EXPECT_FALSE(accepts_text(idx, R"({"c":2})"));         // c needs b
+  EXPECT_FALSE(accepts_text(idx, R"({"a":1,"c":2})"));
+  auto extra = index_for(Json::parse(R"({"type":"object","dependencies":{"x":["y"]}})"), v);
+  EXPECT_TRUE(accepts_text(extra, R"({"x":1,"y":2})"));
+  EXPECT_TRUE(accepts_text(extra, R"({"y":2,"z":3})"));
+  EXPECT_FALSE(accepts_text(extra, R"({"x":1,"z":3})"));
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+// Numbers against decimal bounds: the grammar agrees with the validator on a grid of values.
+TEST(Compiler, DecimalBoundsMatchValidator) {
+  auto v = testing::synthetic_vocab();
+  const char* schemas[] = {R"({"type":"number","minimum":0.1,"maximum":2.55})",
+                           R"({"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":0.25})",
+                           R"({"type":"number","minimum":-0.05})", R"({"type":"number","exclusiveMaximum":-2.5})"};
+  const char* values[] = {"0", "0.1", "0.09", "0.10", "0.100001", "2.55", "2.550", "2.551", "2.5", "3", "-1.5",
+                          "-1.49", "-1.51", "0.25", "0.2499", "-0.05", "-0.051", "-0.049", "-2.5", "-2.51",
+                          "-3", "12", "1", "-0", "0.0"};
+  for (const char* sch : schemas) {
+    Json schema = Json::parse(sch);
+    auto idx = index_for(schema, v);
+    Validator val(schema);
+    for (const char* x : values) {
+      EXPECT_EQ(accepts_text(idx, x), val.validate(Json::parse(x))) << sch << " value " << x;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+
+namespace ringlm::guided {
+namespace {
+
+// One GrammarIndex shared by several threads gives the same masks as a private one.
+TEST(Matcher, SharedIndexIsThreadSafe) {
+  auto v = testing::synthetic_vocab();
+  auto shared = index_for(kPerson, v);
+  const std::string text = R"({"name":"Al é","age":42,"tags":["a","b"],"score":-0.5})";
+  auto toks = testing::greedy_tokenize(*v, text);
+  auto run = [&](const std::shared_ptr<GrammarIndex>& idx) {
+    std::vector<std::vector<uint32_t>> masks;
+    Matcher m(idx);
+    std::vector<uint32_t> mask(v->mask_words());
+    for (uint32_t t : toks) {
+      m.fill_mask(mask.data());
+      masks.push_back(mask);
+      if (!m.accept(t)) break;
+    }
+    return masks;
+  };
+  auto reference = run(index_for(kPerson, v));
+  std::vector<std::vector<std::vector<uint32_t>>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { got[t] = run(shared); });
+  for (auto& th : threads) th.join();
+  for (auto& g : got) EXPECT_EQ(g, reference);
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+// Length-bounded patterns: no token may lead into a prefix that can no longer be completed,
+// and mask and accept agree at every position.
+TEST(Matcher, BoundedPatternHasNoDeadEnds) {
+  auto v = testing::synthetic_vocab();
+  for (const char* sch : {R"({"type":"string","minLength":10,"maxLength":10,"pattern":"[0-9]{10}"})",
+                          R"({"type":"string","maxLength":6,"pattern":"ab"})",
+                          R"({"type":"string","minLength":3,"pattern":"^[a-c]*$"})"}) {
+    auto idx = index_for(Json::parse(sch), v);
+    std::mt19937 rng(7);
+    for (int run = 0; run < 30; ++run) {
+      Matcher m(idx);
+      std::vector<uint32_t> mask(v->mask_words());
+      for (int step = 0; step < 40 && !m.is_stopped(); ++step) {
+        m.fill_mask(mask.data());
+        std::vector<uint32_t> allowed;
+        for (uint32_t id = 0; id < v->size(); ++id) {
+          bool ok = m.accept(id);
+          ASSERT_EQ(ok, mask_has(mask, id)) << sch << " token " << id;
+          if (ok) {
+            allowed.push_back(id);
+            m.rollback(1);
+          }
+        }
+        ASSERT_FALSE(allowed.empty()) << sch << ": dead end after " << m.num_accepted() << " tokens";
+        ASSERT_TRUE(m.accept(allowed[rng() % allowed.size()]));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+TEST(Compiler, NumberDigitsAreCapped) {
+  auto v = testing::synthetic_vocab();
+  auto idx = index_for(Json::parse(R"({"type":"number"})"), v);
+  EXPECT_TRUE(accepts_text(idx, "12345678901234567890.12345678901234567890e+123"));
+  EXPECT_FALSE(accepts_text(idx, "123456789012345678901"));
+  EXPECT_FALSE(accepts_text(idx, "0.000000000000000000001"));
+  auto bounded = index_for(Json::parse(R"({"type":"number","minimum":0,"maximum":1})"), v);
+  EXPECT_TRUE(accepts_text(bounded, "0.25"));
+  EXPECT_FALSE(accepts_text(bounded, "0.000000000000000000001"));
 }
 
 }  // namespace
