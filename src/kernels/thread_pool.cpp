@@ -20,6 +20,24 @@ inline void cpu_relax() {
   __asm__ volatile("yield");
 #endif
 }
+
+// Polls `done` for up to spin_us: a few hundred pause-polls first (a job handed over by
+// a thread running on another core is seen within ~1 us), then sched_yield between polls,
+// so that if the thread we wait for shares our core (an oversubscribed machine) it gets
+// to run instead of waiting out our spin. Returns whether done() became true.
+template <typename Done>
+bool spin_until(Done&& done, unsigned spin_us) {
+  for (int i = 0; i < 256; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  while (!done()) {
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+  return true;
+}
 }  // namespace
 
 ThreadPool::ThreadPool(std::size_t threads, unsigned spin_us) : spin_us_(spin_us) {
@@ -56,13 +74,7 @@ void ThreadPool::run(std::size_t n, Thunk thunk, void* ctx) {
   generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job
   if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   do_share(0);
-  if (pending_.load(std::memory_order_acquire) == 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-  unsigned polls = 0;
-  while (pending_.load(std::memory_order_acquire) != 0) {
-    cpu_relax();
-    if (++polls % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
-  }
+  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_)) return;
   // Park until the last worker reports (same store-then-check pairing as the workers').
   caller_parked_.store(true, std::memory_order_seq_cst);
   for (std::uint32_t p; (p = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(p);
@@ -72,15 +84,8 @@ void ThreadPool::worker_loop(std::size_t participant) {
   std::uint32_t seen = 0;
   for (;;) {
     // Spin first: during decode the next job usually arrives within microseconds.
-    std::uint32_t gen = generation_.load(std::memory_order_acquire);
-    if (gen == seen) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-      unsigned polls = 0;
-      while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
-        cpu_relax();
-        if (++polls % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
-      }
-    }
+    std::uint32_t gen = seen;
+    spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; }, spin_us_);
     if (gen == seen) {
       // Park. Incrementing sleepers_ before re-checking generation_ (both seq_cst) pairs with
       // run()'s bump-then-check, so a job published meanwhile is never missed.
