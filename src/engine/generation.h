@@ -1,0 +1,55 @@
+// What one generation request asks for and what it streams back. Shared by the CLI
+// (run/chat/extract), the batch job and the HTTP server; the engine implements it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace ringlm::engine {
+
+struct GenerationParams {
+  sampling::SamplerParams sampling;
+  int max_tokens = 256;
+  std::vector<std::string> stop;   // stop strings (matched on the decoded text, not emitted)
+  bool logprobs = false;
+  int top_logprobs = 0;            // 0..20
+  std::string json_schema;         // JSON Schema text; empty = unconstrained
+  bool json_object = false;        // any JSON object (OpenAI response_format json_object)
+};
+
+struct TokenEvent {
+  std::int32_t id = -1;
+  std::string text;                // UTF-8-complete text delta (may be empty while a char is split)
+  float logprob = 0.0f;
+  std::vector<sampling::TokenLogprob> top;  // filled when top_logprobs > 0
+};
+
+enum class FinishReason { Stop, Length, Cancelled };
+
+inline const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+  }
+  return "stop";
+}
+
+struct GenerationResult {
+  FinishReason finish = FinishReason::Stop;
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;    // prompt tokens whose KV was reused, not recomputed
+  int completion_tokens = 0;
+  std::string text;                // the whole generated text (stop string excluded)
+  double ttft_s = 0.0;             // time to first token
+  double total_s = 0.0;
+};
+
+// Called once per generated token; return false to cancel the generation.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+}  // namespace ringlm::engine

@@ -1,0 +1,156 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace ringlm::sampling {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Tokens whose probability relative to the best is below e^-30 cannot change any top-p or
+// min-p decision at a 262k vocabulary (their total mass is < 3e-8), so they are dropped
+// before sorting; this keeps sampling O(V) instead of O(V log V).
+constexpr float kLogitCutoff = 30.0f;
+}  // namespace
+
+Sampler::Sampler(const SamplerParams& params, std::int32_t vocab_size)
+    : params_(params), vocab_(vocab_size), rng_(params.seed) {
+  if (vocab_size <= 0) fail("sampler: vocabulary size must be positive");
+  if (!(params.temperature >= 0.0f)) fail("sampler: temperature must be >= 0, got ", params.temperature);
+  if (params.top_k < 0) fail("sampler: top_k must be >= 0, got ", params.top_k);
+  if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) fail("sampler: top_p must be in (0, 1], got ", params.top_p);
+  if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) fail("sampler: min_p must be in [0, 1], got ", params.min_p);
+  if (!(params.repetition_penalty > 0.0f))
+    fail("sampler: repetition_penalty must be > 0, got ", params.repetition_penalty);
+  candidates_.resize(static_cast<std::size_t>(vocab_size));
+  probs_.resize(static_cast<std::size_t>(vocab_size));
+  seen_.assign(static_cast<std::size_t>(vocab_size), 0);
+}
+
+void Sampler::reseed(std::uint64_t seed) {
+  params_.seed = seed;
+  rng_.seed(seed);
+}
+
+double Sampler::uniform01() { return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0); }
+
+std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allowed,
+                             std::span<const std::int32_t> recent) {
+  if (static_cast<std::int32_t>(logits.size()) != vocab_)
+    fail("sampler: logits row has ", logits.size(), " entries, vocabulary has ", vocab_);
+  float* x = logits.data();
+
+  // Repetition penalty on each distinct recent token (HF semantics).
+  if (params_.repetition_penalty != 1.0f && !recent.empty()) {
+    std::size_t start = 0;
+    if (params_.repetition_window > 0 && recent.size() > static_cast<std::size_t>(params_.repetition_window))
+      start = recent.size() - static_cast<std::size_t>(params_.repetition_window);
+    for (std::size_t i = start; i < recent.size(); ++i) {
+      std::int32_t id = recent[i];
+      if (id < 0 || id >= vocab_ || seen_[id]) continue;
+      seen_[id] = 1;
+      x[id] = x[id] > 0 ? x[id] / params_.repetition_penalty : x[id] * params_.repetition_penalty;
+    }
+    for (std::size_t i = start; i < recent.size(); ++i)
+      if (recent[i] >= 0 && recent[i] < vocab_) seen_[recent[i]] = 0;
+  }
+
+  // Mask in place and find the best allowed token.
+  std::int32_t best = -1;
+  float best_logit = kNegInf;
+  if (allowed) {
+    for (std::int32_t w = 0; w < (vocab_ + 31) / 32; ++w) {
+      std::uint32_t bits = allowed[w];
+      std::int32_t base = w * 32;
+      std::int32_t end = std::min(base + 32, vocab_);
+      for (std::int32_t i = base; i < end; ++i) {
+        if (!((bits >> (i - base)) & 1u)) x[i] = kNegInf;
+      }
+    }
+  }
+  for (std::int32_t i = 0; i < vocab_; ++i) {
+    if (x[i] > best_logit) {
+      best_logit = x[i];
+      best = i;
+    }
+  }
+  if (best < 0 || !(best_logit > kNegInf)) fail("sampler: no token is allowed (empty mask or all logits -inf/NaN)");
+
+  // Normaliser for logprobs (before temperature).
+  double sum = 0.0;
+  for (std::int32_t i = 0; i < vocab_; ++i)
+    if (x[i] > best_logit - 2 * kLogitCutoff) sum += std::exp(static_cast<double>(x[i] - best_logit));
+  log_norm_ = best_logit + static_cast<float>(std::log(sum));
+
+  std::int32_t chosen = best;
+  if (params_.temperature > 0.0f) {
+    const float inv_t = 1.0f / params_.temperature;
+    // Candidates: allowed tokens within the cutoff of the best, after temperature.
+    std::size_t n = 0;
+    for (std::int32_t i = 0; i < vocab_; ++i) {
+      if ((x[i] - best_logit) * inv_t > -kLogitCutoff) candidates_[n++] = i;
+    }
+    auto by_logit = [x](std::int32_t a, std::int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
+    if (params_.top_k > 0 && n > static_cast<std::size_t>(params_.top_k)) {
+      std::nth_element(candidates_.begin(), candidates_.begin() + params_.top_k, candidates_.begin() + n, by_logit);
+      n = static_cast<std::size_t>(params_.top_k);
+    }
+    std::sort(candidates_.begin(), candidates_.begin() + n, by_logit);
+    double total = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+      probs_[j] = static_cast<float>(std::exp(static_cast<double>((x[candidates_[j]] - best_logit) * inv_t)));
+      total += probs_[j];
+    }
+    // min-p: drop tokens below min_p times the best probability (probs_[0] is the best, = 1).
+    if (params_.min_p > 0.0f) {
+      std::size_t keep = 1;
+      while (keep < n && probs_[keep] >= params_.min_p * probs_[0]) ++keep;
+      for (std::size_t j = keep; j < n; ++j) total -= probs_[j];
+      n = keep;
+    }
+    // top-p: the smallest prefix whose mass reaches top_p.
+    if (params_.top_p < 1.0f) {
+      double acc = 0.0;
+      std::size_t keep = 0;
+      while (keep < n) {
+        acc += probs_[keep++];
+        if (acc >= params_.top_p * total) break;
+      }
+      total = acc;
+      n = keep;
+    }
+    double r = uniform01() * total;
+    chosen = candidates_[n - 1];
+    for (std::size_t j = 0; j < n; ++j) {
+      r -= probs_[j];
+      if (r < 0) {
+        chosen = candidates_[j];
+        break;
+      }
+    }
+  }
+  chosen_logprob_ = x[chosen] - log_norm_;
+  return chosen;
+}
+
+void Sampler::top_logprobs(std::span<const float> logits, int n, std::vector<TokenLogprob>& out) const {
+  out.clear();
+  n = std::clamp(n, 0, 20);
+  // Keep a small sorted list of the n best; O(V * n) with n <= 20 and no allocation beyond `out`.
+  for (std::int32_t i = 0; i < static_cast<std::int32_t>(logits.size()); ++i) {
+    float v = logits[i];
+    if (!(v > kNegInf)) continue;
+    if (static_cast<int>(out.size()) == n && (n == 0 || v <= out.back().logprob)) continue;
+    TokenLogprob t{i, v};
+    auto pos = std::upper_bound(out.begin(), out.end(), t,
+                                [](const TokenLogprob& a, const TokenLogprob& b) { return a.logprob > b.logprob; });
+    out.insert(pos, t);
+    if (static_cast<int>(out.size()) > n) out.pop_back();
+  }
+  for (auto& t : out) t.logprob -= log_norm_;
+}
+
+}  // namespace ringlm::sampling

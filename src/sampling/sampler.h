@@ -1,0 +1,67 @@
+// Token sampling over one row of logits: greedy, temperature, top-k, top-p, min-p and
+// repetition penalty, with a seeded generator so a run is reproducible.
+//
+// The logits row is modified in place (penalties, mask, temperature) — no copy of the
+// 262k-entry row — and all scratch space is allocated once, in the constructor.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace ringlm::sampling {
+
+struct SamplerParams {
+  float temperature = 0.0f;          // 0 = greedy (argmax)
+  int top_k = 0;                     // 0 = off
+  float top_p = 1.0f;                // 1 = off
+  float min_p = 0.0f;                // 0 = off; keeps tokens with p >= min_p * p_max
+  float repetition_penalty = 1.0f;   // 1 = off; HF semantics: positive logits / p, negative * p
+  int repetition_window = 256;       // how many recent tokens the penalty looks at (0 = all given)
+  std::uint64_t seed = 0;
+};
+
+struct TokenLogprob {
+  std::int32_t id;
+  float logprob;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplerParams& params, std::int32_t vocab_size);
+
+  // Picks a token from `logits` (length vocab_size, modified in place). `allowed` is an
+  // optional bitset (bit i of word i/32 set = token i may be sampled); `recent` the tokens
+  // generated so far (for the repetition penalty). Throws ringlm::Error if no token is allowed.
+  std::int32_t sample(std::span<float> logits, const std::uint32_t* allowed,
+                      std::span<const std::int32_t> recent);
+
+  // Log-probabilities under the distribution of the last sample() call after penalties and
+  // the mask, before temperature (what OpenAI's logprobs report): the chosen token's, and
+  // the `n` most likely tokens (n <= 20), most likely first.
+  float chosen_logprob() const { return chosen_logprob_; }
+  void top_logprobs(std::span<const float> logits, int n, std::vector<TokenLogprob>& out) const;
+
+  const SamplerParams& params() const { return params_; }
+  void reseed(std::uint64_t seed);
+
+ private:
+  double uniform01();
+
+  SamplerParams params_;
+  std::int32_t vocab_;
+  std::mt19937_64 rng_;
+  std::vector<std::int32_t> candidates_;  // scratch, size vocab
+  std::vector<float> probs_;              // scratch, size vocab
+  std::vector<std::uint8_t> seen_;        // scratch for the penalty, size vocab
+  float chosen_logprob_ = 0.0f;
+  float log_norm_ = 0.0f;  // log-sum-exp of the masked, penalised logits (for logprobs)
+};
+
+// True if bit `id` is set in the bitset.
+inline bool mask_allows(const std::uint32_t* mask, std::int32_t id) {
+  return (mask[static_cast<std::uint32_t>(id) >> 5] >> (id & 31)) & 1u;
+}
+
+}  // namespace ringlm::sampling

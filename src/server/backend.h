@@ -1,0 +1,56 @@
+// The model-side services the HTTP server needs, behind one interface so the server can be
+// tested with a deterministic test double and run for real on the engine.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/generation.h"
+
+namespace ringlm::server {
+
+struct ToolCall {
+  std::string name;
+  nlohmann::json arguments;  // a JSON object
+};
+
+// A model reply split the way Gemma 4 writes it.
+struct ParsedReply {
+  std::string content;
+  std::string reasoning;            // text of the thought channel, if any
+  std::vector<ToolCall> tool_calls;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string model_id() const = 0;
+  virtual int context_length() const = 0;
+  // How many generations may run at once; generate() is called with slot in [0, slots()).
+  virtual int slots() const = 0;
+
+  // Renders OpenAI-style `messages` (+ optional `tools`) with the model's chat template and
+  // tokenizes the result. Throws ringlm::Error for messages the template rejects.
+  virtual std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+                                                bool add_generation_prompt) = 0;
+  virtual std::vector<std::int32_t> tokenize(std::string_view text) = 0;
+
+  // Blocking generation on session `slot` (each slot is used by one request at a time).
+  // Throws ringlm::Error for a bad request (e.g. a schema that does not compile).
+  virtual engine::GenerationResult generate(int slot, const std::vector<std::int32_t>& prompt,
+                                            const engine::GenerationParams& params,
+                                            const engine::TokenCallback& on_token) = 0;
+
+  // Splits a finished reply into content, reasoning and tool calls.
+  virtual ParsedReply parse_reply(std::string_view text) = 0;
+
+  // KV cache use for /metrics: tokens held across all slots, and their capacity.
+  virtual std::int64_t kv_tokens_used() const = 0;
+  virtual std::int64_t kv_tokens_capacity() const = 0;
+};
+
+}  // namespace ringlm::server

@@ -1,0 +1,157 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "sampling/sampler.h"
+#include "util/error.h"
+
+using namespace ringlm::sampling;
+
+namespace {
+
+std::vector<double> softmax(const std::vector<float>& l, double t) {
+  double m = -1e300;
+  for (float v : l) m = std::max(m, static_cast<double>(v));
+  std::vector<double> p(l.size());
+  double s = 0;
+  for (size_t i = 0; i < l.size(); ++i) s += p[i] = std::exp((l[i] - m) / t);
+  for (auto& v : p) v /= s;
+  return p;
+}
+
+// Empirical frequencies of `n` draws.
+std::vector<double> draw(Sampler& s, const std::vector<float>& logits, int n, const std::uint32_t* mask = nullptr) {
+  std::vector<double> f(logits.size(), 0);
+  for (int i = 0; i < n; ++i) {
+    auto row = logits;
+    f[s.sample(row, mask, {})] += 1.0 / n;
+  }
+  return f;
+}
+
+void expect_close_to(const std::vector<double>& f, const std::vector<double>& p, int n) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    double sigma = std::sqrt(p[i] * (1 - p[i]) / n) + 1e-9;
+    EXPECT_LE(std::fabs(f[i] - p[i]), 5 * sigma + 1e-12) << "token " << i << " freq " << f[i] << " expected " << p[i];
+  }
+}
+
+}  // namespace
+
+TEST(Sampler, GreedyPicksArgmaxAndRespectsMask) {
+  Sampler s({}, 40);
+  std::vector<float> l(40, 0.0f);
+  l[7] = 3.0f;
+  l[33] = 2.0f;
+  auto row = l;
+  EXPECT_EQ(s.sample(row, nullptr, {}), 7);
+  std::uint32_t mask[2] = {0, 1u << 1};  // only token 33
+  row = l;
+  EXPECT_EQ(s.sample(row, mask, {}), 33);
+  EXPECT_TRUE(std::isinf(row[7]) && row[7] < 0) << "mask is applied in place";
+}
+
+TEST(Sampler, EmptyMaskIsAnError) {
+  Sampler s({}, 10);
+  std::vector<float> l(10, 1.0f);
+  std::uint32_t mask[1] = {0};
+  EXPECT_THROW(s.sample(l, mask, {}), ringlm::Error);
+}
+
+TEST(Sampler, TemperatureMatchesSoftmaxFrequencies) {
+  std::vector<float> l = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f};
+  SamplerParams p;
+  p.temperature = 0.7f;
+  p.seed = 42;
+  Sampler s(p, 5);
+  const int n = 40000;
+  expect_close_to(draw(s, l, n), softmax(l, 0.7), n);
+}
+
+TEST(Sampler, TopKKeepsOnlyTheKBest) {
+  std::vector<float> l = {1.0f, 0.5f, -0.3f, 2.0f, 0.0f};
+  SamplerParams p;
+  p.temperature = 1.0f;
+  p.top_k = 2;
+  p.seed = 7;
+  Sampler s(p, 5);
+  const int n = 20000;
+  auto f = draw(s, l, n);
+  auto q = softmax({l[0], l[3]}, 1.0);
+  expect_close_to(f, {q[0], 0, 0, q[1], 0}, n);
+}
+
+TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
+  // probabilities 0.5, 0.3, 0.15, 0.05
+  std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  SamplerParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.7f;
+  p.seed = 3;
+  Sampler s(p, 4);
+  const int n = 20000;
+  expect_close_to(draw(s, l, n), {0.5 / 0.8, 0.3 / 0.8, 0, 0}, n);
+}
+
+TEST(Sampler, MinPDropsUnlikelyTokens) {
+  std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  SamplerParams p;
+  p.temperature = 1.0f;
+  p.min_p = 0.5f;  // keep p >= 0.25
+  p.seed = 5;
+  Sampler s(p, 4);
+  const int n = 20000;
+  expect_close_to(draw(s, l, n), {0.5 / 0.8, 0.3 / 0.8, 0, 0}, n);
+}
+
+TEST(Sampler, RepetitionPenaltyFollowsHfSemantics) {
+  SamplerParams p;
+  p.repetition_penalty = 2.0f;
+  Sampler s(p, 4);
+  std::vector<float> l = {4.0f, 3.0f, -1.0f, 0.5f};
+  std::vector<std::int32_t> recent = {0, 2, 0};
+  EXPECT_EQ(s.sample(l, nullptr, recent), 1);  // 4/2 = 2 < 3
+  EXPECT_FLOAT_EQ(l[0], 2.0f);
+  EXPECT_FLOAT_EQ(l[2], -2.0f);  // penalised once, not per occurrence
+  EXPECT_FLOAT_EQ(l[3], 0.5f);
+}
+
+TEST(Sampler, SameSeedSameSequence) {
+  SamplerParams p;
+  p.temperature = 1.0f;
+  p.seed = 99;
+  std::vector<float> l(1000);
+  for (int i = 0; i < 1000; ++i) l[i] = std::sin(i * 0.37f) * 3;
+  Sampler a(p, 1000), b(p, 1000);
+  std::vector<int> sa, sb;
+  for (int i = 0; i < 50; ++i) {
+    auto r1 = l, r2 = l;
+    sa.push_back(a.sample(r1, nullptr, {}));
+    sb.push_back(b.sample(r2, nullptr, {}));
+  }
+  EXPECT_EQ(sa, sb);
+  std::map<int, int> distinct;
+  for (int v : sa) distinct[v]++;
+  EXPECT_GT(distinct.size(), 5u) << "sampling is not degenerate";
+}
+
+TEST(Sampler, LogprobsAreNormalised) {
+  Sampler s({}, 6);
+  std::vector<float> l = {0.1f, 2.0f, -1.0f, 0.7f, 0.0f, 1.5f};
+  auto row = l;
+  int id = s.sample(row, nullptr, {});
+  EXPECT_EQ(id, 1);
+  std::vector<TokenLogprob> top;
+  s.top_logprobs(row, 6, top);
+  ASSERT_EQ(top.size(), 6u);
+  double total = 0;
+  for (auto& t : top) total += std::exp(t.logprob);
+  EXPECT_NEAR(total, 1.0, 1e-5);
+  EXPECT_EQ(top[0].id, 1);
+  EXPECT_EQ(top[1].id, 5);
+  EXPECT_NEAR(s.chosen_logprob(), top[0].logprob, 1e-6);
+  auto p = softmax(l, 1.0);
+  EXPECT_NEAR(std::exp(top[0].logprob), p[1], 1e-5);
+}
