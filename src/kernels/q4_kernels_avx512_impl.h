@@ -41,12 +41,12 @@ inline __m512i block_dot(const __m512i lo[4], const __m512i hi[4], const std::in
 #endif
 }
 
-// acc[i] (16 rows of group) += W_group . x row (m0 + i), for MT activation rows.
+// acc[i] (16 rows of group) += W_group[:, blocks b0..b1) . x row (m0 + i), for MT rows.
 template <int MT>
-inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales, std::size_t nb,
+inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales, std::size_t b0, std::size_t b1,
                           const Q8ActView& x, std::size_t m0, __m512 acc[MT]) {
   const __m512i mask = _mm512_set1_epi8(0x0f);
-  for (std::size_t b = 0; b < nb; ++b) {
+  for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* cb = codes + b * 256;
     _mm_prefetch(reinterpret_cast<const char*>(cb + 2048), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 64), _MM_HINT_T0);
@@ -68,29 +68,40 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
   }
 }
 
+// Output rows of group g for activation rows m0..m0+MT, over blocks [b0, b1); adds to what
+// y holds when `accumulate` (later K chunks), else overwrites it.
 template <int MT>
-inline void q4_group_tile(const Q4Packed& w, std::size_t g, const Q8ActView& x, std::size_t m0, float* y,
-                          std::size_t ldy) {
-  __m512 acc[MT];
-  for (int i = 0; i < MT; ++i) acc[i] = _mm512_setzero_ps();
-  q4_group_rows<MT>(w.group_codes(g), w.group_scales(g), w.blocks_per_row(), x, m0, acc);
+inline void q4_group_tile(const Q4Packed& w, std::size_t g, std::size_t b0, std::size_t b1, bool accumulate,
+                          const Q8ActView& x, std::size_t m0, float* y, std::size_t ldy) {
   const std::size_t n0 = g * kQ4GroupRows;
   const std::size_t valid = w.rows - n0 < kQ4GroupRows ? w.rows - n0 : kQ4GroupRows;
   const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1u);
+  __m512 acc[MT];
+  for (int i = 0; i < MT; ++i)
+    acc[i] = accumulate ? _mm512_maskz_loadu_ps(keep, y + (m0 + i) * ldy + n0) : _mm512_setzero_ps();
+  q4_group_rows<MT>(w.group_codes(g), w.group_scales(g), b0, b1, x, m0, acc);
   for (int i = 0; i < MT; ++i) _mm512_mask_storeu_ps(y + (m0 + i) * ldy + n0, keep, acc[i]);
 }
 
 void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                              std::size_t ldy) {
   constexpr std::size_t kMT = 4;  // activation rows sharing one load+unpack of a weight block
+  // With several activation rows, a group's weights are re-read once per 4 rows: cut K into
+  // chunks of 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
+  const std::size_t nb = w.blocks_per_row();
+  const std::size_t kchunk = x.rows > kMT ? 64 : nb;
   for (std::size_t g = g0; g < g1; ++g) {
-    std::size_t m = 0;
-    for (; m + kMT <= x.rows; m += kMT) q4_group_tile<kMT>(w, g, x, m, y, ldy);
-    switch (x.rows - m) {
-      case 3: q4_group_tile<3>(w, g, x, m, y, ldy); break;
-      case 2: q4_group_tile<2>(w, g, x, m, y, ldy); break;
-      case 1: q4_group_tile<1>(w, g, x, m, y, ldy); break;
-      default: break;
+    for (std::size_t b0 = 0; b0 < nb; b0 += kchunk) {
+      const std::size_t b1 = b0 + kchunk < nb ? b0 + kchunk : nb;
+      const bool accumulate = b0 != 0;
+      std::size_t m = 0;
+      for (; m + kMT <= x.rows; m += kMT) q4_group_tile<kMT>(w, g, b0, b1, accumulate, x, m, y, ldy);
+      switch (x.rows - m) {
+        case 3: q4_group_tile<3>(w, g, b0, b1, accumulate, x, m, y, ldy); break;
+        case 2: q4_group_tile<2>(w, g, b0, b1, accumulate, x, m, y, ldy); break;
+        case 1: q4_group_tile<1>(w, g, b0, b1, accumulate, x, m, y, ldy); break;
+        default: break;
+      }
     }
   }
 }

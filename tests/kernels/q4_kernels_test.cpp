@@ -90,7 +90,7 @@ TEST(Q4Matmul, EveryPathMatchesFloat64OnExtremeBlocks) {
   ThreadPool pool(3);
   struct Shape { std::size_t rows, cols, m; };
   for (Shape s : {Shape{16, 32, 1}, Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{64, 160, 9}, Shape{5, 64, 4},
-                  Shape{48, 384, 2}}) {
+                  Shape{48, 384, 2}, Shape{20, 2560, 6} /* 80 blocks: K split in chunks */}) {
     const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
     Q4PackedBuffer wbuf(s.rows, s.cols);
     q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());
