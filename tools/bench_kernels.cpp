@@ -4,9 +4,10 @@
 // L3), so the figures are DRAM-bound like a real decode step, not cache-resident.
 //
 //   bench_kernels [--isa all|scalar,avx2,...] [--threads 1,2] [--set-mb 1024] [--min-ms 300]
-//                 [--only bw,pool,gemv,gemm,lmhead,quant]
+//                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,7 @@ struct Options {
   std::vector<std::size_t> threads = {1, 2};
   std::size_t set_mb = 1024;
   double min_ms = 300;
-  std::vector<std::string> only = {"bw", "pool", "gemv", "gemm", "lmhead", "quant"};
+  std::vector<std::string> only = {"bw", "pool", "gemv", "gemm", "lmhead", "lmacc", "quant"};
   bool wants(const char* what) const { return std::find(only.begin(), only.end(), what) != only.end(); }
 };
 
@@ -279,6 +280,52 @@ int main(int argc, char** argv) {
         report("q4_0 (packed) x q8", double(q4[0].bytes()), isa, opt.threads[ti], s);
       }
     }
+  }
+
+  if (opt.wants("lmacc")) {
+    // Accuracy of the LM-head variants on a Gaussian stand-in for the tied embedding
+    // (4096 rows, per-row std varying 0.01..0.05) against float64 logits from the f32 rows.
+    const std::size_t rows = 4096, cols = lm_cols;
+    std::vector<float> wf(rows * cols), x(cols);
+    std::uint64_t st = 88172645463325252ULL;
+    auto gauss = [&] {  // Box-Muller on xorshift
+      auto u = [&] { st ^= st << 13; st ^= st >> 7; st ^= st << 17; return (double(st >> 11) + 0.5) / 9007199254740992.0; };
+      return float(std::sqrt(-2.0 * std::log(u())) * std::cos(6.283185307179586 * u()));
+    };
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t k = 0; k < cols; ++k) wf[r * cols + k] = (0.01f + 0.04f * float(r % 17) / 16.0f) * gauss();
+    for (auto& v : x) v = gauss() * (1.0f + 3.0f * (std::fabs(gauss()) > 2.5f));  // a few outlier channels
+    std::vector<double> ref(rows);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double a = 0;
+      for (std::size_t k = 0; k < cols; ++k) a += double(wf[r * cols + k]) * x[k];
+      ref[r] = a;
+    }
+    std::vector<std::int8_t> w8(rows * cols);
+    std::vector<float> sc(rows);
+    for (std::size_t r = 0; r < rows; ++r) sc[r] = quantize_row_i8(wf.data() + r * cols, w8.data() + r * cols, cols);
+    Q4PackedBuffer q4(rows, cols);
+    q4_quantize_pack(wf.data(), rows, cols, q4.data());
+    Q8ActBuffer act;
+    quantize_act(x.data(), 1, cols, cols, act);
+    std::printf("\n## LM head accuracy (Gaussian rows, 4096 x 1536, vs float64 on the f32 rows)\n\n"
+                "| variant | rel. RMS error | max abs error / RMS logit |\n|---|---|---|\n");
+    auto stats = [&](const char* variant, const std::vector<float>& y) {
+      double se = 0, sr = 0, mx = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        se += (y[r] - ref[r]) * (y[r] - ref[r]);
+        sr += ref[r] * ref[r];
+        mx = std::max(mx, std::fabs(y[r] - ref[r]));
+      }
+      std::printf("| %s | %.2e | %.2e |\n", variant, std::sqrt(se / sr), mx / std::sqrt(sr / rows));
+    };
+    std::vector<float> y(rows);
+    i8_gemv_f32(w8.data(), sc.data(), rows, cols, x.data(), y.data(), nullptr);
+    stats("int8 rows x f32", y);
+    i8_gemv_q8(w8.data(), sc.data(), rows, cols, act.view(), y.data(), nullptr);
+    stats("int8 rows x q8", y);
+    q4_matmul(q4.view(), act.view(), y.data(), rows, nullptr);
+    stats("q4_0 x q8", y);
   }
 
   if (opt.wants("quant")) {

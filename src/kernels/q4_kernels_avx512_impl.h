@@ -146,8 +146,11 @@ void i8_gemv_f32_avx512(const std::int8_t* w, const float* scale, std::size_t co
   for (; n < r1; ++n) i8_rows_f32<1>(w, scale, cols, n, x, y);
 }
 
-// int8 rows x q8 activation: two blocks per 64-byte step; |w| (u8) times sign(w)*q (s8),
-// lanes 0-7 hold block 2i's partial sums and lanes 8-15 block 2i+1's.
+// int8 rows x q8 activation: two blocks per 64-byte step, lanes 0-7 hold block 2i's
+// partial sums and lanes 8-15 block 2i+1's.
+// VNNI: w ^ 0x80 = w + 128 as u8, so dpbusd gives sum(w*q) + 128*sum(q); the lanes start
+// at -16*sum(q) each (8 lanes per block: -128*sum(q) in all), i.e. at 2*bias (bias = -8*sum).
+// Without VNNI, vpmaddubsw would saturate on (w+128)*q pairs, so use |w| x sign(w)*q.
 template <int R>
 inline void i8_rows_q8(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t n,
                        const Q8ActView& x, float* y) {
@@ -156,13 +159,18 @@ inline void i8_rows_q8(const std::int8_t* w, const float* scale, std::size_t col
   for (std::size_t k = 0; k < cols; k += 64) {
     const __m512i a = _mm512_loadu_si512(x.qs + k);
     const __m512 dv = _mm512_insertf32x8(_mm512_set1_ps(x.d[k / 32]), _mm256_set1_ps(x.d[k / 32 + 1]), 1);
+#if RINGLM_AVX512_VNNI
+    const __m512i init = _mm512_inserti32x8(_mm512_set1_epi32(2 * x.bias[k / 32]),
+                                            _mm256_set1_epi32(2 * x.bias[k / 32 + 1]), 1);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#endif
     for (int r = 0; r < R; ++r) {
       const __m512i wv = _mm512_loadu_si512(w + (n + r) * cols + k);
+#if RINGLM_AVX512_VNNI
+      const __m512i s = _mm512_dpbusd_epi32(init, _mm512_xor_si512(wv, flip), a);
+#else
       const __m512i u = _mm512_abs_epi8(wv);
       const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(wv), _mm512_setzero_si512(), a);
-#if RINGLM_AVX512_VNNI
-      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, sa);
-#else
       const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(u, sa), _mm512_set1_epi16(1));
 #endif
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dv, acc[r]);
