@@ -1,0 +1,105 @@
+// `ringlm logits`: runs token ids through the decoder and writes every position's logits,
+// so the C++ forward pass can be compared with an independent reference. Positions below
+// --decode-from go through chunked prefill, the rest through single-token decode.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace {
+
+std::vector<std::int32_t> parse_ids(const std::string& text, const std::string& what) {
+  std::vector<std::int32_t> ids;
+  std::string token;
+  std::istringstream in(text);
+  auto flush = [&] {
+    if (token.empty()) return;
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(token, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != token.size() || v < 0 || v > INT32_MAX) ringlm::fail(what, ": invalid token id '", token, "'");
+    ids.push_back(static_cast<std::int32_t>(v));
+    token.clear();
+  };
+  char c;
+  while (in.get(c)) {
+    if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') flush();
+    else token.push_back(c);
+  }
+  flush();
+  return ids;
+}
+
+}  // namespace
+
+RINGLM_COMMAND(logits) {
+  struct Options {
+    std::string model, ids, ids_file, out;
+    long long decode_from = -1;
+    int ctx = 0;
+    int threads = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
+  sub->add_option("--model", opt->model, "Checkpoint directory")->required();
+  sub->add_option("--ids", opt->ids, "Comma-separated token ids");
+  sub->add_option("--ids-file", opt->ids_file, "File with token ids (comma or whitespace separated)");
+  sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [T][V]")->required();
+  sub->add_option("--decode-from", opt->decode_from,
+                  "Positions >= N use single-token decode (default: all positions prefill)");
+  sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens (default: min(8192, max_position_embeddings))");
+  sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
+  sub->callback([opt] {
+    using namespace ringlm;
+    std::vector<std::int32_t> ids;
+    if (!opt->ids.empty()) ids = parse_ids(opt->ids, "--ids");
+    if (!opt->ids_file.empty()) {
+      std::ifstream in(opt->ids_file);
+      if (!in) fail(opt->ids_file, ": cannot open");
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      auto more = parse_ids(ss.str(), opt->ids_file);
+      ids.insert(ids.end(), more.begin(), more.end());
+    }
+    if (ids.empty()) fail("logits: no token ids (use --ids or --ids-file)");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = model::Model::load(opt->model, {.threads = opt->threads});
+    const auto t1 = std::chrono::steady_clock::now();
+    model::Session session(model, {.context_tokens = opt->ctx});
+    const std::size_t T = ids.size(), V = model->config().vocab_size;
+    const std::size_t n_prefill =
+        opt->decode_from < 0 ? T : std::min<std::size_t>(T, static_cast<std::size_t>(opt->decode_from));
+
+    std::ofstream out(opt->out, std::ios::binary);
+    if (!out) fail(opt->out, ": cannot create");
+    std::vector<std::int32_t> argmax(T);
+    auto emit = [&](std::size_t i, std::span<const float> row) {
+      out.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));
+      std::size_t best = 0;
+      for (std::size_t v = 1; v < row.size(); ++v)
+        if (row[v] > row[best]) best = v;
+      argmax[i] = static_cast<std::int32_t>(best);
+    };
+    std::vector<std::int64_t> positions(T);
+    for (std::size_t i = 0; i < T; ++i) positions[i] = static_cast<std::int64_t>(i);
+    if (n_prefill > 0)
+      session.prefill(std::span(ids.data(), n_prefill), std::span(positions.data(), n_prefill),
+                      model::LogitsMode::All, emit);
+    for (std::size_t i = n_prefill; i < T; ++i) emit(i, session.decode(ids[i], positions[i]));
+    out.close();
+    if (!out) fail(opt->out, ": write failed");
+    const auto t2 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < T; ++i) std::printf("%zu\t%d\n", i, argmax[i]);
+    std::fprintf(stderr, "logits: %zu positions x %zu vocab (%zu prefill, %zu decode); load %.3f s, run %.3f s\n", T, V,
+                 n_prefill, T - n_prefill, std::chrono::duration<double>(t1 - t0).count(),
+                 std::chrono::duration<double>(t2 - t1).count());
+  });
+}

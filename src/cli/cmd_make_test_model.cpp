@@ -1,0 +1,50 @@
+// `ringlm make-test-model`: writes a random-weight Gemma 4 checkpoint in the Hugging Face
+// layout (see model/testing/test_checkpoint.h), with switches for the layout variants the
+// loader must accept.
+#include <chrono>
+#include <cstdio>
+
+#include "cli/command.h"
+#include "model/testing/test_checkpoint.h"
+#include "util/error.h"
+
+RINGLM_COMMAND(make_test_model) {
+  struct Options {
+    std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
+    std::uint64_t seed = 1;
+    int shards = 1;
+    bool flat = false, shared_kv = false;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
+  sub->add_option("out", opt->out, "Output directory")->required();
+  sub->add_option("--preset", opt->preset, "tiny | tiny-gqa | e2b | e4b")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "Random seed")->capture_default_str();
+  sub->add_option("--dtype", opt->dtype, "bf16 | f16 | f32")->capture_default_str();
+  sub->add_option("--shards", opt->shards, "Number of safetensors shards")->capture_default_str();
+  sub->add_flag("--flat-config", opt->flat, "Text config at the top level of config.json (text-only layout)");
+  sub->add_option("--prefix", opt->prefix, "Tensor name prefix")->capture_default_str();
+  sub->add_flag("--with-shared-kv", opt->shared_kv, "Also store the unused k/v/k_norm of KV-shared layers");
+  sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
+  sub->callback([opt] {
+    using namespace ringlm;
+    model::testing::TestCheckpointOptions o;
+    o.preset = opt->preset;
+    o.seed = opt->seed;
+    if (opt->dtype == "bf16") o.dtype = io::DType::BF16;
+    else if (opt->dtype == "f16") o.dtype = io::DType::F16;
+    else if (opt->dtype == "f32") o.dtype = io::DType::F32;
+    else fail("make-test-model: --dtype must be bf16, f16 or f32, got '", opt->dtype, "'");
+    o.shards = opt->shards;
+    o.flat_config = opt->flat;
+    o.prefix = opt->prefix;
+    o.with_shared_kv = opt->shared_kv;
+    o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer"
+                                             : std::filesystem::path(opt->tokenizer);
+    const auto t0 = std::chrono::steady_clock::now();
+    model::testing::write_test_checkpoint(opt->out, o);
+    std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
+                 static_cast<unsigned long long>(o.seed),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  });
+}

@@ -1,0 +1,106 @@
+// `ringlm tokenize` and `ringlm detokenize`: the tokenizer from the command line.
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "cli/command.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace {
+
+std::string model_dir_or_default(const std::string& model) {
+  if (!model.empty()) return model;
+  std::string dflt = ringlm::cli::default_model_dir();
+  if (dflt.empty()) ringlm::fail("--model is required (no demo model is installed)");
+  return dflt;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ringlm::fail(path, ": cannot open the file");
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) ringlm::fail(path, ": read error");
+  return data;
+}
+
+// "1,2,3", "1 2 3" or "[1, 2, 3]".
+std::vector<int32_t> parse_id_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string cleaned = text;
+  for (char& c : cleaned)
+    if (c == ',' || c == '[' || c == ']' || c == '\n' || c == '\t') c = ' ';
+  std::istringstream in(cleaned);
+  std::string item;
+  while (in >> item) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0 || v > INT32_MAX) ringlm::fail("--ids: '", item, "' is not a token id");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+void write_stdout(const std::string& s) {
+  if (!s.empty() && std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) ringlm::fail("cannot write to stdout");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+RINGLM_COMMAND(tokenize) {
+  struct Options {
+    std::string model, text, file;
+    bool add_bos = false, no_parse_special = false;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("tokenize", "Encode text into token ids (printed as a JSON array)");
+  sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  auto* text = sub->add_option("--text", opts->text, "Text to encode");
+  auto* file = sub->add_option("--file", opts->file, "File whose bytes are encoded");
+  text->excludes(file);
+  sub->add_flag("--add-bos", opts->add_bos, "Put the <bos> token first");
+  sub->add_flag("--no-parse-special", opts->no_parse_special,
+                "Treat special tokens written in the text (e.g. <|turn>) as plain text");
+  sub->callback([opts, text, file] {
+    if (text->count() == 0 && file->count() == 0) ringlm::fail("tokenize: give --text or --file");
+    const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
+    const std::string input = file->count() ? read_whole_file(opts->file) : opts->text;
+    ringlm::EncodeOptions eo;
+    eo.add_bos = opts->add_bos;
+    eo.parse_special = !opts->no_parse_special;
+    const auto ids = tokenizer.encode(input, eo);
+    std::string out = "[";
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(ids[i]);
+    }
+    out += "]\n";
+    write_stdout(out);
+  });
+}
+
+RINGLM_COMMAND(detokenize) {
+  struct Options {
+    std::string model, ids;
+    bool skip_special = false;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("detokenize", "Decode token ids into text (printed as is, no newline added)");
+  sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]")->required();
+  sub->add_flag("--skip-special", opts->skip_special, "Leave special tokens out of the text");
+  sub->callback([opts] {
+    const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
+    const auto ids = parse_id_list(opts->ids);
+    write_stdout(tokenizer.decode(ids, opts->skip_special));
+  });
+}

@@ -1,0 +1,35 @@
+// Matrix products over weights kept in their stored dtype (F32, F16 or BF16).
+//
+// A weight row is converted to float32 once into a small buffer and dotted with every input
+// row, so there is never a full float32 copy of a weight and each weight byte is read once
+// per call. Work is split over output rows; `pool` may be null (single-threaded).
+#pragma once
+
+#include <cstdint>
+
+#include "io/tensor.h"
+#include "kernels/ref_parallel.h"
+
+namespace ringlm::kernels {
+
+// A row-major [rows, cols] weight viewed in its stored dtype.
+struct WeightMatrix {
+  io::DType dtype = io::DType::F32;
+  const std::uint8_t* data = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+// Converts row `r` of `w` to float32 into `out[0..cols)`.
+void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
+
+// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens.
+// `in` has row stride w.cols, `out` row stride w.rows.
+void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
+
+// Rows `ids` of an embedding table, converted to float32 and multiplied by `scale`:
+// out[t][c] = table[ids[t]][c] * scale. Columns [col_begin, col_begin + n_cols).
+void gather_rows(const WeightMatrix& table, const std::int32_t* ids, int n, std::int64_t col_begin,
+                 std::int64_t n_cols, float scale, float* out);
+
+}  // namespace ringlm::kernels

@@ -1,0 +1,108 @@
+#include "kernels/ref_ops.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ringlm::kernels {
+
+void rms_norm(const float* x, const float* weight, int n, float eps, float* y) {
+  double ss = 0.0;  // double: the sum of squares of a wide row loses bits in float
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::sqrt(ss / n + eps));
+  if (weight) {
+    for (int i = 0; i < n; ++i) y[i] = x[i] * inv * weight[i];
+  } else {
+    for (int i = 0; i < n; ++i) y[i] = x[i] * inv;
+  }
+}
+
+void rope_angles(const double* inv_freq, int half_dim, std::int64_t pos, float* cos_sin) {
+  for (int i = 0; i < half_dim; ++i) {
+    // Angle in double: pos * inv_freq reaches 1e5 rad, where float loses the phase.
+    const double a = static_cast<double>(pos) * inv_freq[i];
+    cos_sin[i] = static_cast<float>(std::cos(a));
+    cos_sin[half_dim + i] = static_cast<float>(std::sin(a));
+  }
+}
+
+void rope_apply(float* x, int d, const float* cos_sin) {
+  const int h = d / 2;
+  const float* c = cos_sin;
+  const float* s = cos_sin + h;
+  for (int i = 0; i < h; ++i) {
+    const float a = x[i], b = x[i + h];
+    x[i] = a * c[i] - b * s[i];
+    x[i + h] = b * c[i] + a * s[i];
+  }
+}
+
+float gelu_tanh(float x) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+void gelu_mul(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+}
+
+void soft_cap(float* x, std::int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void add_inplace(float* y, const float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void scale_inplace(float* y, std::int64_t n, float s) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] *= s;
+}
+
+namespace {
+inline float dot(const float* a, const float* b, int n) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; i < n; ++i) total += a[i] * b[i];
+  return total;
+}
+}  // namespace
+
+void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
+                float* scores, float* out) {
+  const int d = kv.head_dim;
+  const int group = n_heads / kv.n_kv_heads;
+  const std::int64_t stride = static_cast<std::int64_t>(kv.n_kv_heads) * d;
+  for (int h = 0; h < n_heads; ++h) {
+    const int g = h / group;
+    const float* qh = q + static_cast<std::int64_t>(h) * d;
+    float* oh = out + static_cast<std::int64_t>(h) * d;
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int s = 0; s < kv.n_slots; ++s) {
+      const std::int64_t p = kv.pos[s];
+      const bool visible = p >= 0 && p <= q_pos && (window <= 0 || q_pos - p < window);
+      if (!visible) {
+        scores[s] = -std::numeric_limits<float>::infinity();
+        continue;
+      }
+      scores[s] = scale * dot(qh, kv.k + s * stride + static_cast<std::int64_t>(g) * d, d);
+      if (scores[s] > max_score) max_score = scores[s];
+    }
+    for (int i = 0; i < d; ++i) oh[i] = 0.0f;
+    if (max_score == -std::numeric_limits<float>::infinity()) continue;  // nothing visible
+    double denom = 0.0;
+    for (int s = 0; s < kv.n_slots; ++s) {
+      if (scores[s] == -std::numeric_limits<float>::infinity()) continue;
+      const float w = std::exp(scores[s] - max_score);
+      denom += w;
+      const float* vs = kv.v + s * stride + static_cast<std::int64_t>(g) * d;
+      for (int i = 0; i < d; ++i) oh[i] += w * vs[i];
+    }
+    const float inv = static_cast<float>(1.0 / denom);
+    for (int i = 0; i < d; ++i) oh[i] *= inv;
+  }
+}
+
+}  // namespace ringlm::kernels

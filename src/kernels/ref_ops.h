@@ -1,0 +1,46 @@
+// Float32 element-wise and attention kernels of the reference decoder (portable C++,
+// written so g++ -O2 vectorises the inner loops).
+#pragma once
+
+#include <cstdint>
+
+namespace ringlm::kernels {
+
+// y[i] = x[i] / sqrt(mean(x^2) + eps) * (weight ? weight[i] : 1), over n elements. y may alias x.
+void rms_norm(const float* x, const float* weight, int n, float eps, float* y);
+
+// Applies the NeoX (rotate-half) rotation to one head vector x of length d in place:
+// component i pairs with i + d/2, angle = pos * inv_freq[i]. `cos_sin` holds cos and sin of
+// those angles ([d/2] cos then [d/2] sin), computed once per token by rope_angles().
+void rope_angles(const double* inv_freq, int half_dim, std::int64_t pos, float* cos_sin);
+void rope_apply(float* x, int d, const float* cos_sin);
+
+// gelu with the tanh approximation (PyTorch's gelu(approximate="tanh")).
+float gelu_tanh(float x);
+// out[i] = gelu_tanh(gate[i]) * up[i]; out may alias gate.
+void gelu_mul(const float* gate, const float* up, int n, float* out);
+
+// x = cap * tanh(x / cap), in place.
+void soft_cap(float* x, std::int64_t n, float cap);
+
+// y[i] += x[i] (n elements).
+void add_inplace(float* y, const float* x, std::int64_t n);
+// y[i] *= s.
+void scale_inplace(float* y, std::int64_t n, float s);
+
+// One query token attends over a cache of n_slots slots; slot s holds keys/values of the
+// token at absolute position pos[s] (-1: empty), laid out [slot][kv_head][head_dim].
+// Slots count when 0 <= pos[s] <= q_pos and, if window > 0, q_pos - pos[s] < window.
+// Query head h reads KV head h / (n_heads / n_kv_heads). scores_scratch holds n_slots floats.
+struct KvSlots {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const std::int32_t* pos = nullptr;
+  int n_slots = 0;
+  int n_kv_heads = 1;
+  int head_dim = 0;
+};
+void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
+                float* scores_scratch, float* out);
+
+}  // namespace ringlm::kernels

@@ -1,0 +1,119 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace ringlm::kv {
+
+LayerCache::LayerCache(const LayerCacheSpec& spec)
+    : spec_(spec),
+      row_(static_cast<std::int64_t>(spec.n_kv_heads) * spec.head_dim),
+      k_(static_cast<std::size_t>(row_) * spec.n_slots),
+      v_(static_cast<std::size_t>(row_) * spec.n_slots),
+      pos_(spec.n_slots, -1) {
+  if (spec.n_slots <= 0 || spec.head_dim <= 0 || spec.n_kv_heads <= 0) fail("KV cache: invalid layer geometry");
+}
+
+void LayerCache::check_writable(std::span<const std::int64_t> positions) const {
+  if (positions.empty()) return;
+  const std::int64_t first = positions.front();
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    const std::int64_t p = positions[i];
+    if (p < 0) fail("position ", p, " is negative");
+    if (i > 0 && p <= positions[i - 1]) fail("positions must be strictly increasing (", positions[i - 1], " then ", p, ")");
+    if (!is_ring()) {
+      if (p >= spec_.n_slots)
+        fail("position ", p, " exceeds the KV cache capacity of ", spec_.n_slots,
+             " tokens (raise --ctx, up to max_position_embeddings)");
+      continue;
+    }
+    if (p > INT32_MAX) fail("position ", p, " is too large");
+    // The slot's current occupant must be invisible to every query of this step.
+    const std::int64_t old = pos_[slot_of(p)];
+    const bool evicted_early = old >= 0 && old != p && old > first - spec_.window;
+    // Two positions of this step that share a slot would also evict each other.
+    const bool collides = i > 0 && p - first >= spec_.n_slots;
+    if (evicted_early || collides)
+      fail("sliding KV ring of ", spec_.n_slots, " slots cannot take positions ", first, "..", positions.back(),
+           " (one step may span at most ", spec_.n_slots - spec_.window + 1, " positions)");
+  }
+}
+
+void LayerCache::set_position(int slot, std::int64_t pos) {
+  pos_[slot] = static_cast<std::int32_t>(pos);
+  if (!is_ring()) used_slots_ = std::max(used_slots_, slot + 1);
+}
+
+kernels::KvSlots LayerCache::view() const {
+  kernels::KvSlots s;
+  s.k = k_.data();
+  s.v = v_.data();
+  s.pos = pos_.data();
+  s.n_slots = is_ring() ? spec_.n_slots : used_slots_;
+  s.n_kv_heads = spec_.n_kv_heads;
+  s.head_dim = spec_.head_dim;
+  return s;
+}
+
+void LayerCache::reset() {
+  std::fill(pos_.begin(), pos_.end(), -1);
+  used_slots_ = 0;
+}
+
+void LayerCache::check_truncate(std::int64_t n) const {
+  if (n <= 0 || !is_ring()) return;
+  for (int s = 0; s < spec_.n_slots; ++s) {
+    const std::int64_t p = pos_[s];
+    if (p < n) continue;
+    // The latest position below n that maps to this slot was overwritten by p; a query at n
+    // still needs it if it lies inside the window.
+    const std::int64_t lost = p - ((p - (n - 1) + spec_.n_slots - 1) / spec_.n_slots) * spec_.n_slots;
+    if (lost >= 0 && lost > n - spec_.window)
+      fail("cannot roll the KV cache back to ", n, " positions: the sliding ring already overwrote position ", lost);
+  }
+}
+
+void LayerCache::truncate(std::int64_t n) {
+  check_truncate(n);
+  if (n <= 0) {
+    reset();
+    return;
+  }
+  for (int s = 0; s < spec_.n_slots; ++s)
+    if (pos_[s] >= n) pos_[s] = -1;
+  if (!is_ring()) used_slots_ = static_cast<int>(std::min<std::int64_t>(used_slots_, n));
+}
+
+std::int64_t LayerCache::end_position() const {
+  std::int64_t e = 0;
+  for (int s = 0; s < (is_ring() ? spec_.n_slots : used_slots_); ++s) e = std::max<std::int64_t>(e, pos_[s] + 1);
+  return e;
+}
+
+KvCache::KvCache(const std::vector<LayerCacheSpec>& specs) {
+  layers_.reserve(specs.size());
+  for (const auto& s : specs) layers_.emplace_back(s);
+}
+
+void KvCache::check_writable(std::span<const std::int64_t> positions) const {
+  for (const auto& l : layers_) l.check_writable(positions);
+}
+
+void KvCache::reset() {
+  for (auto& l : layers_) l.reset();
+}
+
+void KvCache::truncate(std::int64_t n) {
+  for (const auto& l : layers_) l.check_truncate(n);  // all or nothing
+  for (auto& l : layers_) l.truncate(n);
+}
+
+std::size_t KvCache::bytes() const {
+  std::size_t b = 0;
+  for (const auto& l : layers_)
+    b += 2 * sizeof(float) * static_cast<std::size_t>(l.spec().n_slots) * l.spec().n_kv_heads * l.spec().head_dim;
+  return b;
+}
+
+}  // namespace ringlm::kv

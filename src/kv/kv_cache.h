@@ -1,0 +1,77 @@
+// KV caches of the owning attention layers, allocated once per session.
+//
+// A sliding layer keeps a ring of `window + max_chunk` slots (slot = pos % ring): a chunk
+// of at most max_chunk new tokens then overwrites only positions that no query of the chunk
+// can see. A full layer keeps `capacity` slots (slot = pos). Each slot records the absolute
+// position it holds (-1: empty) and attention reads only slots with valid positions, so a
+// reset or a truncation never has to clear keys or values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/ref_ops.h"
+
+namespace ringlm::kv {
+
+struct LayerCacheSpec {
+  int n_kv_heads = 1;
+  int head_dim = 0;
+  int n_slots = 0;   // ring size (sliding) or context capacity (full)
+  int window = 0;    // > 0: sliding ring with this attention window; 0: full (slot = pos)
+};
+
+class LayerCache {
+ public:
+  explicit LayerCache(const LayerCacheSpec& spec);
+
+  const LayerCacheSpec& spec() const { return spec_; }
+  bool is_ring() const { return spec_.window > 0; }
+  int slot_of(std::int64_t pos) const {
+    return static_cast<int>(is_ring() ? pos % spec_.n_slots : pos);
+  }
+  // Throws ringlm::Error unless `positions` (strictly increasing, the queries of one step)
+  // can be written without exceeding the capacity or evicting a position a query still sees.
+  void check_writable(std::span<const std::int64_t> positions) const;
+
+  float* key(int slot) { return k_.data() + static_cast<std::int64_t>(slot) * row_; }
+  float* value(int slot) { return v_.data() + static_cast<std::int64_t>(slot) * row_; }
+  void set_position(int slot, std::int64_t pos);
+
+  // The slots attention should scan (a full cache stops at its highest used slot).
+  kernels::KvSlots view() const;
+
+  void reset();
+  // Forgets positions >= n. Throws if a sliding ring already overwrote a position in
+  // [n - window, n) that the next query at position n would need.
+  void truncate(std::int64_t n);
+  void check_truncate(std::int64_t n) const;
+  // Highest position held plus one (0 when empty).
+  std::int64_t end_position() const;
+
+ private:
+  LayerCacheSpec spec_;
+  std::int64_t row_;             // floats per slot: n_kv_heads * head_dim
+  std::vector<float> k_, v_;
+  std::vector<std::int32_t> pos_;
+  int used_slots_ = 0;           // full caches: highest written slot + 1
+};
+
+class KvCache {
+ public:
+  KvCache() = default;
+  explicit KvCache(const std::vector<LayerCacheSpec>& specs);
+  int size() const { return static_cast<int>(layers_.size()); }
+  LayerCache& layer(int i) { return layers_[i]; }
+  const LayerCache& layer(int i) const { return layers_[i]; }
+  void check_writable(std::span<const std::int64_t> positions) const;
+  void reset();
+  void truncate(std::int64_t n);
+  std::size_t bytes() const;
+
+ private:
+  std::vector<LayerCache> layers_;
+};
+
+}  // namespace ringlm::kv

@@ -1,0 +1,285 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/safetensors.h"
+#include "kernels/ref_matmul.h"
+#include "kernels/ref_ops.h"
+#include "util/error.h"
+
+namespace ringlm::model {
+
+std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const ModelOptions& options) {
+  ModelConfig config = load_model_config(dir);
+  return from_source(std::move(config), io::open_safetensors_dir(dir), options);
+}
+
+std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_ptr<io::TensorSource> source,
+                                                const ModelOptions& options) {
+  std::shared_ptr<Model> m(new Model());
+  m->config_ = std::move(config);
+  m->source_ = std::move(source);
+  m->weights_ = bind_weights(*m->source_, m->config_);
+  m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
+                                                                          : kernels::default_thread_count());
+  return m;
+}
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
+    : model_(std::move(model)), cfg_(model_->config()), w_(model_->weights()) {
+  capacity_ = options.context_tokens == 0 ? std::min(kDefaultContext, cfg_.max_position_embeddings)
+                                          : options.context_tokens;
+  if (capacity_ < 1 || capacity_ > cfg_.max_position_embeddings)
+    fail("context size ", capacity_, " must be between 1 and max_position_embeddings (",
+         cfg_.max_position_embeddings, ")");
+  std::vector<kv::LayerCacheSpec> specs;
+  cache_index_.assign(cfg_.num_layers, -1);
+  int max_q = 0, max_kv = 0, max_ffn = 0;
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerConfig& L = cfg_.layers[l];
+    max_q = std::max(max_q, cfg_.num_heads * L.head_dim);
+    max_kv = std::max(max_kv, L.n_kv_heads * L.head_dim);
+    max_ffn = std::max(max_ffn, L.mlp_width);
+    if (!L.owns_kv) continue;
+    kv::LayerCacheSpec s;
+    s.n_kv_heads = L.n_kv_heads;
+    s.head_dim = L.head_dim;
+    if (L.kind == AttentionKind::Sliding) {
+      s.window = cfg_.sliding_window;
+      s.n_slots = cfg_.sliding_window + kMaxChunk;
+    } else {
+      s.n_slots = capacity_;
+    }
+    cache_index_[l] = static_cast<int>(specs.size());
+    specs.push_back(s);
+  }
+  for (int l = 0; l < cfg_.num_layers; ++l)
+    if (!cfg_.layers[l].owns_kv) cache_index_[l] = cache_index_[cfg_.layers[l].kv_source_layer];
+  cache_ = kv::KvCache(specs);
+
+  const std::size_t T = kMaxChunk, H = cfg_.hidden_size;
+  h_.resize(T * H);
+  a_.resize(T * H);
+  o_.resize(T * H);
+  q_.resize(T * max_q);
+  attn_.resize(T * max_q);
+  k_.resize(T * max_kv);
+  v_.resize(T * max_kv);
+  gate_.resize(T * max_ffn);
+  up_.resize(T * max_ffn);
+  if (cfg_.ple_dim > 0) {
+    ple_all_.resize(T * cfg_.num_layers * cfg_.ple_dim);
+    ple_tok_.resize(T * cfg_.num_layers * cfg_.ple_dim);
+    ple_g_.resize(T * cfg_.ple_dim);
+  }
+  rope_sliding_.resize(T * cfg_.head_dim);
+  rope_full_.resize(T * cfg_.global_head_dim);
+  logits_.resize(cfg_.vocab_size);  // one row; grows to kMaxChunk rows on the first LogitsMode::All
+}
+
+void Session::reset() {
+  cache_.reset();
+  next_position_ = 0;
+}
+
+void Session::truncate(std::int64_t n) {
+  if (n < 0) fail("cannot truncate the session to ", n, " positions");
+  if (n >= next_position_) return;
+  cache_.truncate(n);
+  next_position_ = n;
+}
+
+void Session::validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const {
+  if (ids.size() != positions.size()) fail("prefill: ", ids.size(), " ids but ", positions.size(), " positions");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= cfg_.vocab_size) fail("token id ", ids[i], " is outside the vocabulary (", cfg_.vocab_size, ")");
+    if (cfg_.ple_dim > 0 && ids[i] >= cfg_.ple_vocab_size)
+      fail("token id ", ids[i], " is outside the per-layer embedding table (", cfg_.ple_vocab_size, ")");
+    const std::int64_t p = positions[i];
+    const std::int64_t prev = i == 0 ? next_position_ - 1 : positions[i - 1];
+    if (p <= prev) fail("position ", p, " does not follow position ", prev, " (positions must increase; truncate to rewind)");
+    if (p >= capacity_) fail("position ", p, " exceeds the context capacity of ", capacity_, " tokens (raise --ctx)");
+  }
+}
+
+std::span<const float> Session::prefill(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions,
+                                        LogitsMode mode, const LogitsCallback& on_logits) {
+  validate(ids, positions);
+  if (ids.empty()) return {};
+  if (mode == LogitsMode::All && logits_.size() < static_cast<std::size_t>(kMaxChunk) * cfg_.vocab_size)
+    logits_.resize(static_cast<std::size_t>(kMaxChunk) * cfg_.vocab_size);
+  const std::size_t V = cfg_.vocab_size;
+  std::span<const float> last;
+  for (std::size_t start = 0; start < ids.size(); start += kMaxChunk) {
+    const int n = static_cast<int>(std::min<std::size_t>(kMaxChunk, ids.size() - start));
+    const bool final_chunk = start + n == ids.size();
+    cache_.check_writable(positions.subspan(start, n));
+    int first_logits_row = n;  // none
+    if (mode == LogitsMode::All) first_logits_row = 0;
+    else if (mode == LogitsMode::Last && final_chunk) first_logits_row = n - 1;
+    forward_chunk(ids.data() + start, positions.data() + start, n, first_logits_row);
+    next_position_ = positions[start + n - 1] + 1;
+    if (mode == LogitsMode::All) {
+      for (int t = 0; t < n; ++t)
+        if (on_logits) on_logits(start + t, std::span<const float>(logits_.data() + t * V, V));
+      if (final_chunk) last = std::span<const float>(logits_.data() + (n - 1) * V, V);
+    } else if (mode == LogitsMode::Last && final_chunk) {
+      last = std::span<const float>(logits_.data(), V);
+    }
+  }
+  return last;
+}
+
+std::span<const float> Session::decode(std::int32_t id, std::int64_t position) {
+  return prefill(std::span<const std::int32_t>(&id, 1), std::span<const std::int64_t>(&position, 1), LogitsMode::Last);
+}
+
+void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row) {
+  using namespace kernels;
+  ParallelFor* pool = model_->pool();
+  const int H = cfg_.hidden_size;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+
+  // Token embeddings, scaled by sqrt(hidden_size) computed in float32.
+  gather_rows(w_.embed_tokens, ids, n, 0, H, std::sqrt(static_cast<float>(H)), h_.data());
+
+  // Per-layer inputs: a projection of the scaled embedding plus the per-layer token table.
+  const int P = cfg_.ple_dim, LP = cfg_.num_layers * cfg_.ple_dim;
+  if (P > 0) {
+    matmul(w_.ple_model_projection, h_.data(), n, ple_all_.data(), pool);
+    const float proj_scale = 1.0f / std::sqrt(static_cast<float>(H));
+    const float tok_scale = std::sqrt(static_cast<float>(P));
+    const float mix = 1.0f / std::sqrt(2.0f);
+    gather_rows(w_.embed_tokens_ple, ids, n, 0, LP, tok_scale, ple_tok_.data());
+    for (int t = 0; t < n; ++t)
+      for (int l = 0; l < cfg_.num_layers; ++l) {
+        float* ctx = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
+        const float* tok = ple_tok_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
+        scale_inplace(ctx, P, proj_scale);
+        rms_norm(ctx, w_.ple_projection_norm.data(), P, eps, ctx);
+        for (int j = 0; j < P; ++j) ctx[j] = (ctx[j] + tok[j]) * mix;
+      }
+  }
+
+  // Rotation angles for this chunk, per attention kind.
+  for (int t = 0; t < n; ++t) {
+    if (!cfg_.rope_sliding.inv_freq.empty())
+      rope_angles(cfg_.rope_sliding.inv_freq.data(), cfg_.head_dim / 2, positions[t],
+                  rope_sliding_.data() + static_cast<std::size_t>(t) * cfg_.head_dim);
+    if (!cfg_.rope_full.inv_freq.empty())
+      rope_angles(cfg_.rope_full.inv_freq.data(), cfg_.global_head_dim / 2, positions[t],
+                  rope_full_.data() + static_cast<std::size_t>(t) * cfg_.global_head_dim);
+  }
+
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerConfig& L = cfg_.layers[l];
+    const LayerWeights& lw = w_.layers[l];
+    attention_block(l, n, positions);
+
+    // MLP block.
+    for (int t = 0; t < n; ++t)
+      rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.pre_feedforward_norm.data(), H, eps,
+               a_.data() + static_cast<std::size_t>(t) * H);
+    matmul(lw.gate_proj, a_.data(), n, gate_.data(), pool);
+    matmul(lw.up_proj, a_.data(), n, up_.data(), pool);
+    gelu_mul(gate_.data(), up_.data(), n * L.mlp_width, gate_.data());
+    matmul(lw.down_proj, gate_.data(), n, o_.data(), pool);
+    for (int t = 0; t < n; ++t) {
+      float* ot = o_.data() + static_cast<std::size_t>(t) * H;
+      rms_norm(ot, lw.post_feedforward_norm.data(), H, eps, ot);
+      add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
+    }
+
+    // Per-layer-embedding block.
+    if (P > 0) {
+      matmul(lw.ple_gate, h_.data(), n, ple_g_.data(), pool);
+      for (int t = 0; t < n; ++t) {
+        float* g = ple_g_.data() + static_cast<std::size_t>(t) * P;
+        const float* in = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
+        for (int j = 0; j < P; ++j) g[j] = gelu_tanh(g[j]) * in[j];
+      }
+      matmul(lw.ple_projection, ple_g_.data(), n, o_.data(), pool);
+      for (int t = 0; t < n; ++t) {
+        float* ot = o_.data() + static_cast<std::size_t>(t) * H;
+        rms_norm(ot, lw.post_ple_norm.data(), H, eps, ot);
+        add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
+      }
+    }
+    scale_inplace(h_.data(), static_cast<std::int64_t>(n) * H, lw.layer_scalar);
+  }
+
+  // Final norm, tied LM head, soft cap, for the rows that want logits.
+  const int rows = n - first_logits_row;
+  if (rows <= 0) return;
+  for (int t = 0; t < rows; ++t)
+    rms_norm(h_.data() + static_cast<std::size_t>(first_logits_row + t) * H, w_.final_norm.data(), H, eps,
+             a_.data() + static_cast<std::size_t>(t) * H);
+  matmul(w_.lm_head, a_.data(), rows, logits_.data(), pool);
+  if (cfg_.final_logit_softcapping > 0)
+    soft_cap(logits_.data(), static_cast<std::int64_t>(rows) * cfg_.vocab_size,
+             static_cast<float>(cfg_.final_logit_softcapping));
+}
+
+void Session::attention_block(int l, int n, const std::int64_t* positions) {
+  using namespace kernels;
+  ParallelFor* pool = model_->pool();
+  const LayerConfig& L = cfg_.layers[l];
+  const LayerWeights& lw = w_.layers[l];
+  const int H = cfg_.hidden_size, d = L.head_dim, nh = cfg_.num_heads, nkv = L.n_kv_heads;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const bool sliding = L.kind == AttentionKind::Sliding;
+  const float* rope = sliding ? rope_sliding_.data() : rope_full_.data();
+
+  for (int t = 0; t < n; ++t)
+    rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.input_norm.data(), H, eps,
+             a_.data() + static_cast<std::size_t>(t) * H);
+  matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < nh; ++h) {
+      float* qh = q_.data() + (static_cast<std::size_t>(t) * nh + h) * d;
+      rms_norm(qh, lw.q_norm.data(), d, eps, qh);
+      rope_apply(qh, d, rope + static_cast<std::size_t>(t) * d);
+    }
+
+  kv::LayerCache& cache = cache_.layer(cache_index_[l]);
+  if (L.owns_kv) {
+    matmul(lw.k_proj, a_.data(), n, k_.data(), pool);
+    matmul(lw.v_proj, a_.data(), n, v_.data(), pool);
+    for (int t = 0; t < n; ++t) {
+      const int slot = cache.slot_of(positions[t]);
+      float* ks = cache.key(slot);
+      float* vs = cache.value(slot);
+      for (int g = 0; g < nkv; ++g) {
+        const std::size_t off = (static_cast<std::size_t>(t) * nkv + g) * d;
+        rms_norm(k_.data() + off, lw.k_norm.data(), d, eps, ks + static_cast<std::size_t>(g) * d);
+        rope_apply(ks + static_cast<std::size_t>(g) * d, d, rope + static_cast<std::size_t>(t) * d);
+        rms_norm(v_.data() + off, nullptr, d, eps, vs + static_cast<std::size_t>(g) * d);
+      }
+      cache.set_position(slot, positions[t]);
+    }
+  }
+
+  // Every query of the chunk sees the whole chunk's keys through the causal position test.
+  const KvSlots view = cache.view();
+  const int window = sliding ? cfg_.sliding_window : 0;
+  auto run = [&](std::int64_t begin, std::int64_t end) {
+    thread_local std::vector<float> scores;
+    // Sized for the whole cache the first time, so a growing context never reallocates.
+    if (scores.size() < static_cast<std::size_t>(cache.spec().n_slots)) scores.resize(cache.spec().n_slots);
+    for (std::int64_t t = begin; t < end; ++t)
+      attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f,
+                 scores.data(), attn_.data() + static_cast<std::size_t>(t) * nh * d);
+  };
+  if (pool && n > 1) pool->run(n, run);
+  else run(0, n);
+
+  matmul(lw.o_proj, attn_.data(), n, o_.data(), pool);
+  for (int t = 0; t < n; ++t) {
+    float* ot = o_.data() + static_cast<std::size_t>(t) * H;
+    rms_norm(ot, lw.post_attention_norm.data(), H, eps, ot);
+    add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
+  }
+}
+
+}  // namespace ringlm::model

@@ -1,0 +1,112 @@
+// ringlm's reference Gemma 4 decoder: float32 math over the stored (BF16/F16/F32) weights.
+//
+// API
+//   auto model = ringlm::model::Model::load(dir);        // config.json + safetensors, mmapped
+//   ringlm::model::Session s(model, {.context_tokens = 8192});
+//   auto last = s.prefill(ids, positions);               // logits of the last token
+//   s.prefill(ids, positions, LogitsMode::All, [&](size_t i, std::span<const float> row) {...});
+//   auto next = s.decode(id, position);                  // one token, no allocation
+//   s.truncate(n);  s.reset();                           // rollback / reuse, no reallocation
+//
+// Positions are absolute (0-based) and must increase: each call continues after the highest
+// position already in the cache (after truncate(n): from n). prefill() splits long spans
+// into chunks of at most Session::kMaxChunk tokens. Returned spans stay valid until the next
+// call on the session. A Model is immutable and may back several sessions; a Session is not
+// thread-safe (it owns its KV cache and scratch buffers).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "io/tensor.h"
+#include "kernels/ref_parallel.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace ringlm::model {
+
+struct ModelOptions {
+  int threads = 0;  // worker threads for matmuls; 0: kernels::default_thread_count()
+};
+
+class Model {
+ public:
+  // Loads DIR/config.json and the safetensors checkpoint in DIR.
+  static std::shared_ptr<const Model> load(const std::filesystem::path& dir, const ModelOptions& options = {});
+  // Builds a model over an already opened tensor source (any checkpoint format).
+  static std::shared_ptr<const Model> from_source(ModelConfig config, std::unique_ptr<io::TensorSource> source,
+                                                  const ModelOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const io::TensorSource& source() const { return *source_; }
+  kernels::ParallelFor* pool() const { return pool_.get(); }
+
+ private:
+  Model() = default;
+  ModelConfig config_;
+  std::unique_ptr<io::TensorSource> source_;
+  ModelWeights weights_;
+  std::unique_ptr<kernels::ParallelFor> pool_;
+};
+
+enum class LogitsMode { None, Last, All };
+
+struct SessionOptions {
+  // Full-attention KV capacity in tokens; 0: min(8192, max_position_embeddings).
+  int context_tokens = 0;
+};
+
+class Session {
+ public:
+  static constexpr int kMaxChunk = 64;
+  static constexpr int kDefaultContext = 8192;
+  using LogitsCallback = std::function<void(std::size_t index, std::span<const float> logits)>;
+
+  Session(std::shared_ptr<const Model> model, const SessionOptions& options = {});
+
+  // Runs ids[i] at positions[i]. LogitsMode::Last returns the last token's logits;
+  // LogitsMode::All also calls on_logits(i, row) for every token in order. Throws
+  // ringlm::Error (cache unchanged) on a bad id, a position past the capacity or one that
+  // does not follow the cache.
+  std::span<const float> prefill(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions,
+                                 LogitsMode mode = LogitsMode::Last, const LogitsCallback& on_logits = nullptr);
+  // One token; returns its logits.
+  std::span<const float> decode(std::int32_t id, std::int64_t position);
+
+  void reset();
+  // Keeps positions < n, so the next call may start at n. Throws if a sliding ring no
+  // longer holds a position the next token needs (then nothing changes).
+  void truncate(std::int64_t n);
+  // The lowest position the next call may use.
+  std::int64_t next_position() const { return next_position_; }
+  int context_capacity() const { return capacity_; }
+  const Model& model() const { return *model_; }
+  std::size_t kv_bytes() const { return cache_.bytes(); }
+
+ private:
+  void validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const;
+  // Runs one chunk (at most kMaxChunk tokens); logits for rows >= first_logits_row.
+  void forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row);
+  void attention_block(int layer, int n, const std::int64_t* positions);
+
+  std::shared_ptr<const Model> model_;
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  kv::KvCache cache_;
+  std::vector<int> cache_index_;  // per layer: the KV cache it reads
+  int capacity_ = 0;
+  std::int64_t next_position_ = 0;
+
+  // Scratch, sized once for kMaxChunk tokens.
+  std::vector<float> h_, a_, q_, k_, v_, attn_, o_, gate_, up_, ple_all_, ple_tok_, ple_g_;
+  std::vector<float> rope_sliding_, rope_full_;  // [kMaxChunk][head_dim] cos|sin
+  std::vector<float> logits_;                     // [kMaxChunk][vocab]
+};
+
+}  // namespace ringlm::model

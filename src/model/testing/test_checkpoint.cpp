@@ -1,0 +1,312 @@
+#include "model/testing/test_checkpoint.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/safetensors_writer.h"
+#include "model/config.h"
+#include "util/error.h"
+#include "util/float16.h"
+
+namespace ringlm::model::testing {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+struct Preset {
+  int vocab, hidden, intermediate, layers, heads, kv_heads, head_dim, global_head_dim, kv_shared;
+  bool double_wide;
+  int ple_dim, window, max_positions;
+  std::vector<std::string> layer_types;
+  bool real_tokenizer;
+};
+
+std::vector<std::string> repeat_pattern(int sliding, int times) {
+  std::vector<std::string> out;
+  for (int r = 0; r < times; ++r) {
+    for (int i = 0; i < sliding; ++i) out.push_back("sliding_attention");
+    out.push_back("full_attention");
+  }
+  return out;
+}
+
+Preset preset_named(const std::string& name) {
+  if (name == "tiny" || name == "tiny-gqa") {
+    // Owning layers 0-4 (sliding 0, 1, 3; full 2, 4); shared layers 5-9 read 3 (sliding) or 4 (full).
+    Preset p{768, 64, 128, 10, 4, name == "tiny" ? 1 : 2, 32, 64, 5, true, 16, 16, 4096,
+             {"sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+              "sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"},
+             false};
+    return p;
+  }
+  // Values of transformers' convert_gemma4_weights.py _VARIANTS (plus Gemma4TextConfig defaults).
+  if (name == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 512, 20, true, 256, 512, 131072, repeat_pattern(4, 7), true};
+  if (name == "e4b") return {262144, 2560, 10240, 42, 8, 2, 256, 512, 18, false, 256, 512, 131072, repeat_pattern(5, 7), true};
+  fail("make-test-model: unknown preset '", name, "' (tiny, tiny-gqa, e2b, e4b)");
+}
+
+// xoshiro256** seeded through splitmix64: fast, and reproducible per (seed, tensor name).
+class Rng {
+ public:
+  Rng(std::uint64_t seed, const std::string& name) {
+    std::uint64_t h = seed ^ 0x9e3779b97f4a7c15ull;
+    for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+    for (auto& s : s_) s = splitmix(h);
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  static std::uint64_t splitmix(std::uint64_t& x) {
+    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t s_[4];
+};
+
+struct Init {
+  float lo, hi;
+};
+Init symmetric(double std_dev) {
+  const float a = static_cast<float>(std_dev * std::sqrt(3.0));
+  return {-a, a};
+}
+
+struct PlannedTensor {
+  io::TensorSpec spec;
+  Init init;
+};
+
+ojson text_config_json(const Preset& p) {
+  ojson t;
+  t["model_type"] = "gemma4_text";
+  t["vocab_size"] = p.vocab;
+  t["hidden_size"] = p.hidden;
+  t["intermediate_size"] = p.intermediate;
+  t["num_hidden_layers"] = p.layers;
+  t["num_attention_heads"] = p.heads;
+  t["num_key_value_heads"] = p.kv_heads;
+  t["num_global_key_value_heads"] = nullptr;
+  t["head_dim"] = p.head_dim;
+  t["global_head_dim"] = p.global_head_dim;
+  t["hidden_activation"] = "gelu_pytorch_tanh";
+  t["max_position_embeddings"] = p.max_positions;
+  t["rms_norm_eps"] = 1e-6;
+  t["pad_token_id"] = 0;
+  t["eos_token_id"] = {1, 106};
+  t["bos_token_id"] = 2;
+  t["tie_word_embeddings"] = true;
+  t["rope_parameters"] = {
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}}}};
+  t["attention_bias"] = false;
+  t["attention_dropout"] = 0.0;
+  t["sliding_window"] = p.window;
+  t["layer_types"] = p.layer_types;
+  t["final_logit_softcapping"] = 30.0;
+  t["use_bidirectional_attention"] = nullptr;
+  t["vocab_size_per_layer_input"] = p.vocab;
+  t["hidden_size_per_layer_input"] = p.ple_dim;
+  t["attention_k_eq_v"] = false;
+  t["num_kv_shared_layers"] = p.kv_shared;
+  t["enable_moe_block"] = false;
+  t["use_double_wide_mlp"] = p.double_wide;
+  return t;
+}
+
+std::vector<PlannedTensor> plan_tensors(const ModelConfig& c, const TestCheckpointOptions& o) {
+  std::vector<PlannedTensor> out;
+  const std::int64_t H = c.hidden_size, P = c.ple_dim, LP = static_cast<std::int64_t>(c.num_layers) * P;
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape, Init init) {
+    out.push_back({io::TensorSpec{o.prefix + name, o.dtype, std::move(shape)}, init});
+  };
+  const Init norm{0.5f, 1.5f};
+  // Logit standard deviation ~3: healthy argmax margins without saturating the soft cap.
+  add("embed_tokens.weight", {c.vocab_size, H}, symmetric(3.0 / std::sqrt(double(H))));
+  add("embed_tokens_per_layer.weight", {c.ple_vocab_size, LP}, symmetric(1.0 / std::sqrt(double(P))));
+  add("per_layer_model_projection.weight", {LP, H}, symmetric(1.0 / std::sqrt(double(H))));
+  add("per_layer_projection_norm.weight", {P}, norm);
+  add("norm.weight", {H}, norm);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerConfig& L = c.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const std::int64_t d = L.head_dim, q_out = static_cast<std::int64_t>(c.num_heads) * d;
+    const std::int64_t kv_out = static_cast<std::int64_t>(L.n_kv_heads) * d, F = L.mlp_width;
+    // q and k are RMS-normalised, so the norm weights set the attention temperature:
+    // scores end up with a standard deviation of about 2.
+    const float qk = static_cast<float>(std::pow(double(d), -0.25));
+    add(p + "input_layernorm.weight", {H}, norm);
+    add(p + "self_attn.q_proj.weight", {q_out, H}, symmetric(1.0 / std::sqrt(double(H))));
+    if (L.owns_kv || o.with_shared_kv) {
+      add(p + "self_attn.k_proj.weight", {kv_out, H}, symmetric(1.0 / std::sqrt(double(H))));
+      add(p + "self_attn.v_proj.weight", {kv_out, H}, symmetric(1.0 / std::sqrt(double(H))));
+    }
+    add(p + "self_attn.q_norm.weight", {d}, {1.0f * qk, 2.0f * qk});
+    if (L.owns_kv || o.with_shared_kv) add(p + "self_attn.k_norm.weight", {d}, {0.7f * qk, 1.4f * qk});
+    add(p + "self_attn.o_proj.weight", {H, q_out}, symmetric(1.0 / std::sqrt(double(q_out))));
+    add(p + "post_attention_layernorm.weight", {H}, norm);
+    add(p + "pre_feedforward_layernorm.weight", {H}, norm);
+    add(p + "mlp.gate_proj.weight", {F, H}, symmetric(1.0 / std::sqrt(double(H))));
+    add(p + "mlp.up_proj.weight", {F, H}, symmetric(1.0 / std::sqrt(double(H))));
+    add(p + "mlp.down_proj.weight", {H, F}, symmetric(1.0 / std::sqrt(double(F))));
+    add(p + "post_feedforward_layernorm.weight", {H}, norm);
+    // The gate reads the raw residual stream (not normalised), hence the smaller scale.
+    add(p + "per_layer_input_gate.weight", {P, H}, symmetric(0.3 / std::sqrt(double(H))));
+    add(p + "per_layer_projection.weight", {H, P}, symmetric(1.0 / std::sqrt(double(P))));
+    add(p + "post_per_layer_input_norm.weight", {H}, norm);
+    add(p + "layer_scalar", {1}, {0.6f, 1.2f});
+  }
+  return out;
+}
+
+void fill_tensor(const PlannedTensor& t, std::uint64_t seed,
+                 const std::function<void(const void*, std::size_t)>& write) {
+  Rng rng(seed, t.spec.name);
+  std::int64_t n = 1;
+  for (auto d : t.spec.shape) n *= d;
+  constexpr std::int64_t kBlock = 1 << 16;
+  std::vector<std::uint8_t> buf(kBlock * 4);
+  for (std::int64_t done = 0; done < n; done += kBlock) {
+    const std::int64_t m = std::min(kBlock, n - done);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float v = rng.uniform(t.init.lo, t.init.hi);
+      if (t.spec.dtype == io::DType::F32) {
+        std::memcpy(buf.data() + 4 * i, &v, 4);
+      } else {
+        const std::uint16_t h = t.spec.dtype == io::DType::BF16 ? f32_to_bf16(v) : f32_to_fp16(v);
+        std::memcpy(buf.data() + 2 * i, &h, 2);
+      }
+    }
+    write(buf.data(), static_cast<std::size_t>(m) * (t.spec.dtype == io::DType::F32 ? 4 : 2));
+  }
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path.string(), ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path.string(), ": cannot create");
+  out << text;
+  if (!out) fail(path.string(), ": write failed");
+}
+
+void write_json(const std::filesystem::path& path, const ojson& j) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path.string(), ": cannot create");
+  out << j.dump(2) << "\n";
+  if (!out) fail(path.string(), ": write failed");
+}
+
+}  // namespace
+
+void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpointOptions& o) {
+  const Preset p = preset_named(o.preset);
+  if (o.shards < 1 || o.shards > 99) fail("make-test-model: --shards must be between 1 and 99");
+  if (o.dtype != io::DType::BF16 && o.dtype != io::DType::F16 && o.dtype != io::DType::F32)
+    fail("make-test-model: dtype must be bf16, f16 or f32");
+  std::filesystem::create_directories(dir);
+
+  ojson text = text_config_json(p);
+  ojson config;
+  if (o.flat_config) {
+    config["architectures"] = {"Gemma4ForCausalLM"};
+    for (auto it = text.begin(); it != text.end(); ++it) config[it.key()] = it.value();
+  } else {
+    config["architectures"] = {"Gemma4ForConditionalGeneration"};
+    config["model_type"] = "gemma4";
+    config["text_config"] = text;
+    config["vision_config"] = nullptr;
+    config["audio_config"] = nullptr;
+    config["eos_token_id"] = {1, 106};
+    config["tie_word_embeddings"] = true;
+  }
+  config["torch_dtype"] = o.dtype == io::DType::BF16 ? "bfloat16" : o.dtype == io::DType::F16 ? "float16" : "float32";
+  config["ringlm_test_model"] = {{"preset", o.preset}, {"seed", o.seed}};
+  write_json(dir / "config.json", config);
+  write_json(dir / "generation_config.json",
+             {{"bos_token_id", 2}, {"eos_token_id", {1, 106, 50}}, {"pad_token_id", 0}});
+
+  const ModelConfig cfg = parse_model_config(config.dump(), (dir / "config.json").string());
+  const std::vector<PlannedTensor> planned = plan_tensors(cfg, o);
+  std::uint64_t total = 0;
+  for (const auto& t : planned) total += t.spec.nbytes();
+
+  // Shards split the tensor list into runs of roughly equal byte size.
+  std::vector<std::vector<const PlannedTensor*>> shards(o.shards);
+  std::uint64_t acc = 0;
+  std::size_t prev = 0;
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    std::size_t s = std::min<std::size_t>(o.shards - 1, acc * o.shards / std::max<std::uint64_t>(total, 1));
+    s = std::max(s, prev);
+    // Leave at least one tensor for every later shard, and skip no shard.
+    if (planned.size() - i <= static_cast<std::size_t>(o.shards) - 1 - prev) s = prev + 1;
+    s = std::min(s, std::min<std::size_t>(prev + 1, o.shards - 1));
+    if (i == 0) s = 0;
+    shards[s].push_back(&planned[i]);
+    prev = s;
+    acc += planned[i].spec.nbytes();
+  }
+  for (const auto& shard : shards)
+    if (shard.empty()) fail("make-test-model: too many shards for ", planned.size(), " tensors");
+  ojson weight_map = ojson::object();
+  for (int s = 0; s < o.shards; ++s) {
+    char name[64];
+    if (o.shards == 1) std::snprintf(name, sizeof name, "model.safetensors");
+    else std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, o.shards);
+    std::vector<io::TensorSpec> specs;
+    std::map<std::string, const PlannedTensor*> by_name;
+    for (const PlannedTensor* t : shards[s]) {
+      specs.push_back(t->spec);
+      by_name[t->spec.name] = t;
+      weight_map[t->spec.name] = name;
+    }
+    io::write_safetensors(dir / name, specs, [&](const io::TensorSpec& spec, const auto& write) {
+      fill_tensor(*by_name.at(spec.name), o.seed, write);
+    });
+  }
+  if (o.shards > 1)
+    write_json(dir / "model.safetensors.index.json", {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
+
+  // Tokenizer: the real Gemma 4 files for full-size presets; a small BPE for tiny.
+  if (p.real_tokenizer) {
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}) {
+      const auto src = o.tokenizer_dir / f;
+      if (!std::filesystem::exists(src)) {
+        if (std::string(f) == "chat_template.jinja") continue;
+        fail(src.string(), ": missing (pass --tokenizer DIR with the Gemma 4 tokenizer files)");
+      }
+      write_text(dir / f, read_text(src));
+    }
+  } else {
+    std::string chat_template;
+    const auto tmpl = o.tokenizer_dir / "chat_template.jinja";
+    if (!o.tokenizer_dir.empty() && std::filesystem::exists(tmpl)) {
+      chat_template = read_text(tmpl);
+      write_text(dir / "chat_template.jinja", chat_template);
+    }
+    write_tiny_tokenizer(dir, p.vocab, chat_template);
+  }
+}
+
+}  // namespace ringlm::model::testing

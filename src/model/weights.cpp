@@ -1,0 +1,95 @@
+#include "model/weights.h"
+
+#include <sstream>
+
+#include "util/error.h"
+#include "util/float16.h"
+
+namespace ringlm::model {
+namespace {
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+class Binder {
+ public:
+  explicit Binder(const io::TensorSource& source) : source_(source) {}
+
+  const io::TensorView& tensor(const std::string& name, const std::vector<std::int64_t>& shape) {
+    const io::TensorView* v = source_.find(name);
+    if (!v) fail(source_.describe(), ": missing tensor ", name, " (expected shape ", shape_string(shape), ")");
+    if (v->dtype != io::DType::F32 && v->dtype != io::DType::F16 && v->dtype != io::DType::BF16)
+      fail(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype), " (expected F32, F16 or BF16)");
+    if (v->shape != shape)
+      fail(v->file, ": tensor ", name, ": expected shape ", shape_string(shape), ", got ", shape_string(v->shape));
+    return *v;
+  }
+
+  WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+    const io::TensorView& v = tensor(name, {rows, cols});
+    return WeightMatrix{v.dtype, v.data, rows, cols};
+  }
+
+  std::vector<float> vector(const std::string& name, std::int64_t n) {
+    const io::TensorView& v = tensor(name, {n});
+    std::vector<float> out(n);
+    kernels::load_row_f32(WeightMatrix{v.dtype, v.data, 1, n}, 0, out.data());
+    return out;
+  }
+
+ private:
+  const io::TensorSource& source_;
+};
+
+}  // namespace
+
+ModelWeights bind_weights(const io::TensorSource& source, const ModelConfig& c) {
+  Binder b(source);
+  ModelWeights w;
+  const std::int64_t H = c.hidden_size;
+  w.embed_tokens = b.matrix("embed_tokens.weight", c.vocab_size, H);
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : b.matrix("lm_head.weight", c.vocab_size, H);
+  w.final_norm = b.vector("norm.weight", H);
+  if (c.ple_dim > 0) {
+    const std::int64_t total = static_cast<std::int64_t>(c.num_layers) * c.ple_dim;
+    w.embed_tokens_ple = b.matrix("embed_tokens_per_layer.weight", c.ple_vocab_size, total);
+    w.ple_model_projection = b.matrix("per_layer_model_projection.weight", total, H);
+    w.ple_projection_norm = b.vector("per_layer_projection_norm.weight", c.ple_dim);
+  }
+  w.layers.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerConfig& L = c.layers[l];
+    LayerWeights& lw = w.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const std::int64_t d = L.head_dim;
+    lw.input_norm = b.vector(p + "input_layernorm.weight", H);
+    lw.post_attention_norm = b.vector(p + "post_attention_layernorm.weight", H);
+    lw.pre_feedforward_norm = b.vector(p + "pre_feedforward_layernorm.weight", H);
+    lw.post_feedforward_norm = b.vector(p + "post_feedforward_layernorm.weight", H);
+    lw.q_proj = b.matrix(p + "self_attn.q_proj.weight", c.num_heads * d, H);
+    lw.q_norm = b.vector(p + "self_attn.q_norm.weight", d);
+    lw.o_proj = b.matrix(p + "self_attn.o_proj.weight", H, c.num_heads * d);
+    if (L.owns_kv) {
+      lw.k_proj = b.matrix(p + "self_attn.k_proj.weight", L.n_kv_heads * d, H);
+      lw.v_proj = b.matrix(p + "self_attn.v_proj.weight", L.n_kv_heads * d, H);
+      lw.k_norm = b.vector(p + "self_attn.k_norm.weight", d);
+    }
+    lw.gate_proj = b.matrix(p + "mlp.gate_proj.weight", L.mlp_width, H);
+    lw.up_proj = b.matrix(p + "mlp.up_proj.weight", L.mlp_width, H);
+    lw.down_proj = b.matrix(p + "mlp.down_proj.weight", H, L.mlp_width);
+    if (c.ple_dim > 0) {
+      lw.ple_gate = b.matrix(p + "per_layer_input_gate.weight", c.ple_dim, H);
+      lw.ple_projection = b.matrix(p + "per_layer_projection.weight", H, c.ple_dim);
+      lw.post_ple_norm = b.vector(p + "post_per_layer_input_norm.weight", H);
+    }
+    lw.layer_scalar = b.vector(p + "layer_scalar", 1)[0];
+  }
+  return w;
+}
+
+}  // namespace ringlm::model

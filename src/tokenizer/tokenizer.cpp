@@ -1,0 +1,412 @@
+#include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
+#include "util/error.h"
+
+namespace ringlm {
+namespace {
+
+// Ids above this are rejected: they would make the id tables absurdly large.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
+// Per-thread buffers so that encoding does not allocate once they have grown.
+struct EncodeScratch {
+  std::string normalized, tmp;
+  tok::PreTokenizerScratch pre;
+  tok::BpeScratch bpe;
+};
+EncodeScratch& encode_scratch() {
+  thread_local EncodeScratch scratch;
+  return scratch;
+}
+
+// "<0xNN>" -> NN, or -1.
+int parse_byte_piece(std::string_view s) {
+  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
+  int v = 0;
+  for (char c : s.substr(3, 2)) {
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else return -1;
+  }
+  return v;
+}
+
+std::string replace_literal(std::string_view in, std::string_view pattern, std::string_view with) {
+  std::string out;
+  if (pattern.empty()) return std::string(in);
+  size_t pos = 0;
+  for (;;) {
+    const size_t hit = in.find(pattern, pos);
+    if (hit == std::string_view::npos) break;
+    out.append(in.substr(pos, hit - pos));
+    out.append(with);
+    pos = hit + pattern.size();
+  }
+  out.append(in.substr(pos));
+  return out;
+}
+
+bool is_word_char(uint32_t c) {
+  // Approximates Rust's char::is_alphanumeric() || '_' (used by single_word): ASCII letters,
+  // digits and '_', and every non-ASCII character that is not whitespace.
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  return !tok::is_unicode_space(c);
+}
+
+// Code point of the last valid character of s (or 0 if none / invalid).
+uint32_t last_char(std::string_view s) {
+  size_t i = s.size();
+  while (i > 0) {
+    --i;
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) break;
+  }
+  const size_t n = s.empty() ? 0 : tok::utf8_char_len(s, i);
+  return n ? tok::utf8_decode(s, i, n) : 0;
+}
+
+uint32_t first_char(std::string_view s) {
+  const size_t n = s.empty() ? 0 : tok::utf8_char_len(s, 0);
+  return n ? tok::utf8_decode(s, 0, n) : 0;
+}
+
+// Start of the whitespace run that ends at s.size().
+size_t trailing_space_start(std::string_view s) {
+  size_t run = s.size();
+  for (size_t i = 0; i < s.size();) {
+    size_t n = tok::utf8_char_len(s, i);
+    const bool space = n != 0 && tok::is_unicode_space(tok::utf8_decode(s, i, n));
+    if (n == 0) n = 1;
+    if (!space) run = s.size();
+    else if (run == s.size()) run = i;
+    i += n;
+  }
+  return run;
+}
+
+size_t leading_space_end(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t n = tok::utf8_char_len(s, i);
+    if (n == 0 || !tok::is_unicode_space(tok::utf8_decode(s, i, n))) break;
+    i += n;
+  }
+  return i;
+}
+
+}  // namespace
+
+TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
+  // ---- id space ----
+  int64_t max_id = -1;
+  for (size_t i = 0; i < parts.vocab.size(); ++i) {
+    const int32_t id = parts.vocab[i].second;
+    if (id < 0 || id > kMaxTokenId) fail("tokenizer: vocab entry '", parts.vocab[i].first, "' has invalid id ", id);
+    max_id = std::max<int64_t>(max_id, id);
+  }
+  for (const AddedToken& t : parts.added_tokens) {
+    if (t.id < 0 || t.id > kMaxTokenId) fail("tokenizer: added token '", t.content, "' has invalid id ", t.id);
+    if (t.content.empty()) fail("tokenizer: added token with id ", t.id, " has empty content");
+    max_id = std::max<int64_t>(max_id, t.id);
+  }
+  if (max_id < 0) fail("tokenizer: the vocabulary is empty");
+  vocab_size = static_cast<int32_t>(max_id + 1);
+
+  // ---- pieces (added token content overrides the model's piece, as id_to_token does) ----
+  std::vector<std::string_view> piece_of(vocab_size);
+  size_t total = 0;
+  for (const auto& [p, id] : parts.vocab) {
+    piece_of[id] = p;
+    total += p.size();
+  }
+  for (const AddedToken& t : parts.added_tokens) piece_of[t.id] = t.content;
+  pieces_arena.reserve(total + 64);
+  piece_offsets.resize(vocab_size + 1);
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    piece_offsets[id] = static_cast<uint32_t>(pieces_arena.size());
+    pieces_arena.append(piece_of[id]);
+  }
+  piece_offsets[vocab_size] = static_cast<uint32_t>(pieces_arena.size());
+
+  // ---- BPE model ----
+  model.vocab.reserve(parts.vocab.size(), total);
+  for (const auto& [p, id] : parts.vocab) model.vocab.insert(p, id);
+  for (int c = 0; c < 128; ++c) {
+    const char ch = static_cast<char>(c);
+    model.ascii_ids[c] = model.vocab.find(std::string_view(&ch, 1));
+  }
+  for (int b = 0; b < 256; ++b) {
+    static const char* hex = "0123456789ABCDEF";
+    const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+    model.byte_ids[b] = model.vocab.find(std::string_view(name, 6));
+  }
+  model.byte_fallback = parts.byte_fallback;
+  model.fuse_unk = parts.fuse_unk;
+  model.ignore_merges = parts.ignore_merges;
+  // An unk_token missing from the vocabulary only matters if it is ever needed.
+  if (!parts.unk_token.empty()) model.unk_id = model.vocab.find(parts.unk_token);
+  model.merges.reserve(parts.merges.size());
+  std::string joined;
+  for (size_t rank = 0; rank < parts.merges.size(); ++rank) {
+    const auto& [a, b] = parts.merges[rank];
+    const int32_t ia = model.vocab.find(a);
+    if (ia < 0) fail("tokenizer: merges[", rank, "]: '", a, "' is not in the vocabulary");
+    const int32_t ib = model.vocab.find(b);
+    if (ib < 0) fail("tokenizer: merges[", rank, "]: '", b, "' is not in the vocabulary");
+    joined.assign(a);
+    joined.append(b);
+    const int32_t ij = model.vocab.find(joined);
+    if (ij < 0) fail("tokenizer: merges[", rank, "]: the merged piece '", joined, "' is not in the vocabulary");
+    model.merges.insert(ia, ib, tok::MergeRule{static_cast<int32_t>(rank), ij});
+  }
+  std::vector<std::pair<std::string, std::string>>().swap(parts.merges);
+
+  // ---- text pipeline ----
+  normalizer = tok::Normalizer(parts.normalizer);
+  pre_tokenizer = tok::PreTokenizer(parts.pre_tokenizer);
+
+  // ---- added tokens ----
+  special.assign(vocab_size, 0);
+  added = std::move(parts.added_tokens);
+  std::vector<tok::AddedTokenMatcher::Entry> raw_entries, norm_entries;
+  normalized_content.resize(added.size());
+  std::string norm_tmp;
+  for (size_t i = 0; i < added.size(); ++i) {
+    const AddedToken& t = added[i];
+    if (t.special) special[t.id] = 1;
+    added_by_content.insert(t.content, t.id);
+    if (t.normalized && !normalizer.empty()) {
+      normalizer.apply(t.content, normalized_content[i], norm_tmp);
+      norm_entries.push_back({normalized_content[i], static_cast<int32_t>(i), t.special});
+    } else {
+      normalized_content[i] = t.content;
+      raw_entries.push_back({t.content, static_cast<int32_t>(i), t.special});
+    }
+  }
+  raw_matcher = tok::AddedTokenMatcher(raw_entries);
+  normalized_matcher = tok::AddedTokenMatcher(norm_entries);
+
+  // ---- decoder ----
+  std::vector<std::pair<std::string, std::string>> replacements;  // per token, in order
+  bool byte_fallback_decoder = false;
+  join_with_space = !parts.has_decoder;
+  for (const DecoderStep& step : parts.decoder) {
+    switch (step.kind) {
+      case DecoderStep::Kind::kReplace: replacements.emplace_back(step.pattern, step.content); break;
+      case DecoderStep::Kind::kByteFallback: byte_fallback_decoder = true; break;
+      case DecoderStep::Kind::kFuse: break;
+      case DecoderStep::Kind::kStrip:
+        strip_char = step.content;
+        strip_start = step.start;
+        strip_stop = step.stop;
+        break;
+      case DecoderStep::Kind::kMetaspace:
+        replacements.emplace_back(step.pattern, " ");
+        if (step.strip_first_space) {
+          strip_char = " ";
+          strip_start = 1;
+        }
+        break;
+    }
+  }
+  text.resize(vocab_size);
+  byte_value.assign(vocab_size, -1);
+  for (int32_t id = 0; id < vocab_size; ++id) {
+    std::string t(piece_of[id]);
+    for (const auto& [from, to] : replacements)
+      if (t.find(from) != std::string::npos) t = replace_literal(t, from, to);
+    const int b = byte_fallback_decoder ? parse_byte_piece(t) : -1;
+    if (b >= 0) {
+      byte_value[id] = static_cast<int16_t>(b);
+      t.assign(1, static_cast<char>(b));
+    }
+    text[id] = std::move(t);
+  }
+
+  bos_id = parts.bos_id;
+  if (bos_id >= vocab_size) fail("tokenizer: bos id ", bos_id, " is outside the vocabulary");
+  for (int32_t e : parts.eos_ids) {
+    if (e < 0 || e >= vocab_size) fail("tokenizer: eos id ", e, " is outside the vocabulary");
+    if (std::find(eos_ids.begin(), eos_ids.end(), e) == eos_ids.end()) eos_ids.push_back(e);
+  }
+  add_bos_default = parts.add_bos_default;
+}
+
+void TokenizerImpl::check_id(int32_t id) const {
+  if (id < 0 || id >= vocab_size) fail("token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
+}
+
+void TokenizerImpl::encode(std::string_view input, const EncodeOptions& options, std::vector<int32_t>& out) const {
+  if (options.add_bos) {
+    if (bos_id < 0) fail("tokenizer: add_bos requested but the tokenizer has no bos token");
+    out.push_back(bos_id);
+  }
+  split_added(input, raw_matcher, options.parse_special, true, false, out);
+}
+
+// Cuts `s` at added-token matches; the text between them goes on to the next stage (the
+// normalizer for raw text, the pre-tokenizer and model for normalized text).
+void TokenizerImpl::split_added(std::string_view s, const tok::AddedTokenMatcher& matcher, bool allow_special,
+                                bool at_origin, bool normalized_stage, std::vector<int32_t>& out) const {
+  auto emit_text = [&](size_t begin, size_t end) {
+    if (end <= begin) return;
+    const std::string_view piece = s.substr(begin, end - begin);
+    const bool origin = at_origin && begin == 0;
+    if (!normalized_stage) {
+      encode_segment(piece, origin, out);
+      return;
+    }
+    EncodeScratch& scratch = encode_scratch();
+    pre_tokenizer.apply(piece, origin, scratch.pre);
+    for (std::string_view word : scratch.pre.words) model.encode_word(word, out, scratch.bpe);
+  };
+  size_t prev_end = 0;
+  size_t from = 0;
+  if (!matcher.empty()) {
+    for (;;) {
+      const auto m = matcher.find(s, from, allow_special);
+      if (m.index < 0) break;
+      const AddedToken& t = added[m.index];
+      size_t begin = m.start, end = m.start + m.length;
+      from = end;
+      if (t.single_word) {
+        const bool left_ok = begin == 0 || !is_word_char(last_char(s.substr(0, begin)));
+        const bool right_ok = end == s.size() || !is_word_char(first_char(s.substr(end)));
+        if (!left_ok || !right_ok) continue;  // not a match; the text stays ordinary text
+      }
+      if (t.lstrip) begin = prev_end + trailing_space_start(s.substr(prev_end, begin - prev_end));
+      if (t.rstrip) end += leading_space_end(s.substr(end));
+      emit_text(prev_end, begin);
+      out.push_back(t.id);
+      prev_end = end;
+      from = end;
+    }
+  }
+  emit_text(prev_end, s.size());
+}
+
+void TokenizerImpl::encode_segment(std::string_view raw, bool at_origin, std::vector<int32_t>& out) const {
+  EncodeScratch& scratch = encode_scratch();
+  std::string_view normalized = raw;
+  if (!normalizer.empty()) {
+    normalizer.apply(raw, scratch.normalized, scratch.tmp);
+    normalized = scratch.normalized;
+  }
+  if (!normalized_matcher.empty()) {
+    // The pieces are views into scratch.normalized, which the next stage does not touch.
+    split_added(normalized, normalized_matcher, true, at_origin, true, out);
+    return;
+  }
+  pre_tokenizer.apply(normalized, at_origin, scratch.pre);
+  for (std::string_view word : scratch.pre.words) model.encode_word(word, out, scratch.bpe);
+}
+
+std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string out;
+  if (join_with_space) {
+    bool first = true;
+    for (int32_t id : ids) {
+      check_id(id);
+      if (skip_special && special[id]) continue;
+      if (!first) out.push_back(' ');
+      out.append(text[id]);
+      first = false;
+    }
+  } else {
+    // Byte-fallback runs are fused; a run that is not valid UTF-8 as a whole becomes one
+    // U+FFFD per byte (Hugging Face's ByteFallback decoder).
+    std::string run;
+    auto flush_run = [&] {
+      if (run.empty()) return;
+      if (tok::utf8_is_valid(run)) {
+        out.append(run);
+      } else {
+        for (size_t k = 0; k < run.size(); ++k) out.append(tok::kReplacementChar);
+      }
+      run.clear();
+    };
+    for (int32_t id : ids) {
+      check_id(id);
+      if (skip_special && special[id]) continue;
+      if (byte_value[id] >= 0) {
+        run.push_back(static_cast<char>(byte_value[id]));
+      } else {
+        flush_run();
+        out.append(text[id]);
+      }
+    }
+    flush_run();
+  }
+  if (!strip_char.empty()) {
+    for (int k = 0; k < strip_start && out.compare(0, strip_char.size(), strip_char) == 0; ++k)
+      out.erase(0, strip_char.size());
+    for (int k = 0; k < strip_stop && out.size() >= strip_char.size() &&
+                    out.compare(out.size() - strip_char.size(), strip_char.size(), strip_char) == 0;
+         ++k)
+      out.resize(out.size() - strip_char.size());
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Tokenizer (public face)
+
+Tokenizer Tokenizer::from_parts(TokenizerParts parts) {
+  return Tokenizer(std::make_shared<const TokenizerImpl>(std::move(parts)));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  impl_->encode(text, options, out);
+  return out;
+}
+
+void Tokenizer::encode_into(std::string_view text, const EncodeOptions& options, std::vector<int32_t>& out) const {
+  impl_->encode(text, options, out);
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  return impl_->decode(ids, skip_special);
+}
+
+int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
+
+std::string_view Tokenizer::piece(int32_t id) const {
+  impl_->check_id(id);
+  return std::string_view(impl_->pieces_arena).substr(impl_->piece_offsets[id],
+                                                      impl_->piece_offsets[id + 1] - impl_->piece_offsets[id]);
+}
+
+const std::string& Tokenizer::token_bytes(int32_t id) const {
+  impl_->check_id(id);
+  return impl_->special[id] ? impl_->empty : impl_->text[id];
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+  impl_->check_id(id);
+  return impl_->special[id] != 0;
+}
+
+bool Tokenizer::is_byte_token(int32_t id) const {
+  impl_->check_id(id);
+  return impl_->byte_value[id] >= 0;
+}
+
+std::optional<int32_t> Tokenizer::find(std::string_view piece) const {
+  int32_t id = impl_->added_by_content.find(piece);
+  if (id < 0) id = impl_->model.vocab.find(piece);
+  if (id < 0) return std::nullopt;
+  return id;
+}
+
+int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
+std::vector<int32_t> Tokenizer::eos_ids() const { return impl_->eos_ids; }
+bool Tokenizer::add_bos_default() const { return impl_->add_bos_default; }
+
+}  // namespace ringlm

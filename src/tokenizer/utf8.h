@@ -1,0 +1,103 @@
+// Small UTF-8 helpers shared by the encoder and the decoders.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ringlm::tok {
+
+inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the well-formed UTF-8 character starting at s[i], or 0 if the bytes there are
+// not a complete, valid character (stray continuation byte, overlong form, surrogate,
+// value above U+10FFFF, or a truncated sequence).
+inline size_t utf8_char_len(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    need = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    need = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    need = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + need > s.size()) return 0;
+  const auto b1 = static_cast<unsigned char>(s[i + 1]);
+  if (b1 < lo || b1 > hi) return 0;
+  for (size_t k = 2; k < need; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < 0x80 || b > 0xBF) return 0;
+  }
+  return need;
+}
+
+// Whether the bytes s[i..] are a proper prefix of some valid character (more bytes could
+// complete it). Used by the streaming decoder to decide between "wait" and "invalid".
+inline bool utf8_is_incomplete_prefix(std::string_view s, size_t i) {
+  const size_t avail = s.size() - i;
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    need = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    need = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    need = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return false;
+  }
+  if (avail >= need) return false;
+  if (avail >= 2) {
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b1 < lo || b1 > hi) return false;
+  }
+  for (size_t k = 2; k < avail; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < 0x80 || b > 0xBF) return false;
+  }
+  return true;
+}
+
+inline bool utf8_is_valid(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_char_len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Code point of the valid character of length n at s[i].
+inline uint32_t utf8_decode(std::string_view s, size_t i, size_t n) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data() + i);
+  switch (n) {
+    case 1: return p[0];
+    case 2: return ((p[0] & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    case 3: return ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    default: return ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+  }
+}
+
+// Unicode White_Space, as Rust's char::is_whitespace (used by Hugging Face lstrip/rstrip).
+inline bool is_unicode_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
+}
+
+}  // namespace ringlm::tok

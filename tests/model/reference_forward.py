@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Independent float64 reference of the Gemma 4 text decoder, written from
+shared/reference/gemma4-e2b-spec.md. Shares no code with the C++ engine: it reads the
+safetensors files and config.json itself and evaluates the whole sequence at once with a
+causal (and, on sliding layers, windowed) attention mask.
+
+Usage as a module: logits = forward(load_checkpoint(dir), ids)   -> float64 [T, V]
+Usage as a script: reference_forward.py DIR --ids 2,105,... --out FILE (float32 [T][V])
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def _bf16_to_f64(raw):
+    u16 = np.frombuffer(raw, dtype="<u2")
+    return (u16.astype(np.uint32) << 16).view("<f4").astype(np.float64)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        raw = data[base + b: base + end]
+        if e["dtype"] == "BF16":
+            arr = _bf16_to_f64(raw)
+        elif e["dtype"] == "F16":
+            arr = np.frombuffer(raw, dtype="<f2").astype(np.float64)
+        elif e["dtype"] == "F32":
+            arr = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+        else:
+            raise ValueError(f"{path}: {name}: dtype {e['dtype']}")
+        out[name] = arr.reshape(e["shape"])
+    return out
+
+
+def load_checkpoint(directory):
+    with open(os.path.join(directory, "config.json")) as f:
+        cfg = json.load(f)
+    text = cfg.get("text_config", cfg)
+    index = os.path.join(directory, "model.safetensors.index.json")
+    files = ["model.safetensors"]
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    raw = {}
+    for fn in files:
+        raw.update(read_safetensors(os.path.join(directory, fn)))
+    weights = {}
+    for name, arr in raw.items():
+        if name.startswith("model.language_model."):
+            weights[name[len("model.language_model."):]] = arr
+        elif name.startswith("model."):
+            weights[name[len("model."):]] = arr
+    return text, weights
+
+
+def rms_norm(x, w=None, eps=1e-6):
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    return y * w if w is not None else y
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def inv_freq(params, head_dim):
+    theta = params["rope_theta"]
+    factor = params.get("factor", 1.0)
+    prf = params.get("partial_rotary_factor", 1.0)
+    freqs = np.zeros(head_dim // 2)
+    if params["rope_type"] == "default":
+        assert prf == 1.0
+        n = head_dim // 2
+    elif params["rope_type"] == "proportional":
+        n = int(prf * head_dim // 2)  # exponent keeps the full head_dim (spec 4.3)
+    else:
+        raise ValueError(params["rope_type"])
+    i = np.arange(n)
+    freqs[:n] = theta ** (-2.0 * i / head_dim)
+    return freqs / factor
+
+
+def rope(x, pos, freqs):
+    """x: [T, heads, d]; rotate-half layout, component i pairs with i + d/2."""
+    d = x.shape[-1]
+    ang = pos[:, None].astype(np.float64) * freqs[None, :]          # [T, d/2]
+    cos = np.concatenate([np.cos(ang), np.cos(ang)], axis=-1)[:, None, :]
+    sin = np.concatenate([np.sin(ang), np.sin(ang)], axis=-1)[:, None, :]
+    rot = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)
+    return x * cos + rot * sin
+
+
+def forward(checkpoint, ids):
+    c, W = checkpoint
+    ids = np.asarray(ids, dtype=np.int64)
+    T = len(ids)
+    pos = np.arange(T)
+    H = c["hidden_size"]
+    L = c["num_hidden_layers"]
+    nh = c["num_attention_heads"]
+    nkv = c["num_key_value_heads"]
+    eps = c.get("rms_norm_eps", 1e-6)
+    P = c.get("hidden_size_per_layer_input", 256)
+    types = c["layer_types"]
+    n_shared = c.get("num_kv_shared_layers", 0)
+    first_shared = L - n_shared
+    window = c.get("sliding_window", 512)
+    head_dim = {"sliding_attention": c.get("head_dim", 256), "full_attention": c.get("global_head_dim", 512)}
+    freqs = {t: inv_freq(c["rope_parameters"][t], head_dim[t]) for t in set(types)}
+
+    E = W["embed_tokens.weight"]
+    x = E[ids] * np.sqrt(H)
+    if P:
+        tok = W["embed_tokens_per_layer.weight"][ids].reshape(T, L, P) * np.sqrt(P)
+        ctx = (x @ W["per_layer_model_projection.weight"].T) * H ** -0.5
+        ctx = rms_norm(ctx.reshape(T, L, P), W["per_layer_projection_norm.weight"], eps)
+        ple = (ctx + tok) * 2 ** -0.5
+
+    q_idx = pos[:, None]
+    k_idx = pos[None, :]
+    causal = k_idx <= q_idx
+    masks = {"full_attention": causal, "sliding_attention": causal & (q_idx - k_idx < window)}
+
+    kv_store = {}  # layer index -> (K, V) [T, nkv, d]
+    h = x
+    for l in range(L):
+        p = f"layers.{l}."
+        t = types[l]
+        d = head_dim[t]
+        a = rms_norm(h, W[p + "input_layernorm.weight"], eps)
+        q = (a @ W[p + "self_attn.q_proj.weight"].T).reshape(T, nh, d)
+        q = rope(rms_norm(q, W[p + "self_attn.q_norm.weight"], eps), pos, freqs[t])
+        if l < first_shared:
+            k = (a @ W[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, d)
+            k = rope(rms_norm(k, W[p + "self_attn.k_norm.weight"], eps), pos, freqs[t])
+            v = rms_norm((a @ W[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, d), None, eps)
+            kv_store[l] = (k, v)
+        else:
+            src = max(s for s in range(first_shared) if types[s] == t)
+            k, v = kv_store[src]
+        group = nh // nkv
+        out = np.empty((T, nh, d))
+        for hh in range(nh):
+            kh = k[:, hh // group, :]
+            vh = v[:, hh // group, :]
+            s = q[:, hh, :] @ kh.T                      # scale 1.0, no attention softcap
+            s = np.where(masks[t], s, -np.inf)
+            s = s - s.max(axis=-1, keepdims=True)
+            pr = np.exp(s)
+            pr /= pr.sum(axis=-1, keepdims=True)
+            out[:, hh, :] = pr @ vh
+        o = out.reshape(T, nh * d) @ W[p + "self_attn.o_proj.weight"].T
+        h = h + rms_norm(o, W[p + "post_attention_layernorm.weight"], eps)
+
+        m = rms_norm(h, W[p + "pre_feedforward_layernorm.weight"], eps)
+        m = (gelu(m @ W[p + "mlp.gate_proj.weight"].T) * (m @ W[p + "mlp.up_proj.weight"].T)) @ W[p + "mlp.down_proj.weight"].T
+        h = h + rms_norm(m, W[p + "post_feedforward_layernorm.weight"], eps)
+
+        if P:
+            g = gelu(h @ W[p + "per_layer_input_gate.weight"].T) * ple[:, l, :]
+            g = g @ W[p + "per_layer_projection.weight"].T
+            h = h + rms_norm(g, W[p + "post_per_layer_input_norm.weight"], eps)
+        h = h * W[p + "layer_scalar"].reshape(())
+
+    h = rms_norm(h, W["norm.weight"], eps)
+    head = E if c.get("tie_word_embeddings", True) else W["lm_head.weight"]
+    logits = h @ head.T
+    cap = c.get("final_logit_softcapping")
+    if cap:
+        logits = cap * np.tanh(logits / cap)
+    return logits
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--ids", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    ids = [int(s) for s in args.ids.split(",") if s]
+    logits = forward(load_checkpoint(args.model), ids)
+    logits.astype("<f4").tofile(args.out)
+    for i, a in enumerate(logits.argmax(axis=-1)):
+        print(f"{i}\t{a}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
