@@ -38,6 +38,19 @@ void q4_pack(const BlockQ4_0* src, std::size_t rows, std::size_t cols, std::uint
   }
 }
 
+void q4_pack_row(const BlockQ4_0* blocks, std::size_t row, std::size_t rows, std::size_t cols, std::uint8_t* dst) {
+  check_shape(rows, cols);
+  if (row >= rows) fail("q4_0 pack: row ", row, " out of range (rows ", rows, ")");
+  const Q4Packed w{dst, rows, cols};
+  const std::size_t g = row / kQ4GroupRows, r = row % kQ4GroupRows;
+  std::uint8_t* codes = dst + g * Q4Packed::group_bytes(cols);
+  std::uint8_t* scales = codes + w.blocks_per_row() * 256;
+  for (std::size_t b = 0; b < w.blocks_per_row(); ++b) {
+    for (std::size_t t = 0; t < 4; ++t) std::memcpy(codes + b * 256 + t * 64 + r * 4, blocks[b].qs + 4 * t, 4);
+    std::memcpy(scales + (b * kQ4GroupRows + r) * 2, &blocks[b].d, 2);
+  }
+}
+
 void q4_quantize_pack(const float* src, std::size_t rows, std::size_t cols, std::uint8_t* dst) {
   check_shape(rows, cols);
   std::vector<BlockQ4_0> blocks(rows * (cols / kQBlock));

@@ -50,6 +50,11 @@ std::size_t q4_packed_bytes(std::size_t rows, std::size_t cols);
 // Throws ringlm::Error if cols is not a positive multiple of 32 or rows is 0.
 void q4_pack(const BlockQ4_0* src, std::size_t rows, std::size_t cols, std::uint8_t* dst);
 
+// Writes one row (cols/32 ggml blocks) into a packed matrix being built (dst of
+// q4_packed_bytes(rows, cols) bytes, zero-initialised so padding rows stay zero). Rows may
+// be written in any order and from several threads (distinct rows touch distinct bytes).
+void q4_pack_row(const BlockQ4_0* blocks, std::size_t row, std::size_t rows, std::size_t cols, std::uint8_t* dst);
+
 // Quantizes a float matrix [rows, cols] with quantize_row_q4_0_ref and packs it.
 void q4_quantize_pack(const float* src, std::size_t rows, std::size_t cols, std::uint8_t* dst);
 

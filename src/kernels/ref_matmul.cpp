@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/q4_weight_matmul.h"
 #include "util/float16.h"
 
 namespace ringlm::kernels {
@@ -31,6 +32,9 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
       }
       break;
     }
+    case io::DType::Q4_0:  // packed by model/q4_weights (q4_packed.h layout)
+      q4_load_row_f32(w, r, out);
+      break;
     default:
       std::memset(out, 0, n * 4);  // unreachable: weights are validated at load
   }
@@ -68,6 +72,10 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
+  if (w.dtype == io::DType::Q4_0 && q4_activations() == Q4Activations::int8) {
+    q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
+    return;
+  }
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
     return;

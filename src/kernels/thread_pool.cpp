@@ -101,8 +101,21 @@ void ThreadPool::worker_loop(std::size_t participant) {
   }
 }
 
+namespace {
+std::atomic<std::size_t> g_requested_threads{0};
+std::atomic<std::size_t> g_default_size{0};  // non-zero once the default pool exists
+}  // namespace
+
+bool set_default_thread_count(std::size_t threads) {
+  if (threads == 0) return false;
+  g_requested_threads.store(threads);
+  const std::size_t existing = g_default_size.load();
+  return existing == 0 || existing == threads;
+}
+
 ThreadPool& default_thread_pool() {
   static ThreadPool pool([] {
+    if (const std::size_t n = g_requested_threads.load(); n > 0) return n;
     if (const char* env = std::getenv("RINGLM_THREADS"); env != nullptr && *env != '\0') {
       char* end = nullptr;
       const long v = std::strtol(env, &end, 10);
@@ -112,6 +125,7 @@ ThreadPool& default_thread_pool() {
     const unsigned hw = std::thread::hardware_concurrency();
     return static_cast<std::size_t>(hw == 0 ? 1 : (hw > 8 ? 8 : hw));
   }());
+  g_default_size.store(pool.size());
   return pool;
 }
 

@@ -54,8 +54,11 @@ class ThreadPool {
   // for a whole time slice, so the caller also spins only spin_us before parking.
 };
 
-// The process-wide pool the model uses: RINGLM_THREADS participants if set, else the
-// number of hardware threads (at most 8). Created on first use.
+// The process-wide pool the model uses: set_default_thread_count(n) if called before its
+// first use, else RINGLM_THREADS participants if set, else the number of hardware threads
+// (at most 8). Created on first use.
 ThreadPool& default_thread_pool();
+// Returns false (and changes nothing) once the default pool exists with another size.
+bool set_default_thread_count(std::size_t threads);
 
 }  // namespace ringlm::kernels

@@ -1,0 +1,55 @@
+#include "model/q4_weights.h"
+
+#include "kernels/q4_formats.h"
+#include "kernels/thread_pool.h"
+
+namespace ringlm::model {
+
+namespace {
+
+bool quantizable(const kernels::WeightMatrix& w) {
+  return w.rows > 0 && w.cols > 0 && w.cols % static_cast<std::int64_t>(kernels::kQBlock) == 0 &&
+         w.dtype != io::DType::Q4_0;
+}
+
+void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned, QuantizedWeightsInfo& info) {
+  if (!quantizable(w)) {
+    if (w.rows > 0) ++info.skipped;
+    return;
+  }
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  kernels::Q4PackedBuffer buf(rows, cols);
+  std::uint8_t* dst = buf.data();
+  const kernels::WeightMatrix src = w;
+  kernels::default_thread_pool().parallel_for(rows, [&](std::size_t r0, std::size_t r1, std::size_t) {
+    std::vector<float> row(cols);
+    std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
+    for (std::size_t r = r0; r < r1; ++r) {
+      kernels::load_row_f32(src, static_cast<std::int64_t>(r), row.data());
+      kernels::quantize_row_q4_0_ref(row.data(), blocks.data(), cols);
+      kernels::q4_pack_row(blocks.data(), r, rows, cols, dst);
+    }
+  });
+  w.dtype = io::DType::Q4_0;
+  w.data = buf.view().data;
+  info.bytes += buf.view().bytes();
+  ++info.matrices;
+  owned.push_back(std::move(buf));
+}
+
+}  // namespace
+
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+  std::vector<kernels::Q4PackedBuffer> owned;
+  QuantizedWeightsInfo info;
+  for (LayerWeights& l : weights.layers)
+    for (kernels::WeightMatrix* w : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
+                                     &l.down_proj, &l.ple_gate, &l.ple_projection})
+      quantize_one(*w, owned, info);
+  quantize_one(weights.ple_model_projection, owned, info);
+  quantize_one(weights.lm_head, owned, info);  // embed_tokens keeps its stored rows
+  if (info_out) *info_out = info;
+  return owned;
+}
+
+}  // namespace ringlm::model
