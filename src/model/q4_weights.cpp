@@ -1,11 +1,38 @@
 #include "model/q4_weights.h"
 
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "kernels/q4_formats.h"
 #include "kernels/thread_pool.h"
 
 namespace ringlm::model {
 
 namespace {
+
+std::size_t stored_bytes(const kernels::WeightMatrix& w) {
+  const std::size_t esize = w.dtype == io::DType::F32 ? 4 : 2;
+  return static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(w.cols) * esize;
+}
+
+// The stored matrix was read once to quantize it; ask the kernel to reclaim those pages so
+// they stop counting in the resident set (file-backed pages are simply dropped and would
+// be re-read on access; MADV_PAGEOUT never discards contents, so it is safe on any memory).
+void release_pages(const std::uint8_t* data, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_PAGEOUT)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
 
 bool quantizable(const kernels::WeightMatrix& w) {
   return w.rows > 0 && w.cols > 0 && w.cols % static_cast<std::int64_t>(kernels::kQBlock) == 0 &&
@@ -30,6 +57,7 @@ void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>
       kernels::q4_pack_row(blocks.data(), r, rows, cols, dst);
     }
   });
+  release_pages(src.data, stored_bytes(src));
   w.dtype = io::DType::Q4_0;
   w.data = buf.view().data;
   info.bytes += buf.view().bytes();

@@ -21,7 +21,9 @@ struct QuantizedWeightsInfo {
 };
 
 // Quantizes in place (rows split over the default kernel thread pool); the returned buffers
-// own the packed data and must outlive `weights`.
+// own the packed data and must outlive `weights`. The stored pages of each quantized matrix
+// are handed back to the kernel afterwards (madvise MADV_PAGEOUT), so the resident set holds
+// the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
 }  // namespace ringlm::model
