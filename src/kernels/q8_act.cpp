@@ -40,6 +40,7 @@ void quantize_act_row_ref(const float* x, std::size_t cols, std::int8_t* qs, flo
 }
 
 void quantize_act(const float* x, std::size_t rows, std::size_t cols, std::size_t ldx, Q8ActBuffer& out) {
+  if (ldx < cols) fail("quantize_act: row stride ", ldx, " < cols ", cols);
   out.resize(rows, cols);
   const KernelTable& k = active_kernels();
   const std::size_t nb = cols / 32;

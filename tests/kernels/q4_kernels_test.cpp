@@ -127,6 +127,7 @@ TEST(Q4Matmul, RejectsMismatchedShapes) {
   quantize_act(x.data(), 1, 64, 64, act);
   EXPECT_THROW(q4_matmul(wbuf.view(), act.view(), y.data(), 8, nullptr), Error);
   EXPECT_THROW(act.resize(1, 40), Error);
+  EXPECT_THROW(quantize_act(x.data(), 1, 64, 32, act), Error);
 }
 
 // w4a8 against w4 x f32 on Gaussian data: the activation rounding alone must keep the
