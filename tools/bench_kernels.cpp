@@ -4,7 +4,7 @@
 // L3), so the figures are DRAM-bound like a real decode step, not cache-resident.
 //
 //   bench_kernels [--isa all|scalar,avx2,...] [--threads 1,2] [--set-mb 1024] [--min-ms 300]
-//                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant]
+//                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant] [--act int8|int8x2]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,6 +44,7 @@ struct Options {
   std::size_t set_mb = 1024;
   double min_ms = 300;
   std::vector<std::string> only = {"bw", "pool", "gemv", "gemm", "lmhead", "lmacc", "quant"};
+  bool two_planes = false;  // --act int8x2: two-plane activations for the q4 kernels
   bool wants(const char* what) const { return std::find(only.begin(), only.end(), what) != only.end(); }
 };
 
@@ -129,6 +130,12 @@ int main(int argc, char** argv) {
       opt.set_mb = std::stoul(val);
     } else if (key == "--min-ms") {
       opt.min_ms = std::stod(val);
+    } else if (key == "--act") {
+      if (val != "int8" && val != "int8x2") {
+        std::fprintf(stderr, "--act: int8 or int8x2\n");
+        return 2;
+      }
+      opt.two_planes = val == "int8x2";
     } else if (key == "--only") {
       opt.only = split(val);
     } else {
@@ -136,7 +143,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("cpu features: %s; paths: ", cpu_features().describe().c_str());
+  std::printf("cpu features: %s; activations: %s; paths: ", cpu_features().describe().c_str(),
+              opt.two_planes ? "int8x2 (two planes)" : "int8");
   for (Isa isa : opt.isas) std::printf("%s ", isa_name(isa));
   std::printf("\n");
 
@@ -194,7 +202,7 @@ int main(int argc, char** argv) {
       for (Isa isa : opt.isas) {
         force_isa(isa);
         Q8ActBuffer act;
-        quantize_act(x.data(), 1, sh.in, sh.in, act);
+        quantize_act(x.data(), 1, sh.in, sh.in, act, opt.two_planes);
         for (std::size_t ti = 0; ti < opt.threads.size(); ++ti) {
           const Timing s = time_calls(opt.min_ms, [&](std::size_t c) {
             q4_matmul(copies[c % copies.size()], act.view(), y.data(), sh.out, pools[ti].get());
@@ -219,7 +227,7 @@ int main(int argc, char** argv) {
         if (isa == Isa::scalar) continue;  // minutes at this size; the tests cover it
         force_isa(isa);
         Q8ActBuffer act;
-        quantize_act(x.data(), M, sh.in, sh.in, act);
+        quantize_act(x.data(), M, sh.in, sh.in, act, opt.two_planes);
         for (std::size_t ti = 0; ti < opt.threads.size(); ++ti) {
           const Timing s = time_calls(opt.min_ms, [&](std::size_t) {
             q4_matmul(copies[0], act.view(), y.data(), sh.out, pools[ti].get());
@@ -270,7 +278,7 @@ int main(int argc, char** argv) {
     for (Isa isa : opt.isas) {
       force_isa(isa);
       Q8ActBuffer act;
-      quantize_act(x.data(), 1, lm_cols, lm_cols, act);
+      quantize_act(x.data(), 1, lm_cols, lm_cols, act, opt.two_planes);
       for (std::size_t ti = 0; ti < opt.threads.size(); ++ti) {
         const Timing s = time_calls(opt.min_ms, [&](std::size_t c) {
           const std::size_t r0 = (c % nslices) * slice;

@@ -62,9 +62,9 @@ RINGLM_COMMAND(logits) {
   sub->add_option("--weights", opt->weights, "stored: the checkpoint's weights (float reference); q4_0: linear layers "
                   "quantized to q4_0 at load, w4a8 kernels")
       ->check(CLI::IsMember({"stored", "q4_0"}));
-  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8 (w4a8 kernels) or f32 (dequantized "
-                  "weight rows in float32, for checking)")
-      ->check(CLI::IsMember({"int8", "f32"}));
+  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8 (w4a8 kernels), int8x2 (two-plane "
+                  "~15-bit activations on the same kernels) or f32 (dequantized weight rows in float32, for checking)")
+      ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   sub->callback([opt] {
     using namespace ringlm;
     std::vector<std::int32_t> ids;
@@ -79,7 +79,9 @@ RINGLM_COMMAND(logits) {
     }
     if (ids.empty()) fail("logits: no token ids (use --ids or --ids-file)");
     const auto t0 = std::chrono::steady_clock::now();
-    kernels::set_q4_activations(opt->activations == "f32" ? kernels::Q4Activations::f32 : kernels::Q4Activations::int8);
+    kernels::set_q4_activations(opt->activations == "f32"      ? kernels::Q4Activations::f32
+                                : opt->activations == "int8x2" ? kernels::Q4Activations::int8x2
+                                                               : kernels::Q4Activations::int8);
     const auto format = opt->weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
     auto model = model::Model::load(opt->model, {.threads = opt->threads, .weights = format});
     const auto t1 = std::chrono::steady_clock::now();

@@ -12,8 +12,11 @@ namespace ringlm::kernels {
 
 struct KernelTable {
   // One activation row f32 -> q8 act (see q8_act.h); bit-identical to quantize_act_row_ref.
-  void (*quantize_act_row)(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias);
-  // y[m * ldy + n] = W[n, :] . x[m, :] for the rows n of groups [g0, g1) and all x rows.
+  // The second plane is written when qs2 is not null.
+  void (*quantize_act_row)(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                           std::int8_t* qs2, float* d2, std::int32_t* bias2);
+  // y[m * ldy + n] = W[n, :] . x[m, :] for the rows n of groups [g0, g1) and all x rows
+  // (both activation planes when x.qs2 is set).
   void (*q4_matmul_groups)(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                            float* y, std::size_t ldy);
   // y[n] = scale[n] * (W[n, :] . x) for rows [r0, r1) of int8 rows W [*, cols], x in f32.

@@ -20,6 +20,17 @@ inline __m256i bcast4(const std::int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// bias + the block's dot for 8 rows (codes lo[t]/hi[t]) with activation bytes a[0..31].
+inline __m256i block_dot(const __m256i lo[4], const __m256i hi[4], const std::int8_t* a, std::int32_t bias,
+                         __m256i ones) {
+  __m256i p = _mm256_setzero_si256();
+  for (int t = 0; t < 4; ++t) {
+    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[t], bcast4(a + 4 * t)));
+    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[t], bcast4(a + 16 + 4 * t)));
+  }
+  return _mm256_add_epi32(_mm256_set1_epi32(bias), _mm256_madd_epi16(p, ones));
+}
+
 template <int MT>
 inline void q4_group_tile(const Q4Packed& w, std::size_t g, const Q8ActView& x, std::size_t m0, float* y,
                           std::size_t ldy) {
@@ -47,14 +58,14 @@ inline void q4_group_tile(const Q4Packed& w, std::size_t g, const Q8ActView& x, 
       for (int i = 0; i < MT; ++i) {
         const std::size_t m = m0 + i;
         const std::size_t xb = m * (x.cols / 32) + b;
-        const std::int8_t* a = x.qs + m * x.cols + b * 32;
-        __m256i p = _mm256_setzero_si256();
-        for (int t = 0; t < 4; ++t) {
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(lo[t], bcast4(a + 4 * t)));
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[t], bcast4(a + 16 + 4 * t)));
+        __m256i s = block_dot(lo, hi, x.qs + m * x.cols + b * 32, x.bias[xb], ones);
+        float xd = x.d[xb];
+        if (x.qs2 != nullptr) {  // two planes: 254 * plane 1 + plane 2, scale d2
+          const __m256i s2 = block_dot(lo, hi, x.qs2 + m * x.cols + b * 32, x.bias2[xb], ones);
+          s = _mm256_add_epi32(_mm256_mullo_epi32(s, _mm256_set1_epi32(254)), s2);
+          xd = x.d2[xb];
         }
-        const __m256i s = _mm256_add_epi32(_mm256_set1_epi32(x.bias[xb]), _mm256_madd_epi16(p, ones));
-        acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), ws), _mm256_set1_ps(x.d[xb]), acc[i][h]);
+        acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), ws), _mm256_set1_ps(xd), acc[i][h]);
       }
     }
   }
@@ -105,7 +116,17 @@ inline std::int32_t hsum8i(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-void quantize_act_row_avx2(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias) {
+// Narrows 4 x 8 int32 (in element order) to 32 int8 with saturation. packs work per 128-bit
+// lane; the final permute restores element order.
+inline void store_codes(const __m256i q[4], std::int8_t* out) {
+  const __m256i q01 = _mm256_packs_epi32(q[0], q[1]), q23 = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23),
+                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+}
+
+void quantize_act_row_avx2(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                           std::int8_t* qs2, float* d2, std::int32_t* bias2) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (std::size_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];
@@ -116,15 +137,23 @@ void quantize_act_row_avx2(const float* x, std::size_t cols, std::int8_t* qs, fl
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m256 vid = _mm256_set1_ps(id);
+    __m256 t[4];
     __m256i q[4];
-    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
-    // packs work per 128-bit lane; the final permute restores element order.
-    const __m256i q01 = _mm256_packs_epi32(q[0], q[1]), q23 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q01, q23),
-                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32), bytes);
+    for (int i = 0; i < 4; ++i) {
+      t[i] = _mm256_mul_ps(v[i], vid);
+      q[i] = _mm256_cvtps_epi32(t[i]);
+    }
+    store_codes(q, qs + b * 32);
     d[b] = db;
     bias[b] = -8 * hsum8i(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    if (qs2 != nullptr) {
+      __m256i r[4];
+      for (int i = 0; i < 4; ++i)
+        r[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_sub_ps(t[i], _mm256_cvtepi32_ps(q[i])), _mm256_set1_ps(254.0f)));
+      store_codes(r, qs2 + b * 32);
+      d2[b] = db / 254.0f;
+      bias2[b] = -8 * hsum8i(_mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3])));
+    }
   }
 }
 

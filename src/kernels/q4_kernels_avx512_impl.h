@@ -62,8 +62,14 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
     for (int i = 0; i < MT; ++i) {
       const std::size_t m = m0 + i;
       const std::size_t xb = m * (x.cols / 32) + b;
-      const __m512i s = block_dot(lo, hi, x.qs + m * x.cols + b * 32, x.bias[xb]);
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), ws), _mm512_set1_ps(x.d[xb]), acc[i]);
+      __m512i s = block_dot(lo, hi, x.qs + m * x.cols + b * 32, x.bias[xb]);
+      float xd = x.d[xb];
+      if (x.qs2 != nullptr) {  // two planes: 254 * plane 1 + plane 2, scale d2
+        const __m512i s2 = block_dot(lo, hi, x.qs2 + m * x.cols + b * 32, x.bias2[xb]);
+        s = _mm512_add_epi32(_mm512_mullo_epi32(s, _mm512_set1_epi32(254)), s2);
+        xd = x.d2[xb];
+      }
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), ws), _mm512_set1_ps(xd), acc[i]);
     }
   }
 }
@@ -106,7 +112,8 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
   }
 }
 
-void quantize_act_row_avx512(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias) {
+void quantize_act_row_avx512(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                             std::int8_t* qs2, float* d2, std::int32_t* bias2) {
   for (std::size_t b = 0; b < cols / 32; ++b) {
     const __m512 v0 = _mm512_loadu_ps(x + b * 32), v1 = _mm512_loadu_ps(x + b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -114,12 +121,22 @@ void quantize_act_row_avx512(const float* x, std::size_t cols, std::int8_t* qs, 
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
     // cvtps rounds with MXCSR's default round-half-even, as std::nearbyint in the reference.
-    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
-    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+    const __m512 t0 = _mm512_mul_ps(v0, vid), t1 = _mm512_mul_ps(v1, vid);
+    const __m512i q0 = _mm512_cvtps_epi32(t0);
+    const __m512i q1 = _mm512_cvtps_epi32(t1);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32), _mm512_cvtsepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32 + 16), _mm512_cvtsepi32_epi8(q1));
     d[b] = db;
     bias[b] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    if (qs2 != nullptr) {
+      const __m512 k254 = _mm512_set1_ps(254.0f);
+      const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_sub_ps(t0, _mm512_cvtepi32_ps(q0)), k254));
+      const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_sub_ps(t1, _mm512_cvtepi32_ps(q1)), k254));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs2 + b * 32), _mm512_cvtsepi32_epi8(r0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs2 + b * 32 + 16), _mm512_cvtsepi32_epi8(r1));
+      d2[b] = db / 254.0f;
+      bias2[b] = -8 * _mm512_reduce_add_epi32(_mm512_add_epi32(r0, r1));
+    }
   }
 }
 

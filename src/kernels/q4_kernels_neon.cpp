@@ -40,17 +40,24 @@ void q4_matmul_groups_neon(const Q4Packed& w, std::size_t g0, std::size_t g1, co
       float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
       for (std::size_t b = 0; b < nb; ++b) {
         const std::int8_t* a = x.qs + m * x.cols + b * 32;
-        const float xd = x.d[m * nb + b];
+        const std::int8_t* a2 = x.qs2 != nullptr ? x.qs2 + m * x.cols + b * 32 : nullptr;
+        const float xd = a2 != nullptr ? x.d2[m * nb + b] : x.d[m * nb + b];
         for (int h = 0; h < 4; ++h) {  // rows 4h .. 4h+3 of the group
-          int16x8_t s = vdupq_n_s16(0);
+          int16x8_t s = vdupq_n_s16(0), s2 = vdupq_n_s16(0);
           for (int t = 0; t < 4; ++t) {
             const uint8x16_t c = vld1q_u8(codes + b * 256 + 64 * t + 16 * h);
             const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(c, mask)), eight);
             const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(c, 4)), eight);
             s = vaddq_s16(s, quad_step(lo, bcast4(a + 4 * t)));
             s = vaddq_s16(s, quad_step(hi, bcast4(a + 16 + 4 * t)));
+            if (a2 != nullptr) {
+              s2 = vaddq_s16(s2, quad_step(lo, bcast4(a2 + 4 * t)));
+              s2 = vaddq_s16(s2, quad_step(hi, bcast4(a2 + 16 + 4 * t)));
+            }
           }
-          const int32x4_t s32 = vpaddlq_s16(s);
+          int32x4_t s32 = vpaddlq_s16(s);
+          // Two planes: 254 * plane 1 + plane 2 (codes are signed here, so no bias terms).
+          if (a2 != nullptr) s32 = vmlaq_n_s32(vpaddlq_s16(s2), s32, 254);
           const float32x4_t ws =
               vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(scales + b * kQ4GroupRows + 4 * h)));
           acc[h] = vfmaq_f32(acc[h], vmulq_f32(vcvtq_f32_s32(s32), ws), vdupq_n_f32(xd));
@@ -65,7 +72,8 @@ void q4_matmul_groups_neon(const Q4Packed& w, std::size_t g0, std::size_t g1, co
   }
 }
 
-void quantize_act_row_neon(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias) {
+void quantize_act_row_neon(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                           std::int8_t* qs2, float* d2, std::int32_t* bias2) {
   for (std::size_t b = 0; b < cols / 32; ++b) {
     float32x4_t v[8];
     float32x4_t mx = vdupq_n_f32(0);
@@ -76,17 +84,27 @@ void quantize_act_row_neon(const float* x, std::size_t cols, std::int8_t* qs, fl
     const float amax = vmaxvq_f32(mx);
     const float db = amax / 127.0f;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
-    std::int32_t sum = 0;
+    std::int32_t sum = 0, sum2 = 0;
     for (int i = 0; i < 8; i += 2) {
       // vcvtnq: round to nearest, ties to even, as std::nearbyint in the reference.
-      const int32x4_t q0 = vcvtnq_s32_f32(vmulq_n_f32(v[i], id));
-      const int32x4_t q1 = vcvtnq_s32_f32(vmulq_n_f32(v[i + 1], id));
+      const float32x4_t t0 = vmulq_n_f32(v[i], id), t1 = vmulq_n_f32(v[i + 1], id);
+      const int32x4_t q0 = vcvtnq_s32_f32(t0);
+      const int32x4_t q1 = vcvtnq_s32_f32(t1);
       sum += vaddvq_s32(vaddq_s32(q0, q1));
-      const int16x8_t q16 = vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1));
-      vst1_s8(qs + b * 32 + 4 * i, vqmovn_s16(q16));
+      vst1_s8(qs + b * 32 + 4 * i, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
+      if (qs2 != nullptr) {
+        const int32x4_t r0 = vcvtnq_s32_f32(vmulq_n_f32(vsubq_f32(t0, vcvtq_f32_s32(q0)), 254.0f));
+        const int32x4_t r1 = vcvtnq_s32_f32(vmulq_n_f32(vsubq_f32(t1, vcvtq_f32_s32(q1)), 254.0f));
+        sum2 += vaddvq_s32(vaddq_s32(r0, r1));
+        vst1_s8(qs2 + b * 32 + 4 * i, vqmovn_s16(vcombine_s16(vqmovn_s32(r0), vqmovn_s32(r1))));
+      }
     }
     d[b] = db;
     bias[b] = -8 * sum;
+    if (qs2 != nullptr) {
+      d2[b] = db / 254.0f;
+      bias2[b] = -8 * sum2;
+    }
   }
 }
 

@@ -9,6 +9,16 @@ namespace ringlm::kernels {
 
 namespace {
 
+// bias + sum over the block of code * a for row r of a group (codes of block b at cb).
+std::int32_t block_sum(const std::uint8_t* cb, std::size_t r, const std::int8_t* a, std::int32_t bias) {
+  std::int32_t isum = bias;
+  for (std::size_t t = 0; t < 4; ++t) {
+    const std::uint8_t* q = cb + t * 64 + r * 4;
+    for (std::size_t i = 0; i < 4; ++i) isum += (q[i] & 0x0f) * a[4 * t + i] + (q[i] >> 4) * a[16 + 4 * t + i];
+  }
+  return isum;
+}
+
 void q4_matmul_groups_scalar(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                              float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
@@ -22,14 +32,14 @@ void q4_matmul_groups_scalar(const Q4Packed& w, std::size_t g0, std::size_t g1, 
         if (n >= w.rows) break;
         float acc = 0.0f;
         for (std::size_t b = 0; b < nb; ++b) {
-          std::int32_t isum = x.bias[m * nb + b];
-          for (std::size_t t = 0; t < 4; ++t) {
-            const std::uint8_t* q = codes + b * 256 + t * 64 + r * 4;
-            const std::int8_t* a = xq + b * 32 + 4 * t;
-            for (std::size_t i = 0; i < 4; ++i) isum += (q[i] & 0x0f) * a[i] + (q[i] >> 4) * a[16 + i];
+          std::int32_t isum = block_sum(codes + b * 256, r, xq + b * 32, x.bias[m * nb + b]);
+          float xd = x.d[m * nb + b];
+          if (x.qs2 != nullptr) {  // two planes: (c-8) . (254 q + q2), scale d2
+            isum = 254 * isum + block_sum(codes + b * 256, r, x.qs2 + m * x.cols + b * 32, x.bias2[m * nb + b]);
+            xd = x.d2[m * nb + b];
           }
           const float dw = fp16_to_f32(scales[b * kQ4GroupRows + r]);
-          acc += static_cast<float>(isum) * (dw * x.d[m * nb + b]);
+          acc += static_cast<float>(isum) * (dw * xd);
         }
         y[m * ldy + n] = acc;
       }

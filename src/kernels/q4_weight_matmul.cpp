@@ -22,7 +22,7 @@ Q4Activations q4_activations() { return g_mode.load(); }
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out) {
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
-               static_cast<std::size_t>(w.cols), act);
+               static_cast<std::size_t>(w.cols), act, q4_activations() == Q4Activations::int8x2);
   q4_matmul(packed_view(w), act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
 }
 

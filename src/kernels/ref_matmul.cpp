@@ -72,7 +72,7 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
-  if (w.dtype == io::DType::Q4_0 && q4_activations() == Q4Activations::int8) {
+  if (w.dtype == io::DType::Q4_0 && q4_activations() != Q4Activations::f32) {
     q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
     return;
   }

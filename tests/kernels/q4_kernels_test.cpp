@@ -118,6 +118,100 @@ TEST(Q4Matmul, EveryPathMatchesFloat64OnExtremeBlocks) {
   }
 }
 
+TEST(Q8Act, TwoPlanesAreBitIdenticalOnEveryPathAndRepresentXTo15Bits) {
+  std::mt19937 rng(12);
+  const std::size_t rows = 2, cols = 32 * 30;
+  const auto x = testing::random_activations(rows, cols, rng);
+  std::vector<std::int8_t> qs(rows * cols), qs2(rows * cols);
+  std::vector<float> d(rows * cols / 32), d2(d.size());
+  std::vector<std::int32_t> bias(d.size()), bias2(d.size());
+  for (std::size_t m = 0; m < rows; ++m) {
+    const std::size_t o = m * cols, ob = m * cols / 32;
+    quantize_act_row_ref(x.data() + o, cols, qs.data() + o, d.data() + ob, bias.data() + ob, qs2.data() + o,
+                         d2.data() + ob, bias2.data() + ob);
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_LE(std::abs(int(qs2[i])), 127);
+    const double v = double(d2[i / 32]) * (254.0 * qs[i] + qs2[i]);
+    ASSERT_LE(std::fabs(v - x[i]), 0.5000001 * d2[i / 32] + 1e-6 * std::fabs(x[i]) + 1e-45) << i;
+  }
+  IsaGuard guard;
+  for (Isa isa : available_isas()) {
+    force_isa(isa);
+    Q8ActBuffer act;
+    quantize_act(x.data(), rows, cols, cols, act, /*two_planes=*/true);
+    const Q8ActView v = act.view();
+    ASSERT_NE(v.qs2, nullptr);
+    ASSERT_EQ(std::memcmp(v.qs, qs.data(), qs.size()), 0) << isa_name(isa);
+    ASSERT_EQ(std::memcmp(v.qs2, qs2.data(), qs2.size()), 0) << isa_name(isa);
+    ASSERT_EQ(std::memcmp(v.d2, d2.data(), d2.size() * 4), 0) << isa_name(isa);
+    ASSERT_EQ(std::memcmp(v.bias2, bias2.data(), bias2.size() * 4), 0) << isa_name(isa);
+    quantize_act(x.data(), rows, cols, cols, act);  // back to one plane
+    EXPECT_EQ(act.view().qs2, nullptr);
+  }
+}
+
+TEST(Q4Matmul, TwoPlaneActivationsMatchFloat64OnEveryPath) {
+  std::mt19937 rng(4242);
+  IsaGuard guard;
+  ThreadPool pool(2);
+  struct Shape { std::size_t rows, cols, m; };
+  for (Shape s : {Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{20, 2560, 6}}) {
+    const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
+    Q4PackedBuffer wbuf(s.rows, s.cols);
+    q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());
+    const auto x = testing::random_activations(s.m, s.cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), s.m, s.cols, s.cols, act, true);
+      const Q8ActView v = act.view();
+      std::vector<float> y(s.m * s.rows);
+      q4_matmul(wbuf.view(), v, y.data(), s.rows, &pool);
+      for (std::size_t m = 0; m < s.m; ++m)
+        for (std::size_t n = 0; n < s.rows; ++n) {
+          const std::size_t nb = s.cols / 32;
+          const auto ref = testing::ref_q4_dot2(blocks.data() + n * nb, v.qs + m * s.cols, v.qs2 + m * s.cols,
+                                                v.d2 + m * nb, s.cols);
+          ASSERT_NEAR(y[m * s.rows + n], ref.value, testing::tolerance(ref, nb))
+              << isa_name(isa) << " shape " << s.rows << "x" << s.cols << " m=" << m << " n=" << n;
+        }
+    }
+  }
+}
+
+// The point of the second plane: w4 x two-plane activations track w4 x f32 ~100x closer
+// than single-plane int8.
+TEST(Q4Matmul, TwoPlanesCutTheActivationErrorByOver50x) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const std::size_t rows = 64, cols = 1536;
+  std::vector<float> wf(rows * cols), x(cols);
+  for (auto& v : wf) v = 0.05f * n(rng);
+  for (auto& v : x) v = n(rng);
+  std::vector<BlockQ4_0> blocks(rows * cols / 32);
+  for (std::size_t r = 0; r < rows; ++r) quantize_row_q4_0_ref(wf.data() + r * cols, blocks.data() + r * cols / 32, cols);
+  Q4PackedBuffer wbuf(rows, cols);
+  q4_pack(blocks.data(), rows, cols, wbuf.data());
+  std::vector<double> ref(rows);
+  std::vector<float> wrow(cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    dequantize_row_q4_0(blocks.data() + r * cols / 32, wrow.data(), cols);
+    for (std::size_t k = 0; k < cols; ++k) ref[r] += double(wrow[k]) * x[k];
+  }
+  double err1 = 0, err2 = 0;
+  for (bool two : {false, true}) {
+    Q8ActBuffer act;
+    quantize_act(x.data(), 1, cols, cols, act, two);
+    std::vector<float> y(rows);
+    q4_matmul(wbuf.view(), act.view(), y.data(), rows, nullptr);
+    double e = 0;
+    for (std::size_t r = 0; r < rows; ++r) e += (y[r] - ref[r]) * (y[r] - ref[r]);
+    (two ? err2 : err1) = std::sqrt(e);
+  }
+  EXPECT_GT(err1, 50.0 * err2) << "one plane " << err1 << ", two planes " << err2;
+}
+
 TEST(Q4Matmul, RejectsMismatchedShapes) {
   Q4PackedBuffer wbuf(16, 64);
   Q8ActBuffer act;

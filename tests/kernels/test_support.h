@@ -89,6 +89,23 @@ inline RefDot ref_q4_dot(const BlockQ4_0* wrow, const std::int8_t* q, const floa
   return r;
 }
 
+// The same for two-plane activations: element value d2 * (254 q + q2).
+inline RefDot ref_q4_dot2(const BlockQ4_0* wrow, const std::int8_t* q, const std::int8_t* q2, const float* d2,
+                          std::size_t cols) {
+  RefDot r;
+  for (std::size_t b = 0; b < cols / 32; ++b) {
+    double s = 0.0;
+    for (int j = 0; j < 32; ++j) {
+      const int code = j < 16 ? (wrow[b].qs[j] & 0x0f) : (wrow[b].qs[j - 16] >> 4);
+      s += double(code - 8) * (254.0 * q[b * 32 + j] + q2[b * 32 + j]);
+    }
+    const double term = double(fp16_to_f32(wrow[b].d)) * double(d2[b]) * s;
+    r.value += term;
+    r.magnitude += std::fabs(term);
+  }
+  return r;
+}
+
 // Allowed difference between a float32 kernel result and the float64 value: a few float
 // roundings per block term, plus an absolute floor for results in the subnormal range.
 inline double tolerance(const RefDot& r, std::size_t blocks) {

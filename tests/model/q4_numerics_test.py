@@ -10,6 +10,8 @@ min(15, trunc(x/d + 8.5)), fp16 scale) and dequantized.
 2. --activations int8 (the w4a8 kernels): only the activations' 8-bit rounding differs.
    Gate: mean cosine >= 0.999 and argmax agreement >= 0.90 over 1,600 + 32 positions.
    (The issue's goal is >= 0.99 agreement; the figures are printed, see docs/kernels.md.)
+3. --activations int8x2 (two-plane ~15-bit activations, same kernels): the issue's gate,
+   mean cosine >= 0.999 and argmax agreement >= 0.99.
 The drift of q4_0 against the stored weights is printed, not gated."""
 import os
 import subprocess
@@ -92,11 +94,11 @@ def check_exact(label, got, want):
         failures.append(label)
 
 
-def check_w4a8(label, got, want):
+def check_w4a8(label, got, want, min_agreement):
     cos, agree = stats(got, want)
-    ok = cos.mean() >= 0.999 and agree.mean() >= 0.90 and np.isfinite(got).all()
-    print(f"{'ok  ' if ok else 'FAIL'} {label}: mean_cos={cos.mean():.6f} min_cos={cos.min():.6f} "
-          f"argmax_agreement={agree.mean():.4f} (issue goal 0.99)")
+    ok = cos.mean() >= 0.999 and agree.mean() >= min_agreement and np.isfinite(got).all()
+    print(f"{'ok  ' if ok else 'FAIL'} {label}: mean_cos={cos.mean():.7f} min_cos={cos.min():.7f} "
+          f"argmax_agreement={agree.mean():.4f} (gate {min_agreement}, issue goal 0.99)")
     if not ok:
         failures.append(label)
 
@@ -116,7 +118,9 @@ def main():
         check_exact(f"{preset} q4_0 f32-activations", run_cpp(model, ids, decode_from, "--weights", "q4_0",
                                                                  "--activations", "f32"), want)
         w4a8 = run_cpp(model, ids, decode_from, "--weights", "q4_0")
-        check_w4a8(f"{preset} q4_0 w4a8", w4a8, want)
+        check_w4a8(f"{preset} q4_0 w4a8", w4a8, want, 0.90)
+        check_w4a8(f"{preset} q4_0 two-plane activations",
+                   run_cpp(model, ids, decode_from, "--weights", "q4_0", "--activations", "int8x2"), want, 0.99)
         stored = ref.forward(ref.load_checkpoint(model), ids[:400])  # causal: a prefix suffices
         cos, agree = stats(w4a8[:400], stored)
         print(f"     drift w4a8 vs stored weights, first 400 positions (not gated): mean_cos={cos.mean():.5f} "

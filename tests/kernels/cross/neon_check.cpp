@@ -55,6 +55,33 @@ int main() {
           check(std::fabs(y[m * s.rows + n] - ref.value) <= testing::tolerance(ref, s.cols / 32), "q4_matmul", isa,
                 m * s.rows + n);
         }
+      // Two-plane activations: bit-identical quantizer, kernel vs float64.
+      {
+        std::vector<std::int8_t> qs1(s.m * s.cols), qs2(s.m * s.cols);
+        std::vector<float> d1(d.size()), d2(d.size());
+        std::vector<std::int32_t> b1(d.size()), b2(d.size());
+        for (std::size_t m = 0; m < s.m; ++m) {
+          const std::size_t o = m * s.cols, ob = m * s.cols / 32;
+          quantize_act_row_ref(x.data() + o, s.cols, qs1.data() + o, d1.data() + ob, b1.data() + ob, qs2.data() + o,
+                               d2.data() + ob, b2.data() + ob);
+        }
+        Q8ActBuffer act2;
+        quantize_act(x.data(), s.m, s.cols, s.cols, act2, true);
+        const Q8ActView v2 = act2.view();
+        check(std::memcmp(v2.qs2, qs2.data(), qs2.size()) == 0 && std::memcmp(v2.d2, d2.data(), d2.size() * 4) == 0 &&
+                  std::memcmp(v2.bias2, b2.data(), b2.size() * 4) == 0,
+              "two-plane quantize_act bit-identity", isa, 0);
+        std::vector<float> y2(s.m * s.rows);
+        q4_matmul(wbuf.view(), v2, y2.data(), s.rows, &pool);
+        for (std::size_t m = 0; m < s.m; ++m)
+          for (std::size_t n = 0; n < s.rows; ++n) {
+            const std::size_t nb = s.cols / 32;
+            const auto ref = testing::ref_q4_dot2(blocks.data() + n * nb, v2.qs + m * s.cols, v2.qs2 + m * s.cols,
+                                                  v2.d2 + m * nb, s.cols);
+            check(std::fabs(y2[m * s.rows + n] - ref.value) <= testing::tolerance(ref, nb), "two-plane q4_matmul", isa,
+                  m * s.rows + n);
+          }
+      }
       // int8 rows (LM head), x in f32 and in q8.
       const std::size_t rows = 21;
       std::vector<std::int8_t> w8(rows * s.cols);
