@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -49,6 +51,39 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
   return ids;
 }
 
+// Runs `line_fn` on every non-empty line of a JSON Lines file, naming the line on error.
+template <typename F>
+void for_each_jsonl(const std::string& path, F&& line_fn) {
+  std::istringstream in(read_whole_file(path));
+  std::string line;
+  size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      ringlm::fail(path, ":", number, ": invalid JSON (", e.what(), ")");
+    }
+    try {
+      line_fn(j);
+    } catch (const nlohmann::json::exception& e) {
+      ringlm::fail(path, ":", number, ": ", e.what());
+    }
+  }
+}
+
+std::string ids_to_json(const std::vector<int32_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  out += "]";
+  return out;
+}
+
 void write_stdout(const std::string& s) {
   if (!s.empty() && std::fwrite(s.data(), 1, s.size(), stdout) != s.size()) ringlm::fail("cannot write to stdout");
   std::fflush(stdout);
@@ -58,7 +93,7 @@ void write_stdout(const std::string& s) {
 
 RINGLM_COMMAND(tokenize) {
   struct Options {
-    std::string model, text, file;
+    std::string model, text, file, jsonl;
     bool add_bos = false, no_parse_special = false;
   };
   auto opts = std::make_shared<Options>();
@@ -66,40 +101,63 @@ RINGLM_COMMAND(tokenize) {
   sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
   auto* text = sub->add_option("--text", opts->text, "Text to encode");
   auto* file = sub->add_option("--file", opts->file, "File whose bytes are encoded");
+  auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
+                                 "Batch mode: a JSON Lines file of {\"text\": ...}; prints one id array per line");
   text->excludes(file);
+  jsonl->excludes(text);
+  jsonl->excludes(file);
   sub->add_flag("--add-bos", opts->add_bos, "Put the <bos> token first");
   sub->add_flag("--no-parse-special", opts->no_parse_special,
                 "Treat special tokens written in the text (e.g. <|turn>) as plain text");
-  sub->callback([opts, text, file] {
-    if (text->count() == 0 && file->count() == 0) ringlm::fail("tokenize: give --text or --file");
+  sub->callback([opts, text, file, jsonl] {
+    if (text->count() == 0 && file->count() == 0 && jsonl->count() == 0) {
+      ringlm::fail("tokenize: give --text, --file or --jsonl");
+    }
     const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
-    const std::string input = file->count() ? read_whole_file(opts->file) : opts->text;
     ringlm::EncodeOptions eo;
     eo.add_bos = opts->add_bos;
     eo.parse_special = !opts->no_parse_special;
-    const auto ids = tokenizer.encode(input, eo);
-    std::string out = "[";
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i) out += ',';
-      out += std::to_string(ids[i]);
+    if (jsonl->count()) {
+      std::string out;
+      for_each_jsonl(opts->jsonl, [&](const nlohmann::json& j) {
+        out += ids_to_json(tokenizer.encode(j.at("text").get<std::string>(), eo));
+        out += '\n';
+      });
+      write_stdout(out);
+      return;
     }
-    out += "]\n";
-    write_stdout(out);
+    const std::string input = file->count() ? read_whole_file(opts->file) : opts->text;
+    write_stdout(ids_to_json(tokenizer.encode(input, eo)) + "\n");
   });
 }
 
 RINGLM_COMMAND(detokenize) {
   struct Options {
-    std::string model, ids;
+    std::string model, ids, jsonl;
     bool skip_special = false;
   };
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids into text (printed as is, no newline added)");
   sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
-  sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]")->required();
+  auto* ids_opt = sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]");
+  auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
+                                 "Batch mode: a JSON Lines file of {\"ids\": [...]}; prints one JSON string per line");
+  ids_opt->excludes(jsonl);
   sub->add_flag("--skip-special", opts->skip_special, "Leave special tokens out of the text");
-  sub->callback([opts] {
+  sub->callback([opts, ids_opt, jsonl] {
+    if (ids_opt->count() == 0 && jsonl->count() == 0) ringlm::fail("detokenize: give --ids or --jsonl");
     const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
+    if (jsonl->count()) {
+      std::string out;
+      for_each_jsonl(opts->jsonl, [&](const nlohmann::json& j) {
+        const std::string text = tokenizer.decode(j.at("ids").get<std::vector<int32_t>>(), opts->skip_special);
+        // Decoded text may hold invalid UTF-8 bytes only as U+FFFD, so dump() cannot fail.
+        out += nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+        out += '\n';
+      });
+      write_stdout(out);
+      return;
+    }
     const auto ids = parse_id_list(opts->ids);
     write_stdout(tokenizer.decode(ids, opts->skip_special));
   });

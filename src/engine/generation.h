@@ -19,10 +19,11 @@ struct GenerationParams {
   int top_logprobs = 0;            // 0..20
   std::string json_schema;         // JSON Schema text; empty = unconstrained
   bool json_object = false;        // any JSON object (OpenAI response_format json_object)
+  bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
 };
 
 struct TokenEvent {
-  std::int32_t id = -1;
+  std::int32_t id = -1;             // -1: a final text-only event (text held back until the end)
   std::string text;                // UTF-8-complete text delta (may be empty while a char is split)
   float logprob = 0.0f;
   std::vector<sampling::TokenLogprob> top;  // filled when top_logprobs > 0

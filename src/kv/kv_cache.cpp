@@ -109,6 +109,35 @@ void KvCache::truncate(std::int64_t n) {
   for (auto& l : layers_) l.truncate(n);
 }
 
+void KvCache::snapshot(std::int64_t end, KvSnapshot& out) const {
+  out.end = end;
+  out.k.resize(layers_.size());
+  out.v.resize(layers_.size());
+  out.pos.resize(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& l = layers_[i];
+    if (!l.is_ring()) continue;
+    out.k[i] = l.keys();
+    out.v[i] = l.values();
+    out.pos[i] = l.positions();
+  }
+}
+
+void KvCache::restore(const KvSnapshot& snapshot) {
+  if (snapshot.end < 0 || snapshot.k.size() != layers_.size()) fail("KV cache: restoring an empty or foreign snapshot");
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    auto& l = layers_[i];
+    if (!l.is_ring()) {
+      l.truncate(snapshot.end);
+      continue;
+    }
+    if (snapshot.k[i].size() != l.keys().size()) fail("KV cache: snapshot geometry does not match layer ", i);
+    std::copy(snapshot.k[i].begin(), snapshot.k[i].end(), l.keys().begin());
+    std::copy(snapshot.v[i].begin(), snapshot.v[i].end(), l.values().begin());
+    std::copy(snapshot.pos[i].begin(), snapshot.pos[i].end(), l.positions().begin());
+  }
+}
+
 std::size_t KvCache::bytes() const {
   std::size_t b = 0;
   for (const auto& l : layers_)

@@ -49,6 +49,13 @@ class LayerCache {
   void check_truncate(std::int64_t n) const;
   // Highest position held plus one (0 when empty).
   std::int64_t end_position() const;
+  // Raw storage, for snapshots.
+  std::vector<float>& keys() { return k_; }
+  std::vector<float>& values() { return v_; }
+  std::vector<std::int32_t>& positions() { return pos_; }
+  const std::vector<float>& keys() const { return k_; }
+  const std::vector<float>& values() const { return v_; }
+  const std::vector<std::int32_t>& positions() const { return pos_; }
 
  private:
   LayerCacheSpec spec_;
@@ -56,6 +63,14 @@ class LayerCache {
   std::vector<float> k_, v_;
   std::vector<std::int32_t> pos_;
   int used_slots_ = 0;           // full caches: highest written slot + 1
+};
+
+// A copy of the sliding rings at some end position. Full layers need no copy: their slot p
+// holds position p and is never overwritten while the cache only grows past `end`.
+struct KvSnapshot {
+  std::int64_t end = -1;  // -1: empty snapshot
+  std::vector<std::vector<float>> k, v;        // per layer (empty for full layers)
+  std::vector<std::vector<std::int32_t>> pos;  // per layer (empty for full layers)
 };
 
 class KvCache {
@@ -69,6 +84,12 @@ class KvCache {
   void reset();
   void truncate(std::int64_t n);
   std::size_t bytes() const;
+  // Copies the rings into `out` (reusing its buffers) as the state after `end` positions.
+  void snapshot(std::int64_t end, KvSnapshot& out) const;
+  // Returns to a snapshot's state. Valid only if no position below snapshot.end was
+  // rewritten since it was taken (the caller's contract: it only appended, or truncated to
+  // >= end).
+  void restore(const KvSnapshot& snapshot);
 
  private:
   std::vector<LayerCache> layers_;

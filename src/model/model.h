@@ -63,6 +63,7 @@ class Model {
 };
 
 enum class LogitsMode { None, Last, All };
+using SessionSnapshot = kv::KvSnapshot;
 
 struct SessionOptions {
   // Full-attention KV capacity in tokens; 0: min(8192, max_position_embeddings).
@@ -90,6 +91,13 @@ class Session {
   // Keeps positions < n, so the next call may start at n. Throws if a sliding ring no
   // longer holds a position the next token needs (then nothing changes).
   void truncate(std::int64_t n);
+  // Copies the sliding rings so restore() can return to this point after any amount of
+  // further generation (as long as nothing below this point is truncated and rewritten).
+  void snapshot(kv::KvSnapshot& out) const { cache_.snapshot(next_position_, out); }
+  void restore(const kv::KvSnapshot& snap) {
+    cache_.restore(snap);
+    next_position_ = snap.end;
+  }
   // The lowest position the next call may use.
   std::int64_t next_position() const { return next_position_; }
   int context_capacity() const { return capacity_; }

@@ -80,48 +80,59 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
   if (best < 0 || !(best_logit > kNegInf)) fail("sampler: no token is allowed (empty mask or all logits -inf/NaN)");
 
   // Normaliser for logprobs (before temperature).
-  double sum = 0.0;
-  for (std::int32_t i = 0; i < vocab_; ++i)
-    if (x[i] > best_logit - 2 * kLogitCutoff) sum += std::exp(static_cast<double>(x[i] - best_logit));
-  log_norm_ = best_logit + static_cast<float>(std::log(sum));
+  if (logprobs_) {
+    double sum = 0.0;
+    for (std::int32_t i = 0; i < vocab_; ++i)
+      if (x[i] > best_logit - 2 * kLogitCutoff) sum += std::exp(static_cast<double>(x[i] - best_logit));
+    log_norm_ = best_logit + static_cast<float>(std::log(sum));
+  } else {
+    log_norm_ = best_logit;
+  }
 
   std::int32_t chosen = best;
   if (params_.temperature > 0.0f) {
     const float inv_t = 1.0f / params_.temperature;
+    auto prob = [&](std::int32_t id) {
+      return static_cast<float>(std::exp(static_cast<double>((x[id] - best_logit) * inv_t)));
+    };
+    auto by_logit = [x](std::int32_t a, std::int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
     // Candidates: allowed tokens within the cutoff of the best, after temperature.
     std::size_t n = 0;
     for (std::int32_t i = 0; i < vocab_; ++i) {
       if ((x[i] - best_logit) * inv_t > -kLogitCutoff) candidates_[n++] = i;
     }
-    auto by_logit = [x](std::int32_t a, std::int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
     if (params_.top_k > 0 && n > static_cast<std::size_t>(params_.top_k)) {
       std::nth_element(candidates_.begin(), candidates_.begin() + params_.top_k, candidates_.begin() + n, by_logit);
       n = static_cast<std::size_t>(params_.top_k);
     }
-    std::sort(candidates_.begin(), candidates_.begin() + n, by_logit);
-    double total = 0.0;
-    for (std::size_t j = 0; j < n; ++j) {
-      probs_[j] = static_cast<float>(std::exp(static_cast<double>((x[candidates_[j]] - best_logit) * inv_t)));
-      total += probs_[j];
-    }
-    // min-p: drop tokens below min_p times the best probability (probs_[0] is the best, = 1).
+    // min-p: keep tokens with p >= min_p * p_best (p_best is exp(0) = 1). Order is irrelevant.
     if (params_.min_p > 0.0f) {
-      std::size_t keep = 1;
-      while (keep < n && probs_[keep] >= params_.min_p * probs_[0]) ++keep;
-      for (std::size_t j = keep; j < n; ++j) total -= probs_[j];
-      n = keep;
-    }
-    // top-p: the smallest prefix whose mass reaches top_p.
-    if (params_.top_p < 1.0f) {
-      double acc = 0.0;
       std::size_t keep = 0;
-      while (keep < n) {
-        acc += probs_[keep++];
-        if (acc >= params_.top_p * total) break;
-      }
-      total = acc;
+      for (std::size_t j = 0; j < n; ++j)
+        if (prob(candidates_[j]) >= params_.min_p) candidates_[keep++] = candidates_[j];
       n = keep;
     }
+    double total = 0.0;
+    for (std::size_t j = 0; j < n; ++j) total += probs_[j] = prob(candidates_[j]);
+    // top-p: the smallest most-likely prefix whose mass reaches top_p. Only that prefix needs
+    // sorting, so sort a growing head of the candidates until it holds enough mass.
+    if (params_.top_p < 1.0f) {
+      const double target = params_.top_p * total;
+      std::size_t m = std::min<std::size_t>(n, 256);
+      while (true) {
+        std::partial_sort(candidates_.begin(), candidates_.begin() + m, candidates_.begin() + n, by_logit);
+        double acc = 0.0;
+        std::size_t keep = 0;
+        while (keep < m && acc < target) acc += probs_[keep] = prob(candidates_[keep]), ++keep;
+        if (acc >= target || m == n) {
+          n = keep;
+          total = acc;
+          break;
+        }
+        m = std::min(n, m * 4);
+      }
+    }
+    // Draw by inverse CDF over the (unordered) kept candidates.
     double r = uniform01() * total;
     chosen = candidates_[n - 1];
     for (std::size_t j = 0; j < n; ++j) {

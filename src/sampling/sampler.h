@@ -40,6 +40,8 @@ class Sampler {
   // Log-probabilities under the distribution of the last sample() call after penalties and
   // the mask, before temperature (what OpenAI's logprobs report): the chosen token's, and
   // the `n` most likely tokens (n <= 20), most likely first.
+  // Computing them costs a pass of exp() over the vocabulary, so it is off by default.
+  void enable_logprobs(bool on) { logprobs_ = on; }
   float chosen_logprob() const { return chosen_logprob_; }
   void top_logprobs(std::span<const float> logits, int n, std::vector<TokenLogprob>& out) const;
 
@@ -55,6 +57,7 @@ class Sampler {
   std::vector<std::int32_t> candidates_;  // scratch, size vocab
   std::vector<float> probs_;              // scratch, size vocab
   std::vector<std::uint8_t> seen_;        // scratch for the penalty, size vocab
+  bool logprobs_ = false;
   float chosen_logprob_ = 0.0f;
   float log_norm_ = 0.0f;  // log-sum-exp of the masked, penalised logits (for logprobs)
 };

@@ -24,6 +24,9 @@ struct ParsedReply {
   std::vector<ToolCall> tool_calls;
 };
 
+// Thread safety: the HTTP layer calls model_id, context_length, slots, render_chat, tokenize,
+// token_text, parse_reply and kv_tokens_* concurrently from its request threads, and
+// generate() concurrently for different slots (never twice at once for the same slot).
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -35,9 +38,18 @@ class Backend {
 
   // Renders OpenAI-style `messages` (+ optional `tools`) with the model's chat template and
   // tokenizes the result. Throws ringlm::Error for messages the template rejects.
+  // The server normalises messages first: every `content` is a string or null (text parts
+  // joined), and assistant `tool_calls[].function.arguments` are JSON objects, not strings.
+  // `tools` is an array of OpenAI function tools (possibly empty). `tool_choice` is "auto",
+  // "none" or "required" (a named function arrives as "required" with `tools` narrowed to it).
   virtual std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+                                                const std::string& tool_choice,
                                                 bool add_generation_prompt) = 0;
+  // Token ids for a raw completion prompt (/v1/completions), including BOS if the model needs it.
   virtual std::vector<std::int32_t> tokenize(std::string_view text) = 0;
+  // The bytes one token stands for (may be part of a UTF-8 character): used for logprobs'
+  // `token` and `bytes` fields. Returns "" for an id outside the vocabulary.
+  virtual std::string token_text(std::int32_t id) = 0;
 
   // Blocking generation on session `slot` (each slot is used by one request at a time).
   // Throws ringlm::Error for a bad request (e.g. a schema that does not compile).

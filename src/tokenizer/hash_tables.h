@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -41,56 +42,117 @@ inline size_t table_capacity_for(size_t n) {
   return cap;
 }
 
-// Maps byte strings to int32 ids. Inserting an existing key replaces its value.
+// Maps byte strings to non-negative int32 ids. Inserting an existing key replaces its value. Each slot
+// holds the key's arena offset, length and value, so a lookup touches the slot and the key
+// bytes only.
 class StringIdMap {
  public:
   void reserve(size_t n, size_t total_key_bytes) {
     rehash(table_capacity_for(n));
     arena_.reserve(total_key_bytes);
-    offsets_.reserve(n + 1);
-    values_.reserve(n);
   }
 
-  void insert(std::string_view key, int32_t value) {
-    if ((values_.size() + 1) * 2 > slots_.size()) rehash(table_capacity_for(values_.size() + 1));
-    const uint64_t h = hash_bytes(key);
+  void insert(std::string_view key, int32_t value) { insert_hashed(key, value, hash_bytes(key)); }
+
+  // insert() for many (key, value) pairs, prefetching each batch's slots first.
+  template <typename Pair>
+  void insert_many(const Pair* items, size_t n) {
+    if ((count_ + n) * 2 > slots_.size()) rehash(table_capacity_for(count_ + n));
+    constexpr size_t kBatch = 64;
+    uint64_t hashes[kBatch];
+    for (size_t base = 0; base < n; base += kBatch) {
+      const size_t m = std::min(kBatch, n - base);
+      for (size_t k = 0; k < m; ++k) {
+        hashes[k] = hash_bytes(items[base + k].first);
+        __builtin_prefetch(&slots_[hashes[k] & mask_]);
+      }
+      for (size_t k = 0; k < m; ++k) insert_hashed(items[base + k].first, items[base + k].second, hashes[k]);
+    }
+  }
+
+  void insert_hashed(std::string_view key, int32_t value, uint64_t h) {
+    if ((count_ + 1) * 2 > slots_.size()) {
+      rehash(table_capacity_for(count_ + 1));
+    }
     size_t i = h & mask_;
     for (;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.entry < 0) break;
-      if (s.tag == static_cast<uint32_t>(h) && key_of(s.entry) == key) {
-        values_[s.entry] = value;
+      if (s.value < 0) break;
+      if (s.tag == static_cast<uint32_t>(h) && key_of(s) == key) {
+        s.value = value;
         return;
       }
     }
-    if (offsets_.empty()) offsets_.push_back(0);
+    const auto offset = static_cast<uint32_t>(arena_.size());
     arena_.append(key);
-    offsets_.push_back(static_cast<uint32_t>(arena_.size()));
-    values_.push_back(value);
-    slots_[i] = Slot{static_cast<uint32_t>(h), static_cast<int32_t>(values_.size() - 1)};
+    slots_[i] = Slot{static_cast<uint32_t>(h), value, offset, static_cast<uint32_t>(key.size())};
+    ++count_;
   }
 
   // The id for `key`, or -1.
   int32_t find(std::string_view key) const {
     if (slots_.empty()) return -1;
-    const uint64_t h = hash_bytes(key);
+    return find_hashed(key, hash_bytes(key));
+  }
+
+  int32_t find_hashed(std::string_view key, uint64_t h) const {
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (s.entry < 0) return -1;
-      if (s.tag == static_cast<uint32_t>(h) && key_of(s.entry) == key) return values_[s.entry];
+      if (s.value < 0) return -1;
+      if (s.tag == static_cast<uint32_t>(h) && s.length == key.size() &&
+          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
+        return s.value;
+      }
     }
   }
 
-  size_t size() const { return values_.size(); }
+  // find() for many keys at once: the slots, then the key bytes, are prefetched for the
+  // whole batch before any comparison, so the cache misses overlap (used while loading,
+  // where half a million merges each need three lookups).
+  void find_many(const std::string_view* keys, int32_t* out, size_t n) const {
+    constexpr size_t kBatch = 64;
+    uint64_t hashes[kBatch];
+    for (size_t base = 0; base < n; base += kBatch) {
+      const size_t m = std::min(kBatch, n - base);
+      for (size_t k = 0; k < m; ++k) {
+        hashes[k] = hash_bytes(keys[base + k]);
+        if (!slots_.empty()) __builtin_prefetch(&slots_[hashes[k] & mask_]);
+      }
+      if (slots_.empty()) {
+        for (size_t k = 0; k < m; ++k) out[base + k] = -1;
+        continue;
+      }
+      for (size_t k = 0; k < m; ++k) {
+        const Slot& s = slots_[hashes[k] & mask_];
+        if (s.value >= 0) __builtin_prefetch(arena_.data() + s.offset);
+      }
+      for (size_t k = 0; k < m; ++k) out[base + k] = find_hashed(keys[base + k], hashes[k]);
+    }
+  }
+
+  size_t size() const { return count_; }
+  size_t key_bytes() const { return arena_.size(); }
+
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.value >= 0) f(key_of(s), s.value);
+  }
+
+  void clear() {
+    slots_.assign(slots_.size(), Slot{});
+    count_ = 0;
+    arena_.clear();
+  }
 
  private:
   struct Slot {
     uint32_t tag = 0;
-    int32_t entry = -1;
+    int32_t value = -1;  // -1: empty (stored values are non-negative ids)
+    uint32_t offset = 0;
+    uint32_t length = 0;
   };
-  std::string_view key_of(int32_t e) const {
-    return std::string_view(arena_.data() + offsets_[e], offsets_[e + 1] - offsets_[e]);
-  }
+  std::string_view key_of(const Slot& s) const { return std::string_view(arena_.data() + s.offset, s.length); }
   void rehash(size_t cap) {
     if (cap <= slots_.size()) return;
     std::vector<Slot> old;
@@ -98,18 +160,17 @@ class StringIdMap {
     slots_.assign(cap, Slot{});
     mask_ = cap - 1;
     for (const Slot& s : old) {
-      if (s.entry < 0) continue;
-      size_t i = hash_bytes(key_of(s.entry)) & mask_;
-      while (slots_[i].entry >= 0) i = (i + 1) & mask_;
+      if (s.value < 0) continue;
+      size_t i = hash_bytes(key_of(s)) & mask_;
+      while (slots_[i].value >= 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
 
   std::vector<Slot> slots_;
   size_t mask_ = 0;
+  size_t count_ = 0;
   std::string arena_;
-  std::vector<uint32_t> offsets_;
-  std::vector<int32_t> values_;
 };
 
 // A BPE merge rule found by the ids of the two pieces it joins.
@@ -132,6 +193,10 @@ class PairMergeMap {
     if (keys_[i] == kEmpty) ++count_;
     keys_[i] = key;
     rules_[i] = rule;
+  }
+
+  void prefetch(int32_t left, int32_t right) const {
+    if (!keys_.empty()) __builtin_prefetch(&keys_[mix(pack(left, right)) & mask_]);
   }
 
   MergeRule find(int32_t left, int32_t right) const {

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "tokenizer/tokenizer.h"
@@ -217,7 +218,7 @@ void read_model(const Reader& r, object model, TokenizerParts& parts) {
     if (field.value.get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
       r.bad("model.vocab[\"" + std::string(field.key) + "\"]", "must be a non-negative integer id");
     }
-    parts.vocab.emplace_back(std::string(field.key), static_cast<int32_t>(id));
+    parts.vocab.emplace_back(field.key, static_cast<int32_t>(id));
   }
   if (parts.vocab.empty()) r.bad("model.vocab", "is empty");
 
@@ -226,21 +227,27 @@ void read_model(const Reader& r, object model, TokenizerParts& parts) {
     parts.merges.reserve(list.size());
     size_t i = 0;
     for (element m : list) {
-      const std::string mpath = "model.merges[" + std::to_string(i) + "]";
+      // The field path is only spelled out on error (this loop runs ~500k times).
+      auto mpath = [i] { return "model.merges[" + std::to_string(i) + "]"; };
       std::string_view text;
       array pair;
       if (m.get(text) == simdjson::SUCCESS) {
         // Legacy form "left right": exactly one space (pieces never contain a raw space).
         const size_t sp = text.find(' ');
         if (sp == std::string_view::npos || text.find(' ', sp + 1) != std::string_view::npos) {
-          r.bad(mpath, "must be two pieces separated by one space");
+          r.bad(mpath(), "must be two pieces separated by one space");
         }
-        parts.merges.emplace_back(std::string(text.substr(0, sp)), std::string(text.substr(sp + 1)));
+        parts.merges.emplace_back(text.substr(0, sp), text.substr(sp + 1));
       } else if (m.get(pair) == simdjson::SUCCESS && pair.size() == 2) {
-        parts.merges.emplace_back(std::string(r.as_string(pair.at(0).value_unsafe(), mpath + "[0]")),
-                                  std::string(r.as_string(pair.at(1).value_unsafe(), mpath + "[1]")));
+        auto it = pair.begin();
+        std::string_view left, right;
+        const bool ok_left = (*it).get(left) == simdjson::SUCCESS;
+        ++it;
+        const bool ok_right = (*it).get(right) == simdjson::SUCCESS;
+        if (!ok_left || !ok_right) r.bad(mpath(), "must hold two strings");
+        parts.merges.emplace_back(left, right);
       } else {
-        r.bad(mpath, "must be \"a b\" or [\"a\", \"b\"]");
+        r.bad(mpath(), "must be \"a b\" or [\"a\", \"b\"]");
       }
       ++i;
     }
@@ -335,16 +342,23 @@ void add_ids(const Reader& r, element e, const std::string& path, std::vector<in
 
 }  // namespace
 
-TokenizerParts parse_hf_tokenizer_json(std::string_view json, const std::string& name) {
-  Reader r(name);
+namespace {
+
+// The JSON text and its parsed DOM; the parts' views point into it.
+struct JsonDocument {
+  simdjson::padded_string text;
   simdjson::dom::parser parser;
+};
+
+TokenizerParts parse_document(std::shared_ptr<JsonDocument> doc, const std::string& name) {
+  Reader r(name);
   element root;
-  const simdjson::padded_string padded(json);
-  const auto err = parser.parse(padded).get(root);
+  const auto err = doc->parser.parse(doc->text).get(root);
   if (err != simdjson::SUCCESS) fail(name, ": invalid JSON (", simdjson::error_message(err), ")");
   const object top = r.as_object(root, "the top level");
 
   TokenizerParts parts;
+  parts.storage.push_back(doc);
   read_model(r, r.as_object(r.need(top, "model", "model"), "model"), parts);
   if (auto e = r.get_non_null(top, "added_tokens")) read_added_tokens(r, *e, parts);
   if (auto e = r.get(top, "normalizer")) read_normalizer(r, *e, "normalizer", parts.normalizer);
@@ -355,6 +369,14 @@ TokenizerParts parse_hf_tokenizer_json(std::string_view json, const std::string&
     parts.has_decoder = false;
   }
   return parts;
+}
+
+}  // namespace
+
+TokenizerParts parse_hf_tokenizer_json(std::string_view json, const std::string& name) {
+  auto doc = std::make_shared<JsonDocument>();
+  doc->text = simdjson::padded_string(json);
+  return parse_document(std::move(doc), name);
 }
 
 void apply_hf_config_files(TokenizerParts& parts, const std::filesystem::path& dir) {
@@ -409,11 +431,11 @@ TokenizerParts load_hf_tokenizer_parts(const std::filesystem::path& dir_or_json)
   std::filesystem::path json = dir_or_json;
   if (std::filesystem::is_directory(dir_or_json, ec)) json = dir_or_json / "tokenizer.json";
   if (!std::filesystem::exists(json, ec)) fail(json.string(), ": no such file (expected a Hugging Face tokenizer.json)");
-  simdjson::padded_string storage;
-  if (simdjson::padded_string::load(json.string()).get(storage) != simdjson::SUCCESS) {
+  auto doc = std::make_shared<JsonDocument>();
+  if (simdjson::padded_string::load(json.string()).get(doc->text) != simdjson::SUCCESS) {
     fail(json.string(), ": cannot read the file");
   }
-  TokenizerParts parts = parse_hf_tokenizer_json(std::string_view(storage.data(), storage.size()), json.string());
+  TokenizerParts parts = parse_document(std::move(doc), json.string());
   apply_hf_config_files(parts, json.parent_path());
   return parts;
 }

@@ -135,11 +135,7 @@ TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
 
   // ---- BPE model ----
   model.vocab.reserve(parts.vocab.size(), total);
-  for (const auto& [p, id] : parts.vocab) model.vocab.insert(p, id);
-  for (int c = 0; c < 128; ++c) {
-    const char ch = static_cast<char>(c);
-    model.ascii_ids[c] = model.vocab.find(std::string_view(&ch, 1));
-  }
+  model.vocab.insert_many(parts.vocab.data(), parts.vocab.size());
   for (int b = 0; b < 256; ++b) {
     static const char* hex = "0123456789ABCDEF";
     const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
@@ -151,24 +147,53 @@ TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
   // An unk_token missing from the vocabulary only matters if it is ever needed.
   if (!parts.unk_token.empty()) model.unk_id = model.vocab.find(parts.unk_token);
   model.merges.reserve(parts.merges.size());
-  std::string joined;
-  for (size_t rank = 0; rank < parts.merges.size(); ++rank) {
-    const auto& [a, b] = parts.merges[rank];
-    const int32_t ia = model.vocab.find(a);
-    if (ia < 0) fail("tokenizer: merges[", rank, "]: '", a, "' is not in the vocabulary");
-    const int32_t ib = model.vocab.find(b);
-    if (ib < 0) fail("tokenizer: merges[", rank, "]: '", b, "' is not in the vocabulary");
-    joined.assign(a);
-    joined.append(b);
-    const int32_t ij = model.vocab.find(joined);
-    if (ij < 0) fail("tokenizer: merges[", rank, "]: the merged piece '", joined, "' is not in the vocabulary");
-    model.merges.insert(ia, ib, tok::MergeRule{static_cast<int32_t>(rank), ij});
+  {
+    // Resolve the pieces of the merges in batches so the hash lookups can overlap.
+    constexpr size_t kBatch = 32;
+    std::string joined_buf;
+    std::vector<std::string_view> keys(3 * kBatch);
+    std::vector<int32_t> ids(3 * kBatch);
+    size_t joined_offsets[kBatch + 1];
+    for (size_t base = 0; base < parts.merges.size(); base += kBatch) {
+      const size_t m = std::min(kBatch, parts.merges.size() - base);
+      joined_buf.clear();
+      for (size_t k = 0; k < m; ++k) {
+        joined_offsets[k] = joined_buf.size();
+        joined_buf.append(parts.merges[base + k].first);
+        joined_buf.append(parts.merges[base + k].second);
+      }
+      joined_offsets[m] = joined_buf.size();
+      for (size_t k = 0; k < m; ++k) {
+        keys[3 * k] = parts.merges[base + k].first;
+        keys[3 * k + 1] = parts.merges[base + k].second;
+        keys[3 * k + 2] = std::string_view(joined_buf).substr(joined_offsets[k], joined_offsets[k + 1] - joined_offsets[k]);
+      }
+      model.vocab.find_many(keys.data(), ids.data(), 3 * m);
+      for (size_t k = 0; k < m; ++k) model.merges.prefetch(ids[3 * k], ids[3 * k + 1]);
+      for (size_t k = 0; k < m; ++k) {
+        const size_t rank = base + k;
+        if (ids[3 * k] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k], "' is not in the vocabulary");
+        if (ids[3 * k + 1] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k + 1], "' is not in the vocabulary");
+        if (ids[3 * k + 2] < 0) {
+          fail("tokenizer: merges[", rank, "]: the merged piece '", keys[3 * k + 2], "' is not in the vocabulary");
+        }
+        model.merges.insert(ids[3 * k], ids[3 * k + 1], tok::MergeRule{static_cast<int32_t>(rank), ids[3 * k + 2]});
+      }
+    }
   }
-  std::vector<std::pair<std::string, std::string>>().swap(parts.merges);
+  std::vector<std::pair<std::string_view, std::string_view>>().swap(parts.merges);
 
   // ---- text pipeline ----
   normalizer = tok::Normalizer(parts.normalizer);
   pre_tokenizer = tok::PreTokenizer(parts.pre_tokenizer);
+  // The model may cut words before the space marker: the normalizer's replacement for " "
+  // (Gemma: "▁"), else Metaspace's, else the space itself.
+  std::string space_marker = " ";
+  for (const NormalizerStep& s : parts.normalizer)
+    if (s.kind == NormalizerStep::Kind::kReplace && s.pattern == " ") space_marker = s.content;
+  for (const PreTokenizerStep& s : parts.pre_tokenizer)
+    if (s.kind == PreTokenizerStep::Kind::kMetaspace) space_marker = s.pattern;
+  model.finish(space_marker);
 
   // ---- added tokens ----
   special.assign(vocab_size, 0);

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,10 +63,15 @@ struct DecoderStep {
 
 struct TokenizerParts {
   // --- the BPE model ---
+  // The vocabulary and merges are views (a tokenizer has ~10^6 of them; copying each into
+  // its own std::string would dominate load time). The bytes they point into must stay
+  // alive until from_parts() returns: put their owner in `storage` (e.g. the parsed JSON
+  // document or the mapped GGUF file), or copy strings in with own().
+  std::vector<std::shared_ptr<const void>> storage;
   // Model vocabulary: (piece, id). Ids need not be dense; holes decode to nothing.
-  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::vector<std::pair<std::string_view, int32_t>> vocab;
   // Merge rules in rank order (rank = index): left piece, right piece.
-  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<std::pair<std::string_view, std::string_view>> merges;
   std::string unk_token;  // may be empty (no unknown token)
   bool byte_fallback = false;
   bool fuse_unk = false;
@@ -82,6 +90,18 @@ struct TokenizerParts {
   int32_t bos_id = -1;           // -1: none
   std::vector<int32_t> eos_ids;  // stop ids, deduplicated, in the order found
   bool add_bos_default = false;  // tokenizer_config add_bos_token
+
+  // Keeps a copy of `s` alive with these parts and returns a view of it.
+  std::string_view own(std::string s) {
+    if (!owned_) {
+      owned_ = std::make_shared<std::deque<std::string>>();
+      storage.push_back(owned_);
+    }
+    return owned_->emplace_back(std::move(s));
+  }
+
+ private:
+  std::shared_ptr<std::deque<std::string>> owned_;
 };
 
 }  // namespace ringlm

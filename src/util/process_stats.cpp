@@ -25,6 +25,7 @@ std::int64_t status_field_kb(const char* field) {
 }  // namespace
 
 std::int64_t current_rss_bytes() { return status_field_kb("VmRSS") * 1024; }
+std::int64_t anon_rss_bytes() { return status_field_kb("RssAnon") * 1024; }
 std::int64_t peak_rss_bytes() { return status_field_kb("VmHWM") * 1024; }
 
 }  // namespace ringlm

@@ -15,33 +15,63 @@ import sys
 import numpy as np
 
 
-def _bf16_to_f64(raw):
-    u16 = np.frombuffer(raw, dtype="<u2")
-    return (u16.astype(np.uint32) << 16).view("<f4").astype(np.float64)
+class _Stored:
+    """One tensor inside a memory-mapped safetensors file, converted to float64 on use, so
+    full-size checkpoints can be checked without a float64 copy of every weight."""
+
+    def __init__(self, mm, begin, end, dtype, shape, where):
+        self.mm, self.begin, self.end, self.dtype, self.shape, self.where = mm, begin, end, dtype, tuple(shape), where
+
+    def _convert(self, raw):
+        if self.dtype == "BF16":
+            return (raw.view("<u2").astype(np.uint32) << 16).view("<f4").astype(np.float64)
+        if self.dtype == "F16":
+            return raw.view("<f2").astype(np.float64)
+        if self.dtype == "F32":
+            return raw.view("<f4").astype(np.float64)
+        raise ValueError(f"{self.where}: dtype {self.dtype}")
+
+    def _row_bytes(self):
+        size = {"BF16": 2, "F16": 2, "F32": 4}[self.dtype]
+        return size * int(np.prod(self.shape[1:], dtype=np.int64))
+
+    def full(self):
+        return self._convert(np.asarray(self.mm[self.begin:self.end])).reshape(self.shape)
+
+    def rows(self, idx):
+        rb = self._row_bytes()
+        block = np.asarray(self.mm[self.begin:self.end]).reshape(self.shape[0], rb)
+        return self._convert(np.ascontiguousarray(block[np.asarray(idx)])).reshape((len(idx),) + self.shape[1:])
+
+    def apply_t(self, h, block=16384):
+        """h @ W.T, converting W a block of rows at a time."""
+        out = np.empty(h.shape[:-1] + (self.shape[0],))
+        for r in range(0, self.shape[0], block):
+            idx = np.arange(r, min(r + block, self.shape[0]))
+            out[..., r:r + len(idx)] = h @ self.rows(idx).T
+        return out
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
+    mm = np.memmap(path, dtype=np.uint8, mode="r")
+    (n,) = struct.unpack("<Q", bytes(mm[:8]))
+    header = json.loads(bytes(mm[8:8 + n]))
     base = 8 + n
     out = {}
     for name, e in header.items():
         if name == "__metadata__":
             continue
         b, end = e["data_offsets"]
-        raw = data[base + b: base + end]
-        if e["dtype"] == "BF16":
-            arr = _bf16_to_f64(raw)
-        elif e["dtype"] == "F16":
-            arr = np.frombuffer(raw, dtype="<f2").astype(np.float64)
-        elif e["dtype"] == "F32":
-            arr = np.frombuffer(raw, dtype="<f4").astype(np.float64)
-        else:
-            raise ValueError(f"{path}: {name}: dtype {e['dtype']}")
-        out[name] = arr.reshape(e["shape"])
+        out[name] = _Stored(mm, base + b, base + end, e["dtype"], e["shape"], f"{path}: {name}")
     return out
+
+
+class _Weights(dict):
+    """Small tensors come back as float64 arrays; big ones stay _Stored (see rows/apply_t)."""
+
+    def __getitem__(self, name):
+        t = dict.__getitem__(self, name)
+        return t.full() if np.prod(t.shape, dtype=np.int64) < (1 << 26) else t
 
 
 def load_checkpoint(directory):
@@ -56,12 +86,12 @@ def load_checkpoint(directory):
     raw = {}
     for fn in files:
         raw.update(read_safetensors(os.path.join(directory, fn)))
-    weights = {}
+    weights = _Weights()
     for name, arr in raw.items():
         if name.startswith("model.language_model."):
-            weights[name[len("model.language_model."):]] = arr
+            dict.__setitem__(weights, name[len("model.language_model."):], arr)
         elif name.startswith("model."):
-            weights[name[len("model."):]] = arr
+            dict.__setitem__(weights, name[len("model."):], arr)
     return text, weights
 
 
@@ -101,6 +131,15 @@ def rope(x, pos, freqs):
     return x * cos + rot * sin
 
 
+def rows(table, ids):
+    return table.rows(ids) if isinstance(table, _Stored) else table[ids]
+
+
+def linear(h, weight):
+    """h @ weight.T for a float64 array or a lazily converted stored tensor."""
+    return weight.apply_t(h) if isinstance(weight, _Stored) else h @ weight.T
+
+
 def forward(checkpoint, ids):
     c, W = checkpoint
     ids = np.asarray(ids, dtype=np.int64)
@@ -119,10 +158,9 @@ def forward(checkpoint, ids):
     head_dim = {"sliding_attention": c.get("head_dim", 256), "full_attention": c.get("global_head_dim", 512)}
     freqs = {t: inv_freq(c["rope_parameters"][t], head_dim[t]) for t in set(types)}
 
-    E = W["embed_tokens.weight"]
-    x = E[ids] * np.sqrt(H)
+    x = rows(W["embed_tokens.weight"], ids) * np.sqrt(H)
     if P:
-        tok = W["embed_tokens_per_layer.weight"][ids].reshape(T, L, P) * np.sqrt(P)
+        tok = rows(W["embed_tokens_per_layer.weight"], ids).reshape(T, L, P) * np.sqrt(P)
         ctx = (x @ W["per_layer_model_projection.weight"].T) * H ** -0.5
         ctx = rms_norm(ctx.reshape(T, L, P), W["per_layer_projection_norm.weight"], eps)
         ple = (ctx + tok) * 2 ** -0.5
@@ -174,8 +212,8 @@ def forward(checkpoint, ids):
         h = h * W[p + "layer_scalar"].reshape(())
 
     h = rms_norm(h, W["norm.weight"], eps)
-    head = E if c.get("tie_word_embeddings", True) else W["lm_head.weight"]
-    logits = h @ head.T
+    head = W["embed_tokens.weight"] if c.get("tie_word_embeddings", True) else W["lm_head.weight"]
+    logits = linear(h, head)
     cap = c.get("final_logit_softcapping")
     if cap:
         logits = cap * np.tanh(logits / cap)

@@ -139,6 +139,7 @@ TEST(Sampler, SameSeedSameSequence) {
 
 TEST(Sampler, LogprobsAreNormalised) {
   Sampler s({}, 6);
+  s.enable_logprobs(true);
   std::vector<float> l = {0.1f, 2.0f, -1.0f, 0.7f, 0.0f, 1.5f};
   auto row = l;
   int id = s.sample(row, nullptr, {});

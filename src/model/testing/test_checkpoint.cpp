@@ -44,10 +44,18 @@ Preset preset_named(const std::string& name) {
              false};
     return p;
   }
+  if (name == "demo") {
+    // The built-in demo model: tiny's structure with the real 262,144-token Gemma 4 vocabulary,
+    // so prompts, chat template and guided decoding behave as with a real checkpoint.
+    Preset p = preset_named("tiny");
+    p.vocab = 262144;
+    p.real_tokenizer = true;
+    return p;
+  }
   // Values of transformers' convert_gemma4_weights.py _VARIANTS (plus Gemma4TextConfig defaults).
   if (name == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 512, 20, true, 256, 512, 131072, repeat_pattern(4, 7), true};
   if (name == "e4b") return {262144, 2560, 10240, 42, 8, 2, 256, 512, 18, false, 256, 512, 131072, repeat_pattern(5, 7), true};
-  fail("make-test-model: unknown preset '", name, "' (tiny, tiny-gqa, e2b, e4b)");
+  fail("make-test-model: unknown preset '", name, "' (tiny, tiny-gqa, demo, e2b, e4b)");
 }
 
 // xoshiro256** seeded through splitmix64: fast, and reproducible per (seed, tensor name).

@@ -1,0 +1,79 @@
+// `ringlm run`: one prompt through the chat template, the reply streamed to stdout.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/common_options.h"
+#include "engine/generator.h"
+#include "util/error.h"
+
+namespace {
+
+struct RunOptions {
+  ringlm::cli::ModelFlags model;
+  ringlm::cli::SamplingFlags sampling;
+  std::string prompt, prompt_file, system, schema_file;
+  std::vector<std::string> stop;
+  bool raw = false;
+  bool thinking = false;
+  bool stats = false;
+};
+
+void run(const RunOptions& o) {
+  using namespace ringlm;
+  std::string user = o.prompt;
+  if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);
+  if (user.empty()) fail("give a prompt with --prompt TEXT or --file FILE");
+
+  engine::Engine engine(o.model.engine_options());
+  engine::Generator gen(engine);
+  std::string text;
+  if (o.raw) {
+    text = user;
+  } else {
+    chat::ChatRequest req;
+    if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
+    req.messages.push_back({{"role", "user"}, {"content", user}});
+    req.add_generation_prompt = true;
+    if (o.thinking) req.enable_thinking = true;
+    text = engine.render_chat(req);
+  }
+  EncodeOptions eo;
+  eo.add_bos = o.raw && engine.tokenizer().add_bos_default();
+  auto ids = engine.tokenizer().encode(text, eo);
+
+  auto params = o.sampling.params();
+  params.stop = o.stop;
+  if (!o.schema_file.empty()) params.json_schema = cli::read_text_file(o.schema_file);
+  auto result = gen.generate(ids, params, [](const engine::TokenEvent& e) {
+    std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::fputc('\n', stdout);
+  if (o.stats) {
+    std::fprintf(stderr, "ringlm: %d prompt tokens, %d generated (%s), TTFT %.3f s, %.2f tok/s\n", result.prompt_tokens,
+                 result.completion_tokens, engine::finish_reason_name(result.finish), result.ttft_s,
+                 result.completion_tokens > 1 && result.total_s > result.ttft_s
+                     ? (result.completion_tokens - 1) / (result.total_s - result.ttft_s)
+                     : 0.0);
+  }
+}
+
+}  // namespace
+
+RINGLM_COMMAND(run) {
+  auto opts = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "Generate a reply to one prompt, streamed to stdout");
+  opts->model.add_to(sub);
+  opts->sampling.add_to(sub);
+  sub->add_option("--prompt,-p", opts->prompt, "The user message");
+  sub->add_option("--file,-f", opts->prompt_file, "Read the user message from a file");
+  sub->add_option("--system", opts->system, "A system message");
+  sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
+  sub->add_option("--stop", opts->stop, "Stop string (repeatable)");
+  sub->add_flag("--raw", opts->raw, "Send the prompt as is, without the chat template");
+  sub->add_flag("--enable-thinking", opts->thinking, "Let the model think first (Gemma 4 thinking mode)");
+  sub->add_flag("--stats", opts->stats, "Print token counts and speed to stderr");
+  sub->callback([opts] { run(*opts); });
+}

@@ -1,0 +1,71 @@
+#include "cli/common_options.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "util/error.h"
+
+namespace ringlm::cli {
+
+void ModelFlags::add_to(CLI::App* app) {
+  app->add_option("--model,-m", model, "Model directory (default: the built-in demo model)");
+  app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
+  app->add_option("--threads", threads, "Worker threads (default: all cores)");
+  app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
+      ->check(CLI::IsMember({"compact", "python"}));
+}
+
+engine::EngineOptions ModelFlags::engine_options() const {
+  engine::EngineOptions o;
+  if (model.empty()) {
+    const std::string demo = default_model_dir();
+    if (demo.empty())
+      fail("no --model given and the built-in demo model is missing (run ./scripts/setup.sh, or pass --model DIR)");
+    std::fprintf(stderr,
+                 "ringlm: no --model given: using the built-in DEMO model (%s): tiny, RANDOM weights, "
+                 "real Gemma 4 tokenizer; its text is meaningless\n",
+                 demo.c_str());
+    o.model_dir = demo;
+  } else {
+    o.model_dir = model;
+  }
+  o.context_tokens = ctx;
+  o.threads = threads;
+  o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
+  return o;
+}
+
+void SamplingFlags::add_to(CLI::App* app) {
+  app->add_option("--temperature,-t", temperature, "Sampling temperature (0 = greedy)");
+  app->add_option("--top-k", top_k, "Keep the k most likely tokens (0 = off)");
+  app->add_option("--top-p", top_p, "Nucleus sampling mass (1 = off)");
+  app->add_option("--min-p", min_p, "Drop tokens below min_p times the best probability");
+  app->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1 = off)");
+  app->add_option("--seed", seed, "Random seed (runs with the same seed repeat exactly)");
+  app->add_option("--max-tokens,-n", max_tokens, "Most tokens to generate");
+}
+
+engine::GenerationParams SamplingFlags::params() const {
+  engine::GenerationParams p;
+  p.sampling.temperature = temperature;
+  p.sampling.top_k = top_k;
+  p.sampling.top_p = top_p;
+  p.sampling.min_p = min_p;
+  p.sampling.repetition_penalty = repeat_penalty;
+  p.sampling.seed = seed;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(path, ": read error");
+  return ss.str();
+}
+
+}  // namespace ringlm::cli

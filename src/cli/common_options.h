@@ -1,0 +1,41 @@
+// Options shared by the commands that generate text (run, chat, extract, bench, serve):
+// model selection (with the built-in demo model as the default) and sampling flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/generation.h"
+
+namespace ringlm::cli {
+
+struct ModelFlags {
+  std::string model;   // empty: the built-in demo model
+  int ctx = 0;
+  int threads = 0;
+  std::string json_style = "compact";
+
+  void add_to(CLI::App* app);
+  // Resolves the model directory (printing the demo notice to stderr when it is the demo
+  // model) and returns engine options. Throws ringlm::Error when there is no model at all.
+  engine::EngineOptions engine_options() const;
+};
+
+struct SamplingFlags {
+  float temperature = 0.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repeat_penalty = 1.0f;
+  unsigned long long seed = 0;
+  int max_tokens = 256;
+
+  void add_to(CLI::App* app);
+  engine::GenerationParams params() const;
+};
+
+// Reads a whole file; throws ringlm::Error naming it.
+std::string read_text_file(const std::string& path);
+
+}  // namespace ringlm::cli

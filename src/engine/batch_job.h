@@ -1,0 +1,50 @@
+// The durable JSONL batch job behind `ringlm extract`: every input row becomes one guided
+// generation, and its result is appended to the output file as one line as soon as it is
+// done. The output file is the job's only state: a re-run reads the ids already there and
+// continues with the rest, so a killed job loses at most the row in flight and never
+// duplicates one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ringlm::engine {
+
+struct InputRow {
+  std::size_t line = 0;       // 1-based line number in the input file
+  std::string id;             // the row's id (its `id` field, or "line-N")
+  nlohmann::ordered_json data;
+  std::string error;          // non-empty: the line is not a JSON object (recorded as a failure)
+};
+
+// Reads a JSONL file; blank lines are skipped; duplicate ids are an error naming both lines.
+std::vector<InputRow> read_input_rows(const std::string& path, const std::string& id_field);
+
+// Prepares `path` for appending: creates it if missing, drops a torn last line (a line
+// without its newline, left by a kill mid-write) and returns the ids already written.
+std::set<std::string> recover_output(const std::string& path);
+
+// Appends one JSON line with a single write() and flushes it to disk.
+class JsonlAppender {
+ public:
+  explicit JsonlAppender(const std::string& path);
+  ~JsonlAppender();
+  JsonlAppender(const JsonlAppender&) = delete;
+  JsonlAppender& operator=(const JsonlAppender&) = delete;
+  void append(const nlohmann::ordered_json& record);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Fills `{field}` placeholders of `tmpl` from the row (strings as is, other values as JSON);
+// `{{` and `}}` are literal braces. Throws ringlm::Error naming a field the row lacks.
+std::string fill_prompt_template(const std::string& tmpl, const nlohmann::ordered_json& row);
+
+}  // namespace ringlm::engine

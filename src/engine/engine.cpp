@@ -1,0 +1,82 @@
+#include "engine/engine.h"
+
+#include <chrono>
+
+#include "util/error.h"
+
+namespace ringlm::engine {
+
+namespace fs = std::filesystem;
+
+namespace {
+bool has_chat_template(const fs::path& dir) {
+  if (fs::exists(dir / "chat_template.jinja") || fs::exists(dir / "chat_template.json")) return true;
+  // tokenizer_config.json may carry it; the loader decides (it reports a malformed one).
+  return fs::exists(dir / "tokenizer_config.json");
+}
+}  // namespace
+
+namespace {
+const fs::path& checked_dir(const fs::path& dir) {
+  if (!fs::is_directory(dir)) fail(dir.string(), ": not a model directory");
+  return dir;
+}
+}  // namespace
+
+Engine::Engine(const EngineOptions& options)
+    : options_(options),
+      load_start_(std::chrono::steady_clock::now()),
+      tokenizer_(Tokenizer::load(checked_dir(options.model_dir))) {
+  const auto t0 = load_start_;
+  model::ModelOptions mo;
+  mo.threads = options.threads;
+  model_ = model::Model::load(options.model_dir, mo);
+  stop_ids_ = chat::StopIds::load(options.model_dir);
+  for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);
+  if (has_chat_template(options.model_dir)) {
+    try {
+      chat_template_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::load(options.model_dir));
+    } catch (const Error&) {
+      // A tokenizer_config.json without a template is normal; a broken template file is not.
+      if (fs::exists(options.model_dir / "chat_template.jinja")) throw;
+    }
+  }
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string Engine::render_chat(const chat::ChatRequest& request) const {
+  if (!chat_template_) fail(options_.model_dir.string(), ": the model directory has no chat template");
+  return chat_template_->render(request);
+}
+
+std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text) {
+  std::lock_guard<std::mutex> lock(grammar_mu_);
+  auto it = grammars_.find(schema_text);
+  if (it != grammars_.end()) return it->second;
+  guided::Json schema;
+  try {
+    schema = guided::Json::parse(schema_text);
+  } catch (const std::exception& e) {
+    fail("JSON Schema: not valid JSON: ", e.what());
+  }
+  guided::CompileOptions co;
+  co.whitespace = options_.json_whitespace;
+  auto compiled = guided::compile_schema(schema, co);
+  if (!vocabulary_) {
+    // The grammar allows exactly the engine's stop ids at the end of the value, so the
+    // vocabulary is built here rather than from the tokenizer's eos list alone.
+    std::vector<std::string> bytes(static_cast<std::size_t>(tokenizer_.vocab_size()));
+    for (std::int32_t id = 0; id < tokenizer_.vocab_size(); ++id) bytes[id] = tokenizer_.token_bytes(id);
+    std::vector<std::uint32_t> stops(stop_ids_.ids.begin(), stop_ids_.ids.end());
+    vocabulary_ = std::make_shared<const guided::Vocabulary>(std::move(bytes), std::move(stops));
+  }
+  auto index = std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), vocabulary_);
+  grammars_.emplace(schema_text, index);
+  return index;
+}
+
+std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_any_object() {
+  return grammar_for_schema(R"({"type":"object"})");
+}
+
+}  // namespace ringlm::engine

@@ -1,0 +1,68 @@
+// The engine: one loaded model directory (weights, tokenizer, chat template, stop ids) and
+// the compiled-grammar cache, shared by every generation that runs on it.
+//
+//   engine::Engine engine({.model_dir = dir});
+//   engine::Generator gen(engine);                // one KV session; one per concurrent request
+//   auto ids = engine.tokenizer().encode(engine.render_chat(request));
+//   gen.generate(ids, params, [](const TokenEvent& e) { fputs(e.text.c_str(), stdout); return true; });
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "chat/chat_template.h"
+#include "chat/stop_rules.h"
+#include "guided/matcher.h"
+#include "guided/schema_compiler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ringlm::engine {
+
+struct EngineOptions {
+  std::filesystem::path model_dir;
+  int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
+  int threads = 0;         // 0 = all cores
+  guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options);
+
+  const EngineOptions& options() const { return options_; }
+  const std::shared_ptr<const model::Model>& model() const { return model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const chat::StopIds& stop_ids() const { return stop_ids_; }
+  // The model directory's chat template, or nullptr if it has none.
+  const chat::ChatTemplate* chat_template() const { return chat_template_.get(); }
+  double load_seconds() const { return load_seconds_; }
+
+  // Renders a conversation with the chat template; throws ringlm::Error if there is none.
+  std::string render_chat(const chat::ChatRequest& request) const;
+
+  // The token-level grammar for a JSON Schema (text), compiled once and cached by its text;
+  // `any_object` instead gives the grammar of any JSON object. Thread-safe. Throws
+  // ringlm::Error naming the schema problem.
+  std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text);
+  std::shared_ptr<guided::GrammarIndex> grammar_for_any_object();
+
+ private:
+  EngineOptions options_;
+  std::chrono::steady_clock::time_point load_start_;
+  Tokenizer tokenizer_;
+  std::shared_ptr<const model::Model> model_;
+  chat::StopIds stop_ids_;
+  std::unique_ptr<chat::ChatTemplate> chat_template_;
+  double load_seconds_ = 0.0;
+
+  std::mutex grammar_mu_;
+  std::shared_ptr<const guided::Vocabulary> vocabulary_;  // built on first use
+  std::unordered_map<std::string, std::shared_ptr<guided::GrammarIndex>> grammars_;
+};
+
+}  // namespace ringlm::engine

@@ -1,0 +1,21 @@
+// Checks for the JSON Schema `format` values ringlm asserts (date, time, date-time, email, uuid,
+// uri, ipv4, ipv6, hostname), and the regular expressions the grammar uses to generate them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ringlm::guided {
+
+// True when ringlm knows how to check `format` (the validator asserts it).
+bool is_checked_format(std::string_view format);
+
+// Whether `value` is valid for a checked format; unknown formats are always valid.
+bool check_format(std::string_view format, std::string_view value);
+
+// An anchored regex (regex.h subset) generating exactly, or a documented subset of, the strings
+// of `format`, or nullopt when the grammar cannot generate it.
+std::optional<std::string> format_regex(std::string_view format);
+
+}  // namespace ringlm::guided

@@ -1,0 +1,397 @@
+#include "guided/matcher.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <unordered_map>
+
+#include "util/error.h"
+
+namespace ringlm::guided {
+namespace {
+
+constexpr int32_t kUnknown = -2;
+constexpr uint32_t kBottom = UINT32_MAX;  // parent of the root frame
+constexpr uint32_t kMaxStackDepth = 1000;
+
+struct PairHash {
+  size_t operator()(const std::pair<uint32_t, uint32_t>& p) const {
+    return std::hash<uint64_t>()((uint64_t(p.first) << 32) | p.second);
+  }
+};
+
+struct VecHash {
+  size_t operator()(const std::vector<uint32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+
+}  // namespace
+
+struct GrammarIndex::Impl {
+  Grammar g;
+  const Vocabulary* vocab;
+  std::mutex mu;
+
+  // Stack nodes: (grammar state, parent node). A parent node's state is the caller's return
+  // state, so popping a finished frame yields exactly the parent node.
+  std::vector<std::pair<uint32_t, uint32_t>> nodes;
+  std::vector<uint32_t> node_depth;
+  std::unordered_map<std::pair<uint32_t, uint32_t>, uint32_t, PairHash> node_ids;
+
+  struct Config {
+    std::vector<uint32_t> kernel;  // nodes whose state has byte edges, sorted
+    bool accept = false;
+    std::unique_ptr<std::array<int32_t, 256>> next;
+    std::vector<uint32_t> mask;
+    // plain_remaining of the single kernel state (string-body fast path), else kNotPlain.
+    int32_t plain = Grammar::kNotPlain;
+  };
+  std::vector<Config> configs;
+  std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> config_ids;  // kernel + accept flag
+
+  // Scratch for closure.
+  std::vector<uint32_t> work, kernel_scratch;
+  std::vector<uint32_t> seen_epoch;
+  uint32_t epoch = 0;
+  std::vector<int32_t> walk_stack;
+
+  uint32_t node(uint32_t state, uint32_t parent) {
+    auto [it, inserted] = node_ids.emplace(std::make_pair(state, parent), uint32_t(nodes.size()));
+    if (inserted) {
+      nodes.emplace_back(state, parent);
+      node_depth.push_back(parent == kBottom ? 1 : node_depth[parent] + 1);
+      seen_epoch.push_back(0);
+    }
+    return it->second;
+  }
+
+  // Closes `seeds` under epsilon moves, calls and returns; interns the resulting configuration.
+  int32_t close(const std::vector<uint32_t>& seeds) {
+    ++epoch;
+    work.clear();
+    kernel_scratch.clear();
+    bool accept = false;
+    for (uint32_t n : seeds) {
+      if (seen_epoch[n] != epoch) {
+        seen_epoch[n] = epoch;
+        work.push_back(n);
+      }
+    }
+    auto push = [&](uint32_t n) {
+      if (seen_epoch[n] != epoch) {
+        seen_epoch[n] = epoch;
+        work.push_back(n);
+      }
+    };
+    while (!work.empty()) {
+      uint32_t n = work.back();
+      work.pop_back();
+      auto [q, parent] = nodes[n];
+      const Grammar::State& st = g.states[q];
+      if (!st.edges.empty()) kernel_scratch.push_back(n);
+      for (uint32_t e : st.eps) push(node(e, parent));
+      if (!st.calls.empty() && node_depth[n] < kMaxStackDepth) {
+        for (auto& c : st.calls) {
+          uint32_t ret = node(c.ret, parent);
+          push(node(g.rule_start[c.rule], ret));
+        }
+      }
+      if (st.final) {
+        if (parent == kBottom) {
+          accept = true;
+        } else {
+          push(parent);
+        }
+      }
+    }
+    if (kernel_scratch.empty() && !accept) return kDead;
+    std::sort(kernel_scratch.begin(), kernel_scratch.end());
+    std::vector<uint32_t> key = kernel_scratch;
+    key.push_back(accept ? 1u : 0u);
+    auto [it, inserted] = config_ids.emplace(std::move(key), int32_t(configs.size()));
+    if (inserted) {
+      Config c;
+      c.kernel = kernel_scratch;
+      c.accept = accept;
+      if (c.kernel.size() == 1 && !accept) c.plain = g.states[nodes[c.kernel[0]].first].plain_remaining;
+      configs.push_back(std::move(c));
+    }
+    return it->second;
+  }
+
+  int32_t step(int32_t c, uint8_t b) {
+    Config& cfg = configs[size_t(c)];
+    if (!cfg.next) {
+      cfg.next = std::make_unique<std::array<int32_t, 256>>();
+      cfg.next->fill(kUnknown);
+    }
+    int32_t cached = (*cfg.next)[b];
+    if (cached != kUnknown) return cached;
+    std::vector<uint32_t> seeds;
+    for (uint32_t n : configs[size_t(c)].kernel) {
+      auto [q, parent] = nodes[n];
+      for (auto& e : g.states[q].edges) {
+        if (b >= e.lo && b <= e.hi) seeds.push_back(node(e.to, parent));
+      }
+    }
+    int32_t result = seeds.empty() ? kDead : close(seeds);
+    (*configs[size_t(c)].next)[b] = result;  // configs may have reallocated
+    return result;
+  }
+
+  int32_t fast_step(int32_t c, uint8_t b) {
+    const auto& next = configs[size_t(c)].next;
+    if (next) {
+      int32_t v = (*next)[b];
+      if (v != kUnknown) return v;
+    }
+    return step(c, b);
+  }
+
+  // Sets the bits of every token in `trie` that can be consumed from configuration c. Where the
+  // walk enters a string-body configuration (plain fast path), the whole subtree is decided from
+  // the tokens' precomputed plain suffixes instead of node by node.
+  void walk(const TokenTrie& trie, int32_t c, uint32_t* mask) {
+    walk_stack.assign(size_t(trie.max_depth) + 1, kDead);
+    walk_stack[0] = c;
+    size_t n = trie.size();
+    size_t i = 0;
+    while (i < n) {
+      int32_t parent = walk_stack[trie.depth[i] - 1];
+      int32_t nc = fast_step(parent, trie.byte[i]);
+      if (nc == kDead) {
+        i = trie.subtree_end[i];
+        continue;
+      }
+      int32_t plain = configs[size_t(nc)].plain;
+      if (plain != Grammar::kNotPlain) {
+        subtree_plain(trie, i, nc, plain, mask);
+        i = trie.subtree_end[i];
+        continue;
+      }
+      walk_stack[trie.depth[i]] = nc;
+      for (uint32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
+        uint32_t id = trie.tokens[k];
+        mask[id >> 5] |= 1u << (id & 31);
+      }
+      ++i;
+    }
+  }
+
+  // Tokens of trie node i's subtree, whose first depth[i] bytes led to the string-body
+  // configuration x that allows `remaining` more plain code points.
+  void subtree_plain(const TokenTrie& trie, size_t i, int32_t x, int32_t remaining, uint32_t* mask) {
+    size_t d = trie.depth[i];
+    uint32_t end = trie.token_begin[trie.subtree_end[i]];
+    for (uint32_t k = trie.token_begin[i]; k < end; ++k) {
+      uint32_t id = trie.tokens[k];
+      const std::string& w = vocab->bytes(id);
+      bool ok;
+      if (trie.plain_from[k] <= d) {
+        ok = true;
+        if (remaining != Grammar::kPlainUnbounded) {
+          int64_t cps = 0;
+          for (size_t p = d; p < w.size(); ++p) cps += (static_cast<unsigned char>(w[p]) & 0xC0) != 0x80;
+          ok = cps <= remaining;
+        }
+      } else {
+        int32_t y = x;
+        for (size_t p = d; p < w.size() && y != kDead; ++p) y = fast_step(y, static_cast<uint8_t>(w[p]));
+        ok = y != kDead;
+      }
+      if (ok) mask[id >> 5] |= 1u << (id & 31);
+    }
+  }
+
+  // The mask without stop tokens.
+  const std::vector<uint32_t>& body_mask(int32_t c) {
+    if (!configs[size_t(c)].mask.empty()) return configs[size_t(c)].mask;
+    std::vector<uint32_t> mask(vocab->mask_words(), 0);
+    const std::vector<uint32_t> kernel = configs[size_t(c)].kernel;
+    bool any_plain = false;
+    for (uint32_t n : kernel)
+      if (g.states[nodes[n].first].plain_remaining != Grammar::kNotPlain) any_plain = true;
+    if (kernel.size() == 1 && any_plain) {
+      // String-body fast path: every plain run short enough is allowed; only the other tokens
+      // (quotes, escapes, partial UTF-8) are walked.
+      int32_t rem = g.states[nodes[kernel[0]].first].plain_remaining;
+      if (rem != 0) {
+        const auto& plain = vocab->plain_up_to(rem == Grammar::kPlainUnbounded ? -1 : rem);
+        std::memcpy(mask.data(), plain.data(), mask.size() * sizeof(uint32_t));
+      }
+      walk(vocab->exception_trie(), c, mask.data());
+    } else if (kernel.size() > 1 && any_plain) {
+      // Union over the parse stacks; each single-stack configuration has its own cached mask.
+      for (uint32_t n : kernel) {
+        std::vector<uint32_t> seeds{n};
+        int32_t single = close(seeds);
+        if (single == kDead) continue;
+        const auto& sub = body_mask(single);
+        for (size_t w = 0; w < mask.size(); ++w) mask[w] |= sub[w];
+      }
+    } else if (!kernel.empty()) {
+      walk(vocab->trie(), c, mask.data());
+    }
+    if (mask.empty()) mask.push_back(0);
+    configs[size_t(c)].mask = std::move(mask);
+    return configs[size_t(c)].mask;
+  }
+};
+
+GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab)
+    : impl_(std::make_unique<Impl>()), vocab_(std::move(vocab)) {
+  impl_->g = std::move(grammar);
+  impl_->vocab = vocab_.get();
+  if (impl_->g.rule_start.empty()) fail("grammar has no rules");
+  uint32_t root = impl_->node(impl_->g.rule_start[impl_->g.root_rule], kBottom);
+  initial_ = impl_->close({root});
+}
+
+GrammarIndex::~GrammarIndex() = default;
+
+int32_t GrammarIndex::step(int32_t config, uint8_t byte) {
+  if (config < 0) return kDead;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->fast_step(config, byte);
+}
+
+int32_t GrammarIndex::step_bytes(int32_t config, const std::string& bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (char ch : bytes) {
+    if (config < 0) return kDead;
+    config = impl_->fast_step(config, uint8_t(ch));
+  }
+  return config;
+}
+
+bool GrammarIndex::accepting(int32_t config) {
+  if (config < 0) return false;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->configs[size_t(config)].accept;
+}
+
+void GrammarIndex::fill_mask(int32_t config, uint32_t* out) {
+  size_t words = vocab_->mask_words();
+  if (config < 0) {
+    std::memset(out, 0, words * sizeof(uint32_t));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const auto& m = impl_->body_mask(config);
+  std::memcpy(out, m.data(), std::min(m.size(), words) * sizeof(uint32_t));
+  if (m.size() < words) std::memset(out + m.size(), 0, (words - m.size()) * sizeof(uint32_t));
+  if (impl_->configs[size_t(config)].accept) {
+    for (uint32_t id : vocab_->stop_ids()) out[id >> 5] |= 1u << (id & 31);
+  }
+}
+
+size_t GrammarIndex::num_configs() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->configs.size();
+}
+
+// ---------------------------------------------------------------- Matcher
+
+Matcher::Matcher(std::shared_ptr<GrammarIndex> index) : index_(std::move(index)) { reset(); }
+
+void Matcher::reset() {
+  history_.assign(1, index_->initial());
+  stopped_depth_ = 0;
+}
+
+void Matcher::fill_mask(uint32_t* bitset) {
+  if (is_stopped()) {
+    std::memset(bitset, 0, vocab().mask_words() * sizeof(uint32_t));
+    return;
+  }
+  index_->fill_mask(history_.back(), bitset);
+}
+
+bool Matcher::accept(uint32_t token) {
+  if (is_stopped() || token >= vocab().size()) return false;
+  int32_t cur = history_.back();
+  if (vocab().is_stop(token)) {
+    if (!index_->accepting(cur)) return false;
+    history_.push_back(cur);
+    stopped_depth_ = history_.size();
+    return true;
+  }
+  const std::string& bytes = vocab().bytes(token);
+  if (bytes.empty()) return false;
+  int32_t next = index_->step_bytes(cur, bytes);
+  if (next == GrammarIndex::kDead) return false;
+  history_.push_back(next);
+  return true;
+}
+
+void Matcher::rollback(size_t n) {
+  if (n > num_accepted()) fail("rollback of ", n, " tokens but only ", num_accepted(), " accepted");
+  history_.resize(history_.size() - n);
+  if (stopped_depth_ > history_.size()) stopped_depth_ = 0;
+}
+
+bool Matcher::is_accepting() { return !is_stopped() && index_->accepting(history_.back()); }
+
+std::vector<uint32_t> Matcher::forced_tokens() {
+  std::vector<uint32_t> out;
+  if (is_stopped()) return out;
+  // Forced bytes: while exactly one byte continues and the value cannot end here.
+  std::string forced;
+  int32_t c = history_.back();
+  while (forced.size() < 4096 && !index_->accepting(c)) {
+    int32_t only = GrammarIndex::kDead;
+    int count = 0;
+    uint8_t only_byte = 0;
+    for (int b = 0; b < 256 && count < 2; ++b) {
+      int32_t n = index_->step(c, uint8_t(b));
+      if (n != GrammarIndex::kDead) {
+        ++count;
+        only = n;
+        only_byte = uint8_t(b);
+      }
+    }
+    if (count != 1) break;
+    forced.push_back(char(only_byte));
+    c = only;
+  }
+  // Greedy longest match over the trie, using only tokens wholly inside the forced bytes.
+  const TokenTrie& t = vocab().trie();
+  size_t pos = 0;
+  while (pos < forced.size()) {
+    size_t i = 0, best_len = 0;
+    uint32_t best = UINT32_MAX;
+    size_t d = 0;
+    // Descend: children of the current node are the nodes of depth d+1 inside its subtree.
+    size_t lo = 0, hi = t.size();
+    while (pos + d < forced.size()) {
+      uint8_t want = uint8_t(forced[pos + d]);
+      size_t j = lo;
+      bool found = false;
+      while (j < hi) {
+        if (t.depth[j] == d + 1 && t.byte[j] == want) {
+          found = true;
+          break;
+        }
+        j = t.depth[j] == d + 1 ? t.subtree_end[j] : j + 1;
+      }
+      if (!found) break;
+      i = j;
+      ++d;
+      if (t.token_begin[i] < t.token_begin[i + 1]) {
+        best = t.tokens[t.token_begin[i]];
+        best_len = d;
+      }
+      lo = i + 1;
+      hi = t.subtree_end[i];
+    }
+    if (best == UINT32_MAX) break;
+    out.push_back(best);
+    pos += best_len;
+  }
+  return out;
+}
+
+}  // namespace ringlm::guided

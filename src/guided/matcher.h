@@ -1,0 +1,77 @@
+// Token-level matching of a Grammar over a Vocabulary.
+//
+// GrammarIndex (one per compiled grammar + vocabulary, shared by all requests, thread-safe) runs
+// the grammar as a pushdown automaton over bytes. A matching position is a *configuration*: the
+// set of parse stacks still alive, interned so equal configurations share one id. Transitions
+// (configuration, byte) -> configuration are computed lazily and memoised in 256-entry tables,
+// and each configuration's token mask is computed once (a preorder scan of the vocabulary trie,
+// skipping subtrees whose prefix is already dead) and cached.
+//
+// Matcher is one generation's cursor: fill_mask / accept / rollback / forced_tokens.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "guided/grammar.h"
+#include "guided/vocabulary.h"
+
+namespace ringlm::guided {
+
+class GrammarIndex {
+ public:
+  static constexpr int32_t kDead = -1;
+
+  GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab);
+  ~GrammarIndex();
+
+  const Vocabulary& vocab() const { return *vocab_; }
+  int32_t initial() const { return initial_; }
+
+  // The following take the index lock; safe from any thread.
+  int32_t step(int32_t config, uint8_t byte);
+  int32_t step_bytes(int32_t config, const std::string& bytes);  // kDead if rejected
+  bool accepting(int32_t config);
+  // Copies the allowed-token bitset of `config` (bit id set = allowed) into out (mask_words()).
+  void fill_mask(int32_t config, uint32_t* out);
+  size_t num_configs();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  int32_t initial_;
+};
+
+class Matcher {
+ public:
+  explicit Matcher(std::shared_ptr<GrammarIndex> index);
+
+  // Allowed tokens at the current position: bit (id & 31) of word (id >> 5). Stop tokens are
+  // allowed exactly when the grammar can end here. `words` must be vocab().mask_words().
+  void fill_mask(uint32_t* bitset);
+  // Advances by one token; false (and no change) if the token is not allowed.
+  bool accept(uint32_t token);
+  // Undoes the last n accepted tokens (n <= num_accepted()).
+  void rollback(size_t n);
+  // The tokens every valid continuation starts with (e.g. a fixed property key), as a greedy
+  // longest-match tokenisation of the forced bytes; empty when the next token is a real choice.
+  std::vector<uint32_t> forced_tokens();
+  // True when the text so far is a complete value (a stop token is allowed).
+  bool is_accepting();
+  // True after a stop token was accepted.
+  bool is_stopped() const { return stopped_depth_ > 0; }
+  size_t num_accepted() const { return history_.size() - 1; }
+  const Vocabulary& vocab() const { return index_->vocab(); }
+  void reset();
+
+ private:
+  std::shared_ptr<GrammarIndex> index_;
+  std::vector<int32_t> history_;  // configuration after each accepted token (front: initial)
+  size_t stopped_depth_ = 0;      // history size when the stop token was accepted, 0 if none
+};
+
+}  // namespace ringlm::guided

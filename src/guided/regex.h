@@ -1,0 +1,74 @@
+// Regular languages over Unicode code points: a regex subset (ECMAScript syntax as JSON Schema
+// `pattern` uses it) compiled to a deterministic automaton, plus the set operations the schema
+// compiler needs (intersection, union, complement, finite string sets).
+//
+// Supported syntax: literals, `.`, classes `[...]` / `[^...]` with ranges and escapes, `\d \D
+// \w \W \s \S`, escapes `\t \n \r \f \v \0 \xHH \uHHHH \u{H..}` and escaped punctuation,
+// groups `(...)`, `(?:...)`, `(?<name>...)`, alternation, quantifiers `* + ? {n} {n,} {n,m}`
+// (lazy `?` suffix accepted: same language), anchors `^` / `$` only at the start / end of a
+// top-level alternative. Anything else (lookaround, backreferences, `\b`, inner anchors, flags)
+// is rejected with an Error naming the construct.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ringlm::guided {
+
+inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+// A set of code points as sorted, disjoint, non-adjacent closed ranges.
+class CharSet {
+ public:
+  CharSet() = default;
+  static CharSet range(uint32_t lo, uint32_t hi);
+  static CharSet any();  // every code point
+  void add(uint32_t lo, uint32_t hi);
+  void add(const CharSet& other);
+  CharSet negated() const;
+  bool contains(uint32_t cp) const;
+  bool empty() const { return ranges_.empty(); }
+  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
+
+ private:
+  void normalize();
+  std::vector<std::pair<uint32_t, uint32_t>> ranges_;
+};
+
+// Deterministic automaton over code points; state 0 is the start. Missing transitions reject.
+struct CpDfa {
+  struct Edge {
+    uint32_t lo, hi;
+    int to;
+  };
+  struct State {
+    std::vector<Edge> edges;  // sorted by lo, disjoint
+    bool accept = false;
+  };
+  std::vector<State> states;
+
+  bool matches(std::u32string_view text) const;
+  bool accepts_everything() const;  // the universal language (any string)
+  bool is_empty_language() const;
+  // Removes states that cannot reach an accepting state (and edges to them).
+  void prune_dead();
+};
+
+// Compiles `pattern`. With search semantics (JSON Schema's `pattern`) an alternative without a
+// leading `^` may be preceded by anything and one without a trailing `$` followed by anything.
+CpDfa compile_regex(std::string_view pattern, bool search_semantics);
+
+CpDfa dfa_universal();
+CpDfa dfa_intersect(const CpDfa& a, const CpDfa& b);
+CpDfa dfa_union(const CpDfa& a, const CpDfa& b);
+CpDfa dfa_complement(const CpDfa& a);
+CpDfa dfa_literals(const std::vector<std::u32string>& words);
+
+// UTF-8 helpers (invalid sequences throw Error).
+std::u32string utf8_to_u32(std::string_view s);
+void append_utf8(std::string& out, uint32_t cp);
+
+}  // namespace ringlm::guided

@@ -1,0 +1,47 @@
+// JSON Schema validator (drafts 4, 7 and 2020-12 keywords) used to check generated output and
+// to build test data. Keywords: type, enum, const, properties, required, additionalProperties,
+// patternProperties, items / prefixItems / additionalItems, minItems, maxItems, uniqueItems,
+// contains (+ minContains / maxContains), minLength / maxLength (code points), pattern
+// (regex.h subset), format (formats.h list, when assert_formats), minimum / maximum /
+// exclusiveMinimum / exclusiveMaximum (draft-4 boolean and draft-6+ number forms), multipleOf,
+// allOf / anyOf / oneOf / not, if / then / else, $ref (JSON pointers into the document, `$id`
+// and `$anchor` names), $defs / definitions, dependentRequired / dependentSchemas /
+// dependencies, minProperties / maxProperties, propertyNames.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "guided/json.h"
+#include "guided/regex.h"
+
+namespace ringlm::guided {
+
+struct ValidatorOptions {
+  bool assert_formats = true;
+  // 4, 7 or 2020 (for 2020-12); 0 = from the root's "$schema", else 2020-12 rules.
+  int draft = 0;
+};
+
+class Validator {
+ public:
+  explicit Validator(Json schema, ValidatorOptions options = {});
+  ~Validator();
+
+  // True when `instance` is valid; otherwise false and, if `why` is given, a one-line reason
+  // naming the instance location and the failing keyword.
+  bool validate(const Json& instance, std::string* why = nullptr) const;
+  // Validates against `schema` (a subschema or a schema derived from this document; its $refs
+  // resolve against this validator's document).
+  bool validate_subschema(const Json& schema, const Json& instance) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// JSON equality as JSON Schema defines it (numbers by value, objects ignoring key order).
+bool json_equal(const Json& a, const Json& b);
+
+}  // namespace ringlm::guided

@@ -1,0 +1,78 @@
+// The OpenAI-compatible HTTP server: routes, request limits, streaming (SSE), metrics and
+// graceful shutdown, over any Backend. `ringlm serve` is a thin shim around this class.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "server/backend.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace ringlm::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                  // 0 = any free port (start() returns it)
+  int queue = 16;                   // requests that may wait for a slot; more get 429
+  int max_tokens = 4096;            // largest max_tokens a request may ask for
+  std::size_t max_body = 1 << 20;   // request body limit in bytes (413 above)
+  int http_threads = 0;             // connection threads; 0 = slots + queue + 16
+  std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
+};
+
+class HttpServer {
+ public:
+  HttpServer(Backend& backend, ServerOptions options);
+  ~HttpServer();  // stop() if still running
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts serving on a background thread; returns the bound port.
+  // Throws ringlm::Error if the address cannot be bound.
+  int start();
+  // Blocks until the server has stopped.
+  void wait();
+  // Graceful shutdown: new requests get 503, in-flight ones may finish until the grace period
+  // ends and are cancelled after it, then the listener closes. Idempotent, thread-safe.
+  void stop();
+  bool running() const { return running_.load(); }
+
+  Scheduler& scheduler() { return *scheduler_; }
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  void install_routes();
+  void handle_chat(const httplib::Request& req, httplib::Response& res);
+  void handle_completion(const httplib::Request& req, httplib::Response& res);
+  void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_model(const httplib::Request& req, httplib::Response& res);
+  void handle_health(const httplib::Request& req, httplib::Response& res);
+  void handle_metrics(const httplib::Request& req, httplib::Response& res);
+  int resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens, const char* prompt_param);
+
+  Backend& backend_;
+  ServerOptions options_;
+  Metrics metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<int> open_streams_{0};
+  std::mutex stop_mu_;
+};
+
+}  // namespace ringlm::server

@@ -1,0 +1,59 @@
+// Server metrics in Prometheus text exposition format (version 0.0.4): request counts by route
+// and status, token counters, TTFT and inter-token latency histograms; gauges (queue depth,
+// active slots, KV use) are sampled by the caller when rendering.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringlm::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  // Appends `name_bucket{le=..}`, `name_sum` and `name_count` lines.
+  void render(const std::string& name, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::vector<std::uint64_t> counts_;  // per bucket (not cumulative), last = +Inf
+  double sum_ = 0.0;
+  std::uint64_t count_ = 0;
+};
+
+struct Gauges {
+  int queue_depth = 0;
+  int slots_active = 0;
+  int slots_total = 0;
+  std::int64_t kv_used = 0;
+  std::int64_t kv_capacity = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+
+  void count_request(const std::string& route, int status);
+  void add_tokens(std::int64_t prompt, std::int64_t completion);
+  void observe_ttft(double seconds) { ttft_.observe(seconds); }
+  void observe_inter_token(double seconds) { inter_token_.observe(seconds); }
+  void observe_request_duration(double seconds) { duration_.observe(seconds); }
+  void count_cancelled();
+  void count_rejected_queue_full();
+
+  std::string render(const Gauges& gauges) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, std::uint64_t> requests_;
+  std::uint64_t prompt_tokens_ = 0, completion_tokens_ = 0, cancelled_ = 0, rejected_ = 0;
+  Histogram ttft_, inter_token_, duration_;
+};
+
+}  // namespace ringlm::server

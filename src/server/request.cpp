@@ -1,0 +1,334 @@
+#include "server/request.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "server/api_error.h"
+
+namespace ringlm::server {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, param, "invalid_value");
+}
+
+// Counts bracket nesting outside strings, so a hostile body cannot drive deep recursion
+// anywhere downstream (dumping, templates). Returns false when deeper than `limit`.
+bool depth_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return false;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;  // null = absent (clients send it)
+  return &*it;
+}
+
+std::optional<double> get_number(const json& body, const char* name, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(name, std::string("'") + name + "' must be a number");
+  double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    std::ostringstream os;
+    os << "'" << name << "' must be between " << lo << " and " << hi;
+    bad(name, os.str());
+  }
+  return x;
+}
+
+std::optional<long long> get_integer(const json& body, const char* name, long long lo, long long hi) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  long long x = 0;
+  // (nlohmann's is_number_integer() is also true for unsigned values, so test unsigned first.)
+  if (v->is_number_unsigned()) {
+    auto u = v->get<unsigned long long>();
+    if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max())) {
+      bad(name, std::string("'") + name + "' is out of range");
+    }
+    x = static_cast<long long>(u);
+  } else if (v->is_number_integer()) {
+    x = v->get<long long>();
+  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9e15) {
+    x = static_cast<long long>(v->get<double>());
+  } else {
+    bad(name, std::string("'") + name + "' must be an integer");
+  }
+  if (x < lo || x > hi) {
+    bad(name, std::string("'") + name + "' must be between " + std::to_string(lo) + " and " +
+                  std::to_string(hi));
+  }
+  return x;
+}
+
+std::optional<bool> get_bool(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) bad(name, std::string("'") + name + "' must be a boolean");
+  return v->get<bool>();
+}
+
+std::optional<std::string> get_string(const json& body, const char* name) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) bad(name, std::string("'") + name + "' must be a string");
+  return v->get<std::string>();
+}
+
+constexpr int kMaxStops = 16;
+
+void parse_stop(const json& body, engine::GenerationParams& p) {
+  const json* v = field(body, "stop");
+  if (!v) return;
+  auto add = [&](const json& s) {
+    if (!s.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+    auto str = s.get<std::string>();
+    if (str.empty()) bad("stop", "'stop' strings must not be empty");
+    p.stop.push_back(std::move(str));
+  };
+  if (v->is_array()) {
+    if (v->size() > kMaxStops) bad("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
+    for (const auto& s : *v) add(s);
+  } else {
+    add(*v);
+  }
+}
+
+// Fields shared by both endpoints: sampling, length, stop, seed, streaming, n.
+void parse_sampling(const json& body, SamplingRequest& r) {
+  if (auto m = get_string(body, "model")) r.model = *m;
+  auto& s = r.params.sampling;
+  s.temperature = 1.0f;  // OpenAI's default
+  if (auto t = get_number(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*t);
+  if (auto t = get_number(body, "top_p", 0.0, 1.0)) {
+    if (*t <= 0.0) bad("top_p", "'top_p' must be greater than 0");
+    s.top_p = static_cast<float>(*t);
+  }
+  if (auto k = get_integer(body, "top_k", 0, 1 << 20)) s.top_k = static_cast<int>(*k);
+  if (auto m = get_number(body, "min_p", 0.0, 1.0)) s.min_p = static_cast<float>(*m);
+  if (auto rp = get_number(body, "repetition_penalty", 0.01, 100.0)) s.repetition_penalty = static_cast<float>(*rp);
+  // Accepted for compatibility, not applied (the engine has no presence/frequency penalty).
+  get_number(body, "presence_penalty", -2.0, 2.0);
+  get_number(body, "frequency_penalty", -2.0, 2.0);
+  if (auto seed = get_integer(body, "seed", std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max())) {
+    s.seed = static_cast<std::uint64_t>(*seed);
+    r.seed_given = true;
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    s.seed = rng();
+  }
+  // max_completion_tokens (the newer name) wins over max_tokens.
+  auto mt = get_integer(body, "max_tokens", 1, std::numeric_limits<int>::max());
+  auto mct = get_integer(body, "max_completion_tokens", 1, std::numeric_limits<int>::max());
+  if (mct) r.max_tokens = static_cast<int>(*mct);
+  else if (mt) r.max_tokens = static_cast<int>(*mt);
+  if (auto n = get_integer(body, "n", std::numeric_limits<int>::min(), std::numeric_limits<int>::max()); n && *n != 1) {
+    bad("n", "only n=1 is supported");
+  }
+  parse_stop(body, r.params);
+  if (auto st = get_bool(body, "stream")) r.stream = *st;
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (auto iu = get_bool(*so, "include_usage")) r.include_usage = *iu;
+  }
+}
+
+// Content as a plain string: a string stays, null stays, an array of text parts is joined.
+json normalise_content(const json& content, std::size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) bad(param, "'" + param + "' must be a string, null or an array of text parts");
+  std::string text;
+  for (const auto& part : content) {
+    if (!part.is_object()) bad(param, "'" + param + "' parts must be objects");
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string() || *type != "text") {
+      bad(param, "'" + param + "': only text parts are supported");
+    }
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) bad(param, "'" + param + "' text parts need a string 'text'");
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+json normalise_messages(const json& body) {
+  const json* v = field(body, "messages");
+  if (!v) bad("messages", "'messages' is required");
+  if (!v->is_array()) bad("messages", "'messages' must be an array");
+  if (v->empty()) bad("messages", "'messages' must not be empty");
+  json out = json::array();
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) bad(at, "'" + at + "' must be an object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad(at + ".role", "'" + at + ".role' must be a string");
+    json n = m;
+    n["content"] = m.contains("content") ? normalise_content(m["content"], i) : json(nullptr);
+    if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+      if (!tc->is_array()) bad(at + ".tool_calls", "'" + at + ".tool_calls' must be an array");
+      for (std::size_t k = 0; k < tc->size(); ++k) {
+        const std::string cat = at + ".tool_calls[" + std::to_string(k) + "]";
+        json& call = n["tool_calls"][k];
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
+          bad(cat, "'" + cat + "' must be an object with a 'function' object");
+        }
+        json& fn = call["function"];
+        if (!fn.contains("name") || !fn["name"].is_string()) bad(cat + ".function.name", "'" + cat + ".function.name' must be a string");
+        if (fn.contains("arguments") && fn["arguments"].is_string()) {
+          // OpenAI sends arguments as JSON text; the chat template wants the object.
+          json args = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+          if (args.is_discarded() || !args.is_object()) {
+            bad(cat + ".function.arguments", "'" + cat + ".function.arguments' must be a JSON object encoded as a string");
+          }
+          fn["arguments"] = std::move(args);
+        }
+      }
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+void parse_tools(const json& body, ChatRequest& r) {
+  if (const json* t = field(body, "tools")) {
+    if (!t->is_array()) bad("tools", "'tools' must be an array");
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      const json& tool = (*t)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (!tool.is_object()) bad(at, "'" + at + "' must be an object");
+      if (tool.contains("type") && tool["type"] != "function") bad(at + ".type", "only function tools are supported");
+      if (!tool.contains("function") || !tool["function"].is_object()) bad(at + ".function", "'" + at + ".function' must be an object");
+      const json& fn = tool["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty()) {
+        bad(at + ".function.name", "'" + at + ".function.name' must be a non-empty string");
+      }
+      if (fn.contains("parameters") && !fn["parameters"].is_null() && !fn["parameters"].is_object()) {
+        bad(at + ".function.parameters", "'" + at + ".function.parameters' must be an object");
+      }
+    }
+    r.tools = *t;
+  }
+  const json* c = field(body, "tool_choice");
+  if (!c) return;
+  if (c->is_string()) {
+    const auto s = c->get<std::string>();
+    if (s != "auto" && s != "none" && s != "required") bad("tool_choice", "'tool_choice' must be auto, none, required or a function");
+    r.tool_choice = s;
+  } else if (c->is_object() && c->contains("function") && (*c)["function"].is_object() &&
+             (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+    const auto name = (*c)["function"]["name"].get<std::string>();
+    json narrowed = json::array();
+    for (const auto& tool : r.tools) {
+      if (tool["function"]["name"] == name) narrowed.push_back(tool);
+    }
+    if (narrowed.empty()) bad("tool_choice", "'tool_choice' names function '" + name + "' which is not in 'tools'");
+    r.tools = std::move(narrowed);
+    r.tool_choice = "required";
+  } else {
+    bad("tool_choice", "'tool_choice' must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}");
+  }
+  if (r.tool_choice == "required" && r.tools.empty()) bad("tool_choice", "'tool_choice' requires 'tools'");
+}
+
+void parse_response_format(const json& body, engine::GenerationParams& p) {
+  const json* rf = field(body, "response_format");
+  if (!rf) return;
+  if (!rf->is_object()) bad("response_format", "'response_format' must be an object");
+  auto type = get_string(*rf, "type");
+  if (!type) bad("response_format.type", "'response_format.type' is required");
+  if (*type == "text") return;
+  if (*type == "json_object") {
+    p.json_object = true;
+    return;
+  }
+  if (*type != "json_schema") bad("response_format.type", "'response_format.type' must be text, json_object or json_schema");
+  const json* js = field(*rf, "json_schema");
+  if (!js || !js->is_object()) bad("response_format.json_schema", "'response_format.json_schema' must be an object");
+  if (const json* name = field(*js, "name"); name && !name->is_string()) {
+    bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
+  }
+  get_bool(*js, "strict");  // type-checked; generation is always constrained
+  const json* schema = field(*js, "schema");
+  if (!schema) bad("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+  if (!schema->is_object() && !schema->is_boolean()) {
+    bad("response_format.json_schema.schema", "'response_format.json_schema.schema' must be an object");
+  }
+  p.json_schema = schema->dump();
+}
+
+}  // namespace
+
+json parse_body(std::string_view body) {
+  if (!depth_within(body, kMaxJsonDepth)) {
+    throw ApiError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "", "invalid_json");
+  }
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ApiError(400, "request body is not valid JSON", "", "invalid_json");
+  if (!j.is_object()) throw ApiError(400, "request body must be a JSON object", "", "invalid_json");
+  return j;
+}
+
+ChatRequest parse_chat_request(const json& body) {
+  ChatRequest r;
+  r.messages = normalise_messages(body);
+  parse_sampling(body, r);
+  parse_tools(body, r);
+  parse_response_format(body, r.params);
+  if (auto lp = get_bool(body, "logprobs")) r.params.logprobs = *lp;
+  if (auto tl = get_integer(body, "top_logprobs", 0, 20)) {
+    if (!r.params.logprobs && *tl > 0) bad("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+    r.params.top_logprobs = static_cast<int>(*tl);
+  }
+  return r;
+}
+
+CompletionRequest parse_completion_request(const json& body) {
+  CompletionRequest r;
+  const json* p = field(body, "prompt");
+  if (!p) bad("prompt", "'prompt' is required");
+  if (p->is_string()) {
+    r.prompt = p->get<std::string>();
+  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+    r.prompt = (*p)[0].get<std::string>();
+  } else {
+    bad("prompt", "'prompt' must be a string or an array of one string");
+  }
+  parse_sampling(body, r);
+  parse_response_format(body, r.params);
+  // Completions' `logprobs` is the number of alternatives per token (0..5 in OpenAI; up to 20 here).
+  if (auto lp = get_integer(body, "logprobs", 0, 20)) {
+    r.params.logprobs = true;
+    r.params.top_logprobs = static_cast<int>(*lp);
+  }
+  if (auto e = get_bool(body, "echo")) r.echo = *e;
+  if (const json* sfx = field(body, "suffix"); sfx && !(sfx->is_string() && sfx->get<std::string>().empty())) {
+    bad("suffix", "'suffix' is not supported");
+  }
+  return r;
+}
+
+}  // namespace ringlm::server

@@ -1,0 +1,45 @@
+// Parsing and validation of OpenAI request bodies (/v1/chat/completions, /v1/completions) into
+// generation parameters. Pure functions of the body text, so they can be fuzzed without a model.
+// Unknown fields are ignored; a known field of the wrong type or out of range throws ApiError
+// 400 naming the field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/generation.h"
+
+namespace ringlm::server {
+
+struct SamplingRequest {
+  engine::GenerationParams params;   // max_tokens is filled in later from the prompt length
+  std::optional<int> max_tokens;     // what the client asked for, if anything
+  bool seed_given = false;
+  bool stream = false;
+  bool include_usage = false;        // stream_options.include_usage
+  std::string model;
+};
+
+struct ChatRequest : SamplingRequest {
+  nlohmann::json messages;           // normalised (see Backend::render_chat)
+  nlohmann::json tools = nlohmann::json::array();
+  std::string tool_choice = "auto";  // auto | none | required
+};
+
+struct CompletionRequest : SamplingRequest {
+  std::string prompt;
+  bool echo = false;
+};
+
+// Maximum JSON nesting accepted in a body; deeper bodies are rejected before parsing.
+constexpr int kMaxJsonDepth = 64;
+
+// Parses a body into JSON (400 for malformed JSON, a non-object body or nesting too deep).
+nlohmann::json parse_body(std::string_view body);
+
+ChatRequest parse_chat_request(const nlohmann::json& body);
+CompletionRequest parse_completion_request(const nlohmann::json& body);
+
+}  // namespace ringlm::server

@@ -1,0 +1,108 @@
+// Runs generation jobs on a fixed set of slots: one worker thread per Backend slot, fed from a
+// bounded FIFO queue. HTTP threads submit a Job and read its token events as they come; a
+// cancelled job (client gone, server shutting down) stops at its next token and frees its slot.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/generation.h"
+#include "server/backend.h"
+#include "server/metrics.h"
+
+namespace ringlm::server {
+
+// One generation request, shared by the HTTP thread that reads it and the worker that runs it.
+class Job {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Job(std::vector<std::int32_t> prompt, engine::GenerationParams params)
+      : prompt_(std::move(prompt)), params_(std::move(params)), submitted_(Clock::now()) {}
+
+  // Reader side. Moves pending token events into `out` (cleared first); waits up to `timeout`
+  // for something to happen. Returns true once the job has finished and `out` holds the last
+  // events (then result() or error_status() tell how it ended).
+  bool take_events(std::vector<engine::TokenEvent>& out, std::chrono::milliseconds timeout);
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Valid after take_events() returned true.
+  const engine::GenerationResult& result() const { return result_; }
+  int error_status() const { return error_status_; }  // 0 = no error
+  const std::string& error_message() const { return error_message_; }
+
+  // Worker side.
+  const std::vector<std::int32_t>& prompt() const { return prompt_; }
+  const engine::GenerationParams& params() const { return params_; }
+  Clock::time_point submitted() const { return submitted_; }
+  bool push(const engine::TokenEvent& event);  // false = stop generating
+  void finish(engine::GenerationResult result);
+  void fail(int status, std::string message);
+
+ private:
+  const std::vector<std::int32_t> prompt_;
+  const engine::GenerationParams params_;
+  const Clock::time_point submitted_;
+  std::atomic<bool> cancelled_{false};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<engine::TokenEvent> pending_;
+  bool finished_ = false;
+  engine::GenerationResult result_;
+  int error_status_ = 0;
+  std::string error_message_;
+};
+
+class Scheduler {
+ public:
+  // `queue_limit`: how many jobs may wait for a slot beyond those that can start at once.
+  Scheduler(Backend& backend, int queue_limit, Metrics& metrics);
+  ~Scheduler();  // cancels everything and joins the workers
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job (FIFO). Throws ApiError 429 when the queue is full, 503 when draining.
+  void submit(const std::shared_ptr<Job>& job);
+
+  void begin_drain();  // refuse new jobs from now on
+  bool draining() const { return draining_.load(); }
+  void cancel_all();   // cancel running and waiting jobs
+  // Waits until no job is running or waiting; false if `deadline` passed first.
+  bool wait_idle(Job::Clock::time_point deadline);
+
+  int slots() const { return static_cast<int>(workers_.size()); }
+  int queue_depth() const;
+  int active() const { return active_.load(); }
+
+ private:
+  void worker_loop(int slot);
+  void run(int slot, Job& job);
+
+  Backend& backend_;
+  Metrics& metrics_;
+  const int queue_limit_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // a job arrived or stopping
+  std::condition_variable idle_cv_;   // a job finished
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::vector<std::shared_ptr<Job>> running_;  // per slot, null when idle
+  int idle_workers_ = 0;
+  bool stopping_ = false;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> active_{0};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ringlm::server

@@ -1,0 +1,193 @@
+// Jinja interpreter: Python Jinja2 reference outputs, error reporting with line and column,
+// and robustness against malformed or runaway templates.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "chat/jinja/template.h"
+#include "util/error.h"
+
+using ringlm::jinja::RenderLimits;
+using ringlm::jinja::Template;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string render(const std::string& src, const json& ctx = json::object(), const RenderLimits& limits = {}) {
+  return Template(src, "t.jinja").render(ctx, limits);
+}
+
+// The ringlm::Error message of rendering (or parsing) `src`, or "" if it rendered.
+std::string error_of(const std::string& src, const json& ctx = json::object(), const RenderLimits& limits = {}) {
+  try {
+    render(src, ctx, limits);
+  } catch (const ringlm::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// Outputs recorded from Python Jinja2 3.1.6 in transformers' configuration (see
+// tests/chat/data/make_python_cases.py): value printing, filters, tests, methods, loops,
+// macros, call/filter blocks, scoping and whitespace control.
+TEST(Jinja, MatchesPythonJinja2Reference) {
+  std::ifstream in(std::string(RINGLM_SOURCE_DIR) + "/tests/chat/data/jinja2_cases.jsonl");
+  ASSERT_TRUE(in) << "missing jinja2_cases.jsonl";
+  std::vector<json> cases;
+  json ctx;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line);
+    if (j.contains("ctx")) ctx = j["ctx"];
+    else cases.push_back(j);
+  }
+  ASSERT_GE(cases.size(), 15u);
+  for (const auto& c : cases) {
+    const std::string src = c["t"].get<std::string>();
+    std::string out;
+    try {
+      out = render(src, ctx);
+    } catch (const ringlm::Error& e) {
+      out = std::string("ERROR: ") + e.what();
+    }
+    EXPECT_EQ(out, c["out"].get<std::string>()) << "template: " << src;
+  }
+}
+
+TEST(Jinja, GemmaGoldenConversationsRenderExactly) {
+  const std::string dir = std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer";
+  Template tmpl(read_file(dir + "/chat_template.jinja"), "chat_template.jinja");
+  std::ifstream in(dir + "/chat-golden.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    auto c = json::parse(line);
+    json ctx = c["input"];
+    ctx["add_generation_prompt"] = c["add_generation_prompt"];
+    ctx["enable_thinking"] = c["enable_thinking"];
+    ctx["bos_token"] = "<bos>";
+    EXPECT_EQ(tmpl.render(ctx), c["text"].get<std::string>()) << line;
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
+
+TEST(Jinja, SyntaxErrorsNameLineAndColumn) {
+  EXPECT_EQ(error_of("ab\n{% if x %}\nyes"), "t.jinja: line 2, column 1: unclosed 'if' block (missing 'endif')");
+  EXPECT_EQ(error_of("{{ x | nosuchfilter }}"), "t.jinja: line 1, column 8: no filter named 'nosuchfilter'");
+  EXPECT_EQ(error_of("\n  {{ x is nosuchtest }}"), "t.jinja: line 2, column 8: no test named 'nosuchtest'");
+  EXPECT_EQ(error_of("{% frobnicate %}"), "t.jinja: line 1, column 4: unknown tag 'frobnicate'");
+  EXPECT_EQ(error_of("{% endfor %}"), "t.jinja: line 1, column 4: unexpected 'endfor' (no open block it could close)");
+  EXPECT_EQ(error_of("x {{ a"), "t.jinja: line 1, column 3: unclosed tag '{{'");
+  EXPECT_EQ(error_of("x {# never closed"), "t.jinja: line 1, column 3: unclosed comment '{#'");
+  EXPECT_EQ(error_of("{{ 'abc }}"), "t.jinja: line 1, column 4: unterminated string literal");
+  EXPECT_EQ(error_of("{{ a + }}"), "t.jinja: line 1, column 8: expected an expression, got '}}'");
+  EXPECT_EQ(error_of("{% for x in y %}{% endif %}"), "t.jinja: line 1, column 20: unexpected 'endif' (no open block it could close)");
+  EXPECT_EQ(error_of("{% break %}"), "t.jinja: line 1, column 4: 'break' outside of a loop");
+  EXPECT_EQ(error_of("{{ a ]}}"), "t.jinja: line 1, column 6: unexpected ']'");
+  EXPECT_EQ(error_of("{{ f(a=1, 2) }}"), "t.jinja: line 1, column 11: positional argument follows keyword argument");
+}
+
+TEST(Jinja, RuntimeErrorsNameLineAndColumn) {
+  EXPECT_EQ(error_of("line\n  {{ 'a' + 1 }}"), "t.jinja: line 2, column 10: can only concatenate str (not \"int\") to str");
+  EXPECT_EQ(error_of("{{ raise_exception('bad role') }}"), "t.jinja: line 1, column 4: raise_exception: bad role");
+  EXPECT_EQ(error_of("{{ 1 // 0 }}"), "t.jinja: line 1, column 6: integer division or modulo by zero");
+  EXPECT_EQ(error_of("{% for a, b in [1] %}{% endfor %}"),
+            "t.jinja: line 1, column 1: 'int' object is not iterable");
+  EXPECT_EQ(error_of("{% set x = 1 %}{% set x.y = 2 %}"),
+            "t.jinja: line 1, column 16: cannot assign attribute 'y' on 'x': not a namespace()");
+  EXPECT_EQ(error_of("{{ nothing() }}"), "t.jinja: line 1, column 4: call of an undefined value");
+  EXPECT_EQ(error_of("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}"),
+            "t.jinja: line 1, column 34: macro 'm' takes not more than 1 argument(s)");
+  EXPECT_EQ(error_of("{{ 9223372036854775807 + 1 }}"), "t.jinja: line 1, column 24: integer overflow in +");
+  EXPECT_EQ(error_of("{{ 1 < 'a' }}"), "t.jinja: line 1, column 4: '<' not supported between instances of 'int' and 'str'");
+}
+
+TEST(Jinja, UndefinedValuesAreLenient) {
+  // Like transformers' default Undefined: missing keys print as "" and test as undefined.
+  json ctx = {{"m", {{"role", "user"}}}};
+  EXPECT_EQ(render("[{{ m.content }}][{{ m['x'] }}][{{ m.content is defined }}][{{ m.content | default('d') }}]", ctx),
+            "[][][False][d]");
+  EXPECT_EQ(render("{{ missing.deeper.still | length }}{% for x in missing %}x{% endfor %}"), "0");
+}
+
+TEST(Jinja, RunawayTemplatesHitLimitsInsteadOfHanging) {
+  RenderLimits limits;
+  limits.max_steps = 100000;
+  limits.max_output_bytes = 1 << 20;
+  limits.max_call_depth = 50;
+  EXPECT_NE(error_of("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", json::object(), limits)
+                .find("steps"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", json::object(), limits).find("nested deeper"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                     json::object(), limits)
+                .find("larger than"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'x' * 100000000000 }}", json::object(), limits).find("larger than"), std::string::npos);
+  EXPECT_NE(error_of("{{ range(10000000000) | length }}", json::object(), limits).find("too large"), std::string::npos);
+  // A namespace stored inside itself cannot be printed, but must not overflow the stack.
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").find("nested deeper"), std::string::npos);
+}
+
+TEST(Jinja, DeepNestingIsRejectedNotCrashing) {
+  std::string deep_parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  EXPECT_NE(error_of(deep_parens).find("nested too deeply"), std::string::npos);
+  std::string deep_ifs;
+  for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
+  EXPECT_NE(error_of(deep_ifs).find("nested too deeply"), std::string::npos);
+  std::string deep_not = "{{ " + [] { std::string s; for (int i = 0; i < 5000; ++i) s += "not "; return s; }() + "1 }}";
+  EXPECT_NE(error_of(deep_not).find("nested too deeply"), std::string::npos);
+}
+
+// Random byte edits of the real Gemma template: each must either render or fail with a
+// ringlm::Error; anything else (crash, other exception, hang) fails the test.
+TEST(Jinja, MutatedTemplatesFailCleanly) {
+  const std::string base = read_file(std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer/chat_template.jinja");
+  ASSERT_FALSE(base.empty());
+  json ctx = json::parse(R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": [1, {"b": null}]}}}]},
+    {"role": "tool", "tool_call_id": "c", "content": "r"}],
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+      "parameters": {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}}}],
+    "add_generation_prompt": true, "enable_thinking": true, "bos_token": "<bos>"})");
+  std::mt19937 rng(1234);
+  const std::string alphabet = "{}%#-+()[]|.,:'\"~=<>!*/ \nabcxyz019_";
+  RenderLimits limits;
+  limits.max_steps = 200000;
+  int rendered = 0, rejected = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::string src = base;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      std::size_t pos = rng() % src.size();
+      switch (rng() % 3) {
+        case 0: src[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: src.erase(pos, 1 + rng() % 8); break;
+        default: src.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    try {
+      Template(src, "mutated").render(ctx, limits);
+      ++rendered;
+    } catch (const ringlm::Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 50);
+  EXPECT_GT(rendered, 20);
+}

@@ -1,0 +1,181 @@
+// Generator behaviour on a tiny random-weight model: KV reuse must be invisible in the output
+// (same tokens as a fresh session), and every way a generation ends must be reported.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "engine/generator.h"
+#include "model/testing/test_checkpoint.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+using namespace ringlm;
+
+namespace {
+
+const fs::path& tiny_model_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("ringlm_generator_test_" + std::to_string(::getpid()));
+    model::testing::TestCheckpointOptions o;
+    o.preset = "tiny";
+    o.seed = 11;
+    o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";  // chat template only
+    model::testing::write_test_checkpoint(d, o);
+    return d;
+  }();
+  return dir;
+}
+
+struct Cleanup {
+  ~Cleanup() {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("ringlm_generator_test_" + std::to_string(::getpid())), ec);
+  }
+} cleanup;
+
+engine::Engine& shared_engine() {
+  static engine::Engine e({.model_dir = tiny_model_dir()});
+  return e;
+}
+
+std::vector<std::int32_t> prompt_of(std::size_t n, int salt) {
+  std::vector<std::int32_t> ids;
+  for (std::size_t i = 0; i < n; ++i) ids.push_back(static_cast<std::int32_t>(300 + (i * 37 + salt * 11) % 400));
+  return ids;
+}
+
+engine::GenerationParams greedy(int n) {
+  engine::GenerationParams p;
+  p.max_tokens = n;
+  p.ignore_stop_ids = true;
+  return p;
+}
+
+std::vector<std::int32_t> tokens_of(engine::Generator& g, std::span<const std::int32_t> prompt, int n,
+                                    engine::GenerationResult* out = nullptr) {
+  std::vector<std::int32_t> ids;
+  auto r = g.generate(prompt, greedy(n), [&](const engine::TokenEvent& e) {
+    if (e.id >= 0) ids.push_back(e.id);
+    return true;
+  });
+  if (out) *out = r;
+  return ids;
+}
+
+}  // namespace
+
+TEST(Generator, ReusedPrefixGivesTheSameTokensAsAFreshSession) {
+  auto& engine = shared_engine();
+  engine::Generator warm(engine), fresh(engine);
+  auto p1 = prompt_of(70, 1);
+  auto first = tokens_of(warm, p1, 12);
+  ASSERT_EQ(first.size(), 12u);
+  // Next turn: the old prompt, the reply, then new text (as a chat continues).
+  auto p2 = p1;
+  p2.insert(p2.end(), first.begin(), first.end());
+  auto extra = prompt_of(30, 2);
+  p2.insert(p2.end(), extra.begin(), extra.end());
+  engine::GenerationResult r;
+  auto reused = tokens_of(warm, p2, 20, &r);
+  // The last sampled token of the first reply was never fed to the model.
+  EXPECT_EQ(r.cached_prompt_tokens, static_cast<int>(p1.size() + first.size() - 1));
+  EXPECT_EQ(reused, tokens_of(fresh, p2, 20));
+}
+
+TEST(Generator, ShortRollbackTruncatesInsteadOfRecomputing) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine), fresh(engine);
+  auto p1 = prompt_of(50, 3);
+  tokens_of(g, p1, 4);
+  auto p2 = p1;
+  p2.resize(45);
+  auto tail = prompt_of(10, 4);
+  p2.insert(p2.end(), tail.begin(), tail.end());
+  engine::GenerationResult r;
+  auto got = tokens_of(g, p2, 10, &r);
+  EXPECT_EQ(r.cached_prompt_tokens, 45);
+  EXPECT_EQ(got, tokens_of(fresh, p2, 10));
+}
+
+TEST(Generator, PinnedPrefixSurvivesGenerationsLongerThanTheRing) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine), fresh(engine);
+  auto prefix = prompt_of(40, 5);
+  g.pin_prefix(prefix);
+  for (int row = 0; row < 3; ++row) {
+    auto prompt = prefix;
+    auto rest = prompt_of(20 + row * 7, 10 + row);
+    prompt.insert(prompt.end(), rest.begin(), rest.end());
+    engine::GenerationResult r;
+    // 120 generated tokens overwrite the 16 + 64 slot sliding ring completely.
+    auto got = tokens_of(g, prompt, 120, &r);
+    EXPECT_EQ(r.cached_prompt_tokens, row == 0 ? 40 : 40) << "row " << row;
+    fresh.reset();
+    EXPECT_EQ(got, tokens_of(fresh, prompt, 120)) << "row " << row;
+  }
+}
+
+TEST(Generator, CancelLengthAndStopStringsEndTheRun) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine);
+  auto prompt = prompt_of(20, 6);
+  int seen = 0;
+  auto r = g.generate(prompt, greedy(50), [&](const engine::TokenEvent&) { return ++seen < 3; });
+  EXPECT_EQ(r.finish, engine::FinishReason::Cancelled);
+  EXPECT_EQ(r.completion_tokens, 3);
+
+  auto full = g.generate(prompt, greedy(24), nullptr);
+  EXPECT_EQ(full.finish, engine::FinishReason::Length);
+  EXPECT_EQ(full.completion_tokens, 24);
+  ASSERT_GE(full.text.size(), 12u);
+  // A stop string taken from the middle of the reply ends it there, unemitted.
+  const std::size_t at = full.text.size() / 2;
+  const std::string stop = full.text.substr(at, 3);
+  auto p = greedy(24);
+  p.stop = {stop};
+  std::string streamed;
+  auto s = g.generate(prompt, p, [&](const engine::TokenEvent& e) {
+    streamed += e.text;
+    return true;
+  });
+  EXPECT_EQ(s.finish, engine::FinishReason::Stop);
+  EXPECT_EQ(s.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(streamed, s.text);
+}
+
+TEST(Generator, BadPromptsAreErrorsAndTheSessionStaysUsable) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine, {.context_tokens = 128});
+  EXPECT_THROW(g.generate({}, greedy(4), nullptr), Error);
+  std::vector<std::int32_t> bad = {5, 999999};
+  EXPECT_THROW(g.generate(bad, greedy(4), nullptr), Error);
+  EXPECT_THROW(g.generate(prompt_of(200, 7), greedy(4), nullptr), Error);
+  auto r = g.generate(prompt_of(100, 8), greedy(60), nullptr);
+  EXPECT_EQ(r.finish, engine::FinishReason::Length) << "the context filled up";
+  EXPECT_LE(r.completion_tokens, 28);
+  EXPECT_EQ(g.generate(prompt_of(10, 9), greedy(5), nullptr).completion_tokens, 5);
+}
+
+TEST(Generator, GuidedOutputFollowsTheSchemaAndStopsAtItsEnd) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine);
+  const std::string schema = R"({"type":"object","properties":{"a":{"enum":["x","yy"]},"b":{"type":"integer","minimum":-5,"maximum":300}},"required":["a","b"],"additionalProperties":false})";
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    engine::GenerationParams p;
+    p.max_tokens = 200;
+    p.json_schema = schema;
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = seed;
+    auto r = g.generate(prompt_of(12, 10), p, nullptr);
+    ASSERT_EQ(r.finish, engine::FinishReason::Stop) << r.text;
+    auto v = nlohmann::json::parse(r.text);
+    EXPECT_TRUE(v["a"] == "x" || v["a"] == "yy") << r.text;
+    EXPECT_TRUE(v["b"].is_number_integer() && v["b"] >= -5 && v["b"] <= 300) << r.text;
+    EXPECT_EQ(v.size(), 2u);
+  }
+  engine::GenerationParams bad;
+  bad.json_schema = "{not json";
+  EXPECT_THROW(g.generate(prompt_of(5, 1), bad, nullptr), Error);
+}

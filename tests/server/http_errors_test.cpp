@@ -1,0 +1,116 @@
+// Every failure a client can cause gets the right status and the OpenAI error shape.
+#include "server_fixture.h"
+
+namespace ringlm::server::testing {
+namespace {
+
+class HttpErrors : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerOptions so;
+    so.max_body = 64 * 1024;
+    so.max_tokens = 500;
+    FakeBackendOptions fo;
+    fo.context_length = 1000;
+    start(fo, so);
+  }
+};
+
+TEST_F(HttpErrors, MalformedJsonIs400) {
+  for (const char* body : {"{bad", "", "[1,2]", "\"text\"", "{\"messages\": [}"}) {
+    auto e = expect_error(request("POST", "/v1/chat/completions", body), 400);
+    EXPECT_EQ(e["type"], "invalid_request_error");
+  }
+}
+
+TEST_F(HttpErrors, DeepNestingIs400NotACrash) {
+  std::string deep = "{\"messages\":" + std::string(5000, '[') + std::string(5000, ']') + "}";
+  auto e = expect_error(request("POST", "/v1/chat/completions", deep), 400);
+  EXPECT_NE(e["message"].get<std::string>().find("deeper"), std::string::npos);
+}
+
+TEST_F(HttpErrors, WrongTypesNameTheField) {
+  struct Case {
+    json extra;
+    const char* param;
+  } cases[] = {
+      {{{"temperature", "hot"}}, "temperature"},
+      {{{"temperature", 3.5}}, "temperature"},
+      {{{"top_p", 0}}, "top_p"},
+      {{{"max_tokens", "ten"}}, "max_tokens"},
+      {{{"max_tokens", 0}}, "max_tokens"},
+      {{{"max_tokens", 2.5}}, "max_tokens"},
+      {{{"seed", "x"}}, "seed"},
+      {{{"stop", 5}}, "stop"},
+      {{{"stop", {"a", 1}}}, "stop"},
+      {{{"stream", "yes"}}, "stream"},
+      {{{"n", 2}}, "n"},
+      {{{"logprobs", 1}}, "logprobs"},
+      {{{"top_logprobs", 21}, {"logprobs", true}}, "top_logprobs"},
+      {{{"top_logprobs", 2}}, "top_logprobs"},
+      {{{"response_format", "json"}}, "response_format"},
+      {{{"response_format", {{"type", "xml"}}}}, "response_format.type"},
+      {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}}}, "response_format.json_schema.schema"},
+      {{{"tools", json::array({{{"type", "function"}}})}}, "tools[0].function"},
+      {{{"tools", "all"}}, "tools"},
+      {{{"tool_choice", "sometimes"}}, "tool_choice"},
+      {{{"tool_choice", "required"}}, "tool_choice"},
+      {{{"stream_options", 1}}, "stream_options"},
+  };
+  for (const auto& c : cases) {
+    auto e = expect_error(post("/v1/chat/completions", chat("x", c.extra)), 400);
+    EXPECT_EQ(e["param"], c.param) << c.extra.dump();
+  }
+  EXPECT_EQ(expect_error(post("/v1/chat/completions", json::object()), 400)["param"], "messages");
+  EXPECT_EQ(expect_error(post("/v1/chat/completions", {{"messages", json::array()}}), 400)["param"], "messages");
+  EXPECT_EQ(expect_error(post("/v1/chat/completions", {{"messages", {{{"content", "no role"}}}}}), 400)["param"], "messages[0].role");
+  EXPECT_EQ(expect_error(post("/v1/completions", {{"prompt", 42}}), 400)["param"], "prompt");
+  EXPECT_EQ(expect_error(post("/v1/completions", {{"prompt", {"a", "b"}}}), 400)["param"], "prompt");
+  // null means "not given" (clients send it), and unknown fields are ignored.
+  EXPECT_EQ(post("/v1/chat/completions", chat("x", {{"temperature", nullptr}, {"whatever", {1, 2}}})).status, 200);
+}
+
+TEST_F(HttpErrors, TemplateRejectionIs400OnMessages) {
+  auto r = post("/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}});
+  EXPECT_EQ(expect_error(r, 400)["param"], "messages");
+}
+
+TEST_F(HttpErrors, LengthLimits) {
+  auto over_limit = expect_error(post("/v1/chat/completions", chat("x", {{"max_tokens", 501}})), 400);
+  EXPECT_EQ(over_limit["param"], "max_tokens");
+  EXPECT_EQ(over_limit["code"], "max_tokens_too_large");
+  // 900-byte prompt + 200 > 1000-token context.
+  auto too_long = expect_error(post("/v1/chat/completions", chat(std::string(900, 'a'), {{"max_tokens", 200}})), 400);
+  EXPECT_EQ(too_long["code"], "context_length_exceeded");
+  EXPECT_EQ(too_long["param"], "messages");
+  EXPECT_EQ(expect_error(post("/v1/completions", {{"prompt", std::string(1000, 'a')}}), 400)["code"], "context_length_exceeded");
+  // The same prompt with room left is fine.
+  EXPECT_EQ(post("/v1/chat/completions", chat(std::string(900, 'a'), {{"max_tokens", 50}})).status, 200);
+}
+
+TEST_F(HttpErrors, OversizedBodyIs413) {
+  json body = chat(std::string(70 * 1024, 'a'));
+  auto e = expect_error(post("/v1/chat/completions", body), 413);
+  EXPECT_EQ(e["code"], "body_too_large");
+  // The server is still fine afterwards.
+  EXPECT_EQ(post("/v1/chat/completions", chat("x")).status, 200);
+}
+
+TEST_F(HttpErrors, UnknownRouteIs404WrongMethodIs405) {
+  EXPECT_EQ(expect_error(request("GET", "/v1/nothing"), 404)["code"], "not_found");
+  EXPECT_EQ(expect_error(request("POST", "/v2/chat/completions", "{}"), 404)["code"], "not_found");
+  EXPECT_EQ(expect_error(request("GET", "/v1/chat/completions"), 405)["code"], "method_not_allowed");
+  EXPECT_EQ(expect_error(request("POST", "/v1/models", "{}"), 405)["code"], "method_not_allowed");
+  EXPECT_EQ(expect_error(request("DELETE", "/health"), 405)["code"], "method_not_allowed");
+}
+
+TEST_F(HttpErrors, BackendFailureIs500) {
+  auto e = expect_error(post("/v1/chat/completions", chat("__crash__")), 500);
+  EXPECT_EQ(e["type"], "server_error");
+  EXPECT_EQ(server_->scheduler().active(), 0);
+  EXPECT_EQ(post("/v1/chat/completions", chat("fine")).status, 200);
+}
+
+}  // namespace
+}  // namespace ringlm::server::testing

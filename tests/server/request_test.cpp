@@ -1,0 +1,172 @@
+// Request-body parsing without a server: what each field becomes, and what is refused.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "server/api_error.h"
+#include "server/request.h"
+
+namespace ringlm::server {
+namespace {
+
+using nlohmann::json;
+
+json base() { return {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}; }
+
+int status_of(const std::string& body) {
+  try {
+    parse_chat_request(parse_body(body));
+  } catch (const ApiError& e) {
+    return e.status();
+  }
+  return 200;
+}
+
+TEST(RequestParse, DefaultsFollowOpenAI) {
+  ChatRequest r = parse_chat_request(base());
+  EXPECT_FLOAT_EQ(r.params.sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.params.sampling.top_p, 1.0f);
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.params.logprobs);
+  EXPECT_EQ(r.tool_choice, "auto");
+  EXPECT_TRUE(r.tools.empty());
+  EXPECT_FALSE(r.seed_given);
+}
+
+TEST(RequestParse, MaxCompletionTokensWins) {
+  json b = base();
+  b["max_tokens"] = 10;
+  b["max_completion_tokens"] = 20;
+  EXPECT_EQ(parse_chat_request(b).max_tokens, 20);
+  b.erase("max_completion_tokens");
+  EXPECT_EQ(parse_chat_request(b).max_tokens, 10);
+}
+
+TEST(RequestParse, StopAcceptsStringOrList) {
+  json b = base();
+  b["stop"] = "END";
+  EXPECT_EQ(parse_chat_request(b).params.stop, std::vector<std::string>{"END"});
+  b["stop"] = {"a", "b"};
+  EXPECT_EQ(parse_chat_request(b).params.stop, (std::vector<std::string>{"a", "b"}));
+  b["stop"] = json::array();
+  for (int i = 0; i < 17; ++i) b["stop"].push_back("s");
+  EXPECT_THROW(parse_chat_request(b), ApiError);
+}
+
+TEST(RequestParse, IntegralFloatsAreIntegers) {
+  json b = base();
+  b["max_tokens"] = 12.0;
+  EXPECT_EQ(parse_chat_request(b).max_tokens, 12);
+  b["seed"] = -1;
+  EXPECT_EQ(parse_chat_request(b).params.sampling.seed, static_cast<std::uint64_t>(-1));
+  b["seed"] = 18446744073709551615ull;  // above int64: refused, not wrapped silently
+  EXPECT_THROW(parse_chat_request(b), ApiError);
+}
+
+TEST(RequestParse, ResponseFormatSchemaIsDumped) {
+  json b = base();
+  b["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {{"type", "object"}}}}}};
+  EXPECT_EQ(json::parse(parse_chat_request(b).params.json_schema), json({{"type", "object"}}));
+  b["response_format"]["json_schema"]["strict"] = "yes";
+  EXPECT_THROW(parse_chat_request(b), ApiError);
+}
+
+TEST(RequestParse, ImagePartsAreRefused) {
+  json b = base();
+  b["messages"][0]["content"] = {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}};
+  try {
+    parse_chat_request(b);
+    FAIL() << "image part accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "messages[0].content");
+  }
+}
+
+TEST(RequestParse, BadToolCallArgumentsAreRefused) {
+  json b = base();
+  b["messages"].push_back({{"role", "assistant"},
+                           {"tool_calls", {{{"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{not json"}}}}}}});
+  try {
+    parse_chat_request(b);
+    FAIL() << "bad arguments accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "messages[1].tool_calls[0].function.arguments");
+  }
+}
+
+TEST(RequestParse, HostileBodiesGive400) {
+  EXPECT_EQ(status_of(""), 400);
+  EXPECT_EQ(status_of("null"), 400);
+  EXPECT_EQ(status_of("{\"messages\":\"\\ud800\"}"), 400);  // lone surrogate: invalid JSON text
+  EXPECT_EQ(status_of(std::string(100000, '[')), 400);
+  // The outer object is level 1: 63 more levels is the most accepted.
+  auto nested = [](int n) {
+    return "{\"a\":" + std::string(static_cast<std::size_t>(n), '[') + std::string(static_cast<std::size_t>(n), ']') +
+           ",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+  };
+  EXPECT_EQ(status_of(nested(63)), 200);
+  EXPECT_EQ(status_of(nested(64)), 400);
+  EXPECT_EQ(status_of("{\"messages\":[{\"role\":\"user\",\"content\":\"\\\"[[[[\"}]}"), 200);  // brackets in strings don't count
+}
+
+TEST(RequestParse, CompletionLogprobsIsACount) {
+  CompletionRequest r = parse_completion_request({{"prompt", "x"}, {"logprobs", 3}});
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.top_logprobs, 3);
+  EXPECT_THROW(parse_completion_request({{"prompt", "x"}, {"logprobs", true}}), ApiError);
+  EXPECT_THROW(parse_completion_request({{"prompt", "x"}, {"suffix", "y"}}), ApiError);
+}
+
+}  // namespace
+}  // namespace ringlm::server
+
+namespace ringlm::server {
+namespace {
+
+// A cheap in-suite fuzz: random mutations of valid bodies must only ever produce a parsed
+// request or an ApiError 400, never another exception (or a crash under ASan).
+TEST(RequestParse, RandomMutationsOnlyEverGive400) {
+  const std::vector<std::string> seeds = {
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.5,"stop":["a","b"],"max_tokens":10})",
+      R"({"messages":[{"role":"system","content":[{"type":"text","text":"x"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
+      R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object","properties":{"a":{"type":"string"}}},"strict":true}},"logprobs":true,"top_logprobs":3,"stream":true,"stream_options":{"include_usage":true},"seed":42})",
+      R"({"prompt":["once"],"logprobs":2,"echo":true,"max_tokens":5,"n":1})",
+  };
+  const std::vector<std::string> pieces = {"{", "}", "[", "]", "\"", ",", ":", "null", "1e999", "-0", "\\u0000", "\xff", "true",
+                                           "\\ud800", "18446744073709551616", "-1", "0.5", "\"messages\"", "\"tools\""};
+  std::mt19937 rng(20261130);
+  int parsed = 0, refused = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string body = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const std::size_t at = rng() % body.size();
+      switch (rng() % 4) {
+        case 0: body[at] = static_cast<char>(rng() % 256); break;
+        case 1: body.erase(at, 1 + rng() % 8); break;
+        case 2: body.insert(at, body.substr(at, rng() % 16)); break;
+        default: body.insert(at, pieces[rng() % pieces.size()]); break;
+      }
+    }
+    try {
+      nlohmann::json j = parse_body(body);
+      if (j.contains("prompt")) parse_completion_request(j);
+      else parse_chat_request(j);
+      ++parsed;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << body;
+      EXPECT_FALSE(std::string(e.what()).empty());
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "unexpected " << e.what() << " for body: " << body;
+    }
+  }
+  // Both outcomes must occur, or the mutations are not exercising anything.
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 100);
+}
+
+}  // namespace
+}  // namespace ringlm::server

@@ -1,0 +1,291 @@
+// Bounded load test for `ringlm serve` on loopback: N requests from C concurrent clients, a
+// mix of plain, streamed, json_schema and completion requests, clients that hang up mid-stream,
+// malformed and oversized bodies. Reports latency percentiles, status counts, the server's RSS
+// before/after (from /proc/PID/status) and whether any slot, queue place or KV was left held.
+//
+//   load_test --port 8080 --pid $(pidof ringlm) [--requests 300] [--clients 16] [--max-body 1048576]
+//
+// Exits 1 if any request got an unexpected status or the server kept a session afterwards.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+enum class Kind { Plain, Streamed, JsonSchema, Completion, Disconnect, Malformed, Oversized };
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Plain: return "plain";
+    case Kind::Streamed: return "streamed";
+    case Kind::JsonSchema: return "json_schema";
+    case Kind::Completion: return "completion";
+    case Kind::Disconnect: return "disconnect_mid_stream";
+    case Kind::Malformed: return "malformed_json";
+    case Kind::Oversized: return "oversized_body";
+  }
+  return "?";
+}
+
+Kind pick_kind(std::mt19937& rng) {
+  int r = static_cast<int>(rng() % 100);
+  if (r < 30) return Kind::Plain;
+  if (r < 55) return Kind::Streamed;
+  if (r < 70) return Kind::JsonSchema;
+  if (r < 78) return Kind::Completion;
+  if (r < 88) return Kind::Disconnect;
+  if (r < 94) return Kind::Malformed;
+  return Kind::Oversized;
+}
+
+long rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+struct Outcome {
+  Kind kind;
+  int status;  // HTTP status; 0 = transport error; -1 = we hung up on purpose
+  double seconds;
+};
+
+json chat_body(int i, bool stream, bool schema) {
+  json body = {{"model", "any"},
+               {"messages", {{{"role", "user"}, {"content", "Load test request " + std::to_string(i)}}}},
+               {"max_tokens", 48}};
+  if (stream) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
+  if (schema) {
+    json row = {{"type", "object"},
+                {"properties", {{"id", {{"type", "integer"}}}, {"label", {{"enum", {"a", "b"}}}}}},
+                {"required", {"id", "label"}}};
+    body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "row"}, {"schema", row}}}};
+    body["max_tokens"] = 64;
+  }
+  return body;
+}
+
+// Opens a stream, reads until some content arrived, then closes the socket.
+int hang_up_mid_stream(const std::string& host, int port, int i) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return 0;
+  }
+  json body = chat_body(i, true, false);
+  body["max_tokens"] = 400;
+  const std::string b = body.dump();
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(b.size()) + "\r\n\r\n" + b;
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[2048];
+  int status = 0;
+  while (got.size() < 1500) {  // headers + a few chunks
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  if (got.rfind("HTTP/1.1 ", 0) == 0) status = std::atoi(got.c_str() + 9);
+  close(fd);
+  return status == 200 ? -1 : status;  // -1: we hung up on a stream as planned
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Bounded load test for ringlm serve"};
+  std::string host = "127.0.0.1";
+  int port = 8080, pid = 0, requests = 300, clients = 16, warmup = 32, rounds = 1;
+  std::size_t max_body = 1 << 20;
+  unsigned seed = 1;
+  std::string json_out;
+  app.add_option("--host", host);
+  app.add_option("--port", port)->required();
+  app.add_option("--pid", pid, "Server pid (for RSS)");
+  app.add_option("--requests", requests, "Requests per round");
+  app.add_option("--rounds", rounds, "Rounds of --requests (RSS is reported after each)");
+  app.add_option("--clients", clients);
+  app.add_option("--warmup", warmup, "Plain requests before the RSS baseline");
+  app.add_option("--max-body", max_body, "The server's --max-body (oversized bodies exceed it)");
+  app.add_option("--seed", seed);
+  app.add_option("--json", json_out, "Write the report as JSON here too");
+  CLI11_PARSE(app, argc, argv);
+  if (host != "127.0.0.1" && host != "localhost") {
+    std::fprintf(stderr, "load_test: loopback only\n");
+    return 2;
+  }
+
+  auto client = [&] {
+    auto c = std::make_unique<httplib::Client>(host, port);
+    c->set_read_timeout(120);
+    c->set_connection_timeout(5);
+    c->set_keep_alive(true);
+    return c;
+  };
+  {
+    auto c = client();
+    for (int i = 0; i < warmup; ++i) c->Post("/v1/chat/completions", chat_body(i, i % 2, false).dump(), "application/json");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long rss_before = pid ? rss_kib(pid) : -1;
+
+  std::mutex mu;
+  std::vector<Outcome> outcomes;
+  std::vector<long> rss_rounds;
+  const std::string oversized = "{\"messages\":[{\"role\":\"user\",\"content\":\"" + std::string(max_body + 1024, 'a') + "\"}]}";
+  const auto t0 = Clock::now();
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<int> next{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < clients; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(seed * 7919u + static_cast<unsigned>(t) + 104729u * static_cast<unsigned>(round));
+        auto c = client();
+        for (int i = next++; i < requests; i = next++) {
+          const Kind kind = pick_kind(rng);
+          const auto start = Clock::now();
+          int status = 0;
+          if (kind == Kind::Disconnect) {
+            status = hang_up_mid_stream(host, port, i);
+          } else {
+            std::string path = kind == Kind::Completion ? "/v1/completions" : "/v1/chat/completions";
+            std::string body;
+            switch (kind) {
+              case Kind::Plain: body = chat_body(i, false, false).dump(); break;
+              case Kind::Streamed: body = chat_body(i, true, false).dump(); break;
+              case Kind::JsonSchema: body = chat_body(i, (i % 2) == 0, true).dump(); break;
+              case Kind::Completion: body = json({{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 32}}).dump(); break;
+              case Kind::Malformed: body = "{\"messages\": [ {\"role\": \"user\", \"content\": \"unterminated"; break;
+              case Kind::Oversized: body = oversized; break;
+              default: break;
+            }
+            // A fresh connection for bodies the server refuses unread (it may close on us).
+            auto own = kind == Kind::Oversized ? client() : nullptr;
+            auto res = (own ? *own : *c).Post(path.c_str(), body, "application/json");
+            status = res ? res->status : 0;
+            if (res && status == 200 && (kind == Kind::Streamed || (kind == Kind::JsonSchema && i % 2 == 0)) &&
+                res->body.find("data: [DONE]") == std::string::npos) {
+              status = 0;  // a stream that did not finish properly
+            }
+            if (!res) c = client();
+          }
+          const double s = std::chrono::duration<double>(Clock::now() - start).count();
+          std::lock_guard lock(mu);
+          outcomes.push_back({kind, status, s});
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (pid) rss_rounds.push_back(rss_kib(pid));
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  // Let cancelled generations wind down, then look for anything left held.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  json health;
+  std::string kv_line, cancelled_line, rejected_line;
+  {
+    auto c = client();
+    if (auto h = c->Get("/health")) health = json::parse(h->body, nullptr, false);
+    if (auto m = c->Get("/metrics")) {
+      auto line = [&](const std::string& name) {
+        auto pos = m->body.find("\n" + name + " ");
+        return pos == std::string::npos ? std::string() : m->body.substr(pos + 1, m->body.find('\n', pos + 1) - pos - 1);
+      };
+      kv_line = line("ringlm_kv_tokens_used");
+      cancelled_line = line("ringlm_generations_cancelled_total");
+      rejected_line = line("ringlm_queue_rejections_total");
+    }
+  }
+  const long rss_after = pid ? rss_kib(pid) : -1;
+
+  // Expected statuses per kind.
+  std::map<std::string, std::map<int, int>> by_kind;
+  std::map<std::string, std::vector<double>> lat;
+  std::vector<double> all_ok;
+  int unexpected = 0;
+  for (const auto& o : outcomes) {
+    by_kind[kind_name(o.kind)][o.status]++;
+    bool ok;
+    switch (o.kind) {
+      case Kind::Malformed: ok = o.status == 400; break;
+      case Kind::Oversized: ok = o.status == 413; break;
+      case Kind::Disconnect: ok = o.status == -1 || o.status == 429; break;
+      default: ok = o.status == 200 || o.status == 429; break;
+    }
+    if (!ok) ++unexpected;
+    if (o.status == 200) {
+      lat[kind_name(o.kind)].push_back(o.seconds);
+      all_ok.push_back(o.seconds);
+    }
+  }
+  auto pct = [](std::vector<double> v, double p) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    std::size_t idx = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+    return v[std::min(idx, v.size() - 1)];
+  };
+  json report = {{"requests", outcomes.size()}, {"clients", clients}, {"wall_s", wall},
+                 {"p50_s", pct(all_ok, 0.5)}, {"p99_s", pct(all_ok, 0.99)}, {"unexpected", unexpected},
+                 {"rss_kib_before", rss_before}, {"rss_kib_after", rss_after}, {"rss_kib_after_each_round", rss_rounds}, {"health_after", health}, {"kv_after", kv_line},
+                 {"cancelled", cancelled_line}, {"queue_rejections", rejected_line}};
+  std::printf("load_test: %zu requests, %d clients, %.2f s wall (%.1f req/s)\n", outcomes.size(), clients, wall,
+              static_cast<double>(outcomes.size()) / wall);
+  std::printf("%-22s %8s %8s   statuses (-1 = client hung up on purpose, 0 = transport error)\n", "kind", "p50 ms", "p99 ms");  // latencies of the 200s
+  for (auto& [kind, statuses] : by_kind) {
+    std::string s;
+    for (auto& [code, n] : statuses) s += std::to_string(code) + ":" + std::to_string(n) + " ";
+    std::printf("%-22s %8.1f %8.1f   %s\n", kind.c_str(), pct(lat[kind], 0.5) * 1e3, pct(lat[kind], 0.99) * 1e3, s.c_str());
+    json st;
+    for (auto& [code, n] : statuses) st[std::to_string(code)] = n;
+    report["by_kind"][kind] = {{"statuses", st}, {"p50_s", pct(lat[kind], 0.5)}, {"p99_s", pct(lat[kind], 0.99)}};
+  }
+  std::printf("all 200s: p50 %.1f ms, p99 %.1f ms\n", pct(all_ok, 0.5) * 1e3, pct(all_ok, 0.99) * 1e3);
+  if (pid) {
+    std::printf("server RSS: %ld KiB before, %ld KiB after (%+ld KiB); after each round:", rss_before, rss_after,
+                rss_after - rss_before);
+    for (long r : rss_rounds) std::printf(" %ld", r);
+    std::printf(" KiB\n");
+  }
+  std::printf("after: %s; %s; %s; %s\n", health.dump().c_str(), kv_line.c_str(), cancelled_line.c_str(),
+              rejected_line.c_str());
+  std::printf("unexpected statuses: %d\n", unexpected);
+  if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+
+  const bool leaked = !health.is_object() || health.value("slots_active", -1) != 0 || health.value("queue_depth", -1) != 0 ||
+                      kv_line != "ringlm_kv_tokens_used 0";
+  if (leaked) std::printf("LEAK: the server still holds a session after the load\n");
+  return unexpected == 0 && !leaked ? 0 : 1;
+}
