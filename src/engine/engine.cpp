@@ -30,6 +30,8 @@ Engine::Engine(const EngineOptions& options)
   const auto t0 = load_start_;
   model::ModelOptions mo;
   mo.threads = options.threads;
+  mo.weights = options.weights;
+  kernels::set_q4_activations(options.activations);
   model_ = model::Model::load(options.model_dir, mo);
   stop_ids_ = chat::StopIds::load(options.model_dir);
   for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);

@@ -45,20 +45,36 @@ def q4_0_dequant(w):
     return (d16 * (codes - 8).astype(np.float32)).reshape(rows, cols).astype(np.float64)
 
 
+class _WithOverrides(ref._Weights):
+    """The reference's weight map, plus float64 arrays that replace stored tensors."""
+
+    def __getitem__(self, name):
+        t = dict.__getitem__(self, name)
+        return t if isinstance(t, np.ndarray) else ref._Weights.__getitem__(self, name)
+
+
 def quantized_checkpoint(model):
-    c, W = ref.load_checkpoint(model)
-    W = dict(W)
+    c, stored = ref.load_checkpoint(model)
+    W = _WithOverrides()
+    for name in stored:
+        dict.__setitem__(W, name, dict.__getitem__(stored, name))
+
+    def full(name):
+        t = stored[name]
+        return t.full() if hasattr(t, "full") else t
+
     n = 0
     for name in list(W):
         parts = name.split(".")
         is_linear = name.startswith("layers.") and ".".join(parts[2:-1]) in LINEAR
-        if (is_linear or name == "per_layer_model_projection.weight") and W[name].shape[1] % 32 == 0:
-            W[name] = q4_0_dequant(W[name])
+        shape = dict.__getitem__(W, name).shape
+        if (is_linear or name == "per_layer_model_projection.weight") and shape[1] % 32 == 0:
+            dict.__setitem__(W, name, q4_0_dequant(full(name)))
             n += 1
     # The LM head gets its own q4_0 copy; the embedding lookup keeps the stored rows.
     c = dict(c)
-    head = W["embed_tokens.weight"] if c.get("tie_word_embeddings", True) else W["lm_head.weight"]
-    W["lm_head.weight"] = q4_0_dequant(head)
+    head = "embed_tokens.weight" if c.get("tie_word_embeddings", True) else "lm_head.weight"
+    dict.__setitem__(W, "lm_head.weight", q4_0_dequant(full(head)))
     c["tie_word_embeddings"] = False
     return (c, W), n + 1
 
