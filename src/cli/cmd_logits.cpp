@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "kernels/q4_weight_matmul.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -51,6 +52,7 @@ RINGLM_COMMAND(logits) {
     long long decode_from = -1;
     int ctx = 0;
     int threads = 0;
+    std::string weights = "stored", activations = "int8";
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
@@ -62,6 +64,12 @@ RINGLM_COMMAND(logits) {
                   "Positions >= N use single-token decode (default: all positions prefill)");
   sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens (default: min(8192, max_position_embeddings))");
   sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
+  sub->add_option("--weights", opt->weights, "stored: the checkpoint's weights (float reference); q4_0: linear layers "
+                  "quantized to q4_0 at load, w4a8 kernels")
+      ->check(CLI::IsMember({"stored", "q4_0"}));
+  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8 (w4a8 kernels), int8x2 (two-plane "
+                  "~15-bit activations on the same kernels) or f32 (dequantized weight rows in float32, for checking)")
+      ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   sub->callback([opt] {
     using namespace ringlm;
     std::vector<std::int32_t> ids;
@@ -76,7 +84,11 @@ RINGLM_COMMAND(logits) {
     }
     if (ids.empty()) fail("logits: no token ids (use --ids or --ids-file)");
     const auto t0 = std::chrono::steady_clock::now();
-    auto model = model::Model::load(opt->model, {.threads = opt->threads});
+    kernels::set_q4_activations(opt->activations == "f32"      ? kernels::Q4Activations::f32
+                                : opt->activations == "int8x2" ? kernels::Q4Activations::int8x2
+                                                               : kernels::Q4Activations::int8);
+    const auto format = opt->weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
+    auto model = model::Model::load(opt->model, {.threads = opt->threads, .weights = format});
     const auto t1 = std::chrono::steady_clock::now();
     model::Session session(model, {.context_tokens = opt->ctx});
     const std::size_t T = ids.size(), V = model->config().vocab_size;

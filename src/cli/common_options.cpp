@@ -15,6 +15,11 @@ void ModelFlags::add_to(CLI::App* app) {
   app->add_option("--threads", threads, "Worker threads (default: all cores)");
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
+  app->add_option("--weights", weights, "stored (the checkpoint's weights, float path) or q4_0 (linear layers "
+                  "quantized to q4_0 at load, w4a8 kernels)")
+      ->check(CLI::IsMember({"stored", "q4_0"}));
+  app->add_option("--activations", activations, "With --weights q4_0: int8, int8x2 (two-plane ~15-bit) or f32")
+      ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
 }
 
 engine::EngineOptions ModelFlags::engine_options() const {
@@ -33,6 +38,10 @@ engine::EngineOptions ModelFlags::engine_options() const {
   }
   o.context_tokens = ctx;
   o.threads = threads;
+  o.weights = weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
+  o.activations = activations == "f32"      ? kernels::Q4Activations::f32
+                  : activations == "int8x2" ? kernels::Q4Activations::int8x2
+                                            : kernels::Q4Activations::int8;
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   return o;
 }

@@ -18,6 +18,7 @@
 #include "chat/stop_rules.h"
 #include "guided/matcher.h"
 #include "guided/schema_compiler.h"
+#include "kernels/q4_weight_matmul.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,8 @@ struct EngineOptions {
   int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
   int threads = 0;         // 0 = all cores
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
+  model::WeightFormat weights = model::WeightFormat::stored;  // q4_0: quantized fast path
+  kernels::Q4Activations activations = kernels::Q4Activations::int8;  // for q4_0 weights
 };
 
 class Engine {

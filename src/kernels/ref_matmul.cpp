@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/dequant_ggml.h"
+#include "kernels/q4_weight_matmul.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -66,6 +67,10 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
       break;
     }
     default:
+      if (w.dtype == io::DType::Q4_0 && w.packed) {  // quantized at load (q4_packed.h layout)
+        q4_load_row_f32(w, r, out);
+        break;
+      }
       // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
       dequantize_row(w.dtype, w.data + r * row_bytes(w.dtype, n), out, n);
   }
@@ -172,6 +177,10 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
   // Float rows are read directly; ggml block rows go through the scalar dequantizer.
   if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
+  if (w.dtype == io::DType::Q4_0 && w.packed && q4_activations() != Q4Activations::f32) {
+    q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
+    return;
+  }
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
     return;

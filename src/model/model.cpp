@@ -6,6 +6,8 @@
 #include "io/safetensors.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
+#include "kernels/thread_pool.h"
+#include "model/q4_weights.h"
 #include "util/error.h"
 
 namespace ringlm::model {
@@ -21,6 +23,10 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   m->config_ = std::move(config);
   m->source_ = std::move(source);
   m->weights_ = bind_weights(*m->source_, m->config_);
+  if (options.weights == WeightFormat::q4_0) {
+    if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
+    m->quantized_ = quantize_weights_q4_0(m->weights_);
+  }
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   return m;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "io/tensor.h"
+#include "kernels/q4_packed.h"
 #include "kernels/ref_parallel.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
@@ -30,8 +31,13 @@
 
 namespace ringlm::model {
 
+// stored: matmuls over the checkpoint's weights as stored (the float reference path).
+// q4_0: linear layers quantized to q4_0 at load, run by the w4a8 kernels (model/q4_weights.h).
+enum class WeightFormat { stored, q4_0 };
+
 struct ModelOptions {
   int threads = 0;  // worker threads for matmuls; 0: kernels::default_thread_count()
+  WeightFormat weights = WeightFormat::stored;
 };
 
 class Model {
@@ -52,6 +58,7 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<io::TensorSource> source_;
   ModelWeights weights_;
+  std::vector<kernels::Q4PackedBuffer> quantized_;  // owns the q4_0 copies (WeightFormat::q4_0)
   std::unique_ptr<kernels::ParallelFor> pool_;
 };
 

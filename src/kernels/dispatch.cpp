@@ -1,0 +1,97 @@
+#include "kernels/dispatch.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_table.h"
+#include "util/error.h"
+
+namespace ringlm::kernels {
+
+namespace {
+
+const KernelTable* table_for(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return &kScalarKernels;
+#if defined(__x86_64__)
+    case Isa::avx2: return &kAvx2Kernels;
+    case Isa::avx512: return &kAvx512Kernels;
+    case Isa::avx512vnni: return &kAvx512VnniKernels;
+#endif
+#if defined(__aarch64__)
+    case Isa::neon: return &kNeonKernels;
+#endif
+    default: return nullptr;
+  }
+}
+
+Isa initial_isa() {
+  const char* env = std::getenv("RINGLM_ISA");
+  if (env == nullptr || *env == '\0') return best_isa();
+  const Isa isa = parse_isa(env);
+  if (!isa_available(isa)) fail("RINGLM_ISA=", env, ": this build or CPU cannot run that path (has: ",
+                                cpu_features().describe(), ")");
+  return isa;
+}
+
+std::atomic<Isa>& active() {
+  static std::atomic<Isa> isa{initial_isa()};
+  return isa;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::avx512vnni: return "avx512vnni";
+    case Isa::amx: return "amx";
+    case Isa::neon: return "neon";
+  }
+  return "?";
+}
+
+Isa parse_isa(std::string_view name) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+    if (name == isa_name(isa)) return isa;
+  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avx512, avx512vnni, amx or neon)");
+}
+
+bool isa_available(Isa isa) {
+  if (table_for(isa) == nullptr) return false;
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return f.avx2;
+    case Isa::avx512: return f.avx512;
+    case Isa::avx512vnni: return f.avx512vnni;
+    case Isa::amx: return false;
+    case Isa::neon: return f.neon;
+  }
+  return false;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+    if (isa_available(isa)) out.push_back(isa);
+  return out;
+}
+
+Isa best_isa() { return available_isas().back(); }
+
+void force_isa(Isa isa) {
+  if (!isa_available(isa))
+    fail("ISA path ", isa_name(isa), " is not available (CPU has: ", cpu_features().describe(), ")");
+  active().store(isa, std::memory_order_relaxed);
+}
+
+Isa active_isa() { return active().load(std::memory_order_relaxed); }
+
+const KernelTable& active_kernels() { return *table_for(active_isa()); }
+
+}  // namespace ringlm::kernels

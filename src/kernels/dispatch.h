@@ -1,0 +1,28 @@
+// Run-time choice of the SIMD code path. By default the best path the CPU supports is used;
+// the environment variable RINGLM_ISA=scalar|avx2|avx512|avx512vnni|neon (read once, at first
+// use) or force_isa() picks another one, which is how the tests run every path the machine
+// has against the scalar reference. ("amx" is recognised but not implemented yet.)
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace ringlm::kernels {
+
+enum class Isa { scalar, avx2, avx512, avx512vnni, amx, neon };
+
+const char* isa_name(Isa isa);
+// Throws ringlm::Error for an unknown name.
+Isa parse_isa(std::string_view name);
+// Whether this build has the path and this CPU can run it.
+bool isa_available(Isa isa);
+// Every available path, scalar first.
+std::vector<Isa> available_isas();
+// The best available path.
+Isa best_isa();
+// Selects a path for all later kernel calls (throws ringlm::Error if it is not available).
+// Not meant to be called while kernels run on other threads.
+void force_isa(Isa isa);
+Isa active_isa();
+
+}  // namespace ringlm::kernels

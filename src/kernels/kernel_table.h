@@ -1,0 +1,42 @@
+// Internal: the per-ISA kernel entry points behind the public API (q4_gemm.h, q8_act.h,
+// i8_rows.h). Each ISA file fills one KernelTable; dispatch.cpp picks one at run time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/q4_packed.h"
+#include "kernels/q8_act.h"
+
+namespace ringlm::kernels {
+
+struct KernelTable {
+  // One activation row f32 -> q8 act (see q8_act.h); bit-identical to quantize_act_row_ref.
+  // The second plane is written when qs2 is not null.
+  void (*quantize_act_row)(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                           std::int8_t* qs2, float* d2, std::int32_t* bias2);
+  // y[m * ldy + n] = W[n, :] . x[m, :] for the rows n of groups [g0, g1) and all x rows
+  // (both activation planes when x.qs2 is set).
+  void (*q4_matmul_groups)(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
+                           float* y, std::size_t ldy);
+  // y[n] = scale[n] * (W[n, :] . x) for rows [r0, r1) of int8 rows W [*, cols], x in f32.
+  void (*i8_gemv_f32)(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                      std::size_t r1, const float* x, float* y);
+  // Same with x as one q8 act row (x.rows >= 1, row 0 used).
+  void (*i8_gemv_q8)(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                     std::size_t r1, const Q8ActView& x, float* y);
+};
+
+extern const KernelTable kScalarKernels;
+#if defined(__x86_64__)
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+extern const KernelTable kAvx512VnniKernels;
+#endif
+#if defined(__aarch64__)
+extern const KernelTable kNeonKernels;
+#endif
+
+const KernelTable& active_kernels();
+
+}  // namespace ringlm::kernels

@@ -1,0 +1,27 @@
+// Glue between the model's WeightMatrix (ref_matmul.h) and the w4a8 kernels: a WeightMatrix
+// with dtype io::DType::Q4_0 points at a q4p16-packed matrix (q4_packed.h) of rows x cols.
+// ref_matmul's matmul() and load_row_f32() forward such matrices here, so the model's
+// forward pass runs unchanged on quantized weights.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ref_matmul.h"
+
+namespace ringlm::kernels {
+
+// How q4_0 matmuls treat their input: int8 (w4a8 kernels, the fast path), int8x2 (the same
+// kernels with two-plane ~15-bit activations, q8_act.h: ~2x integer work, for accuracy), or
+// f32 (each weight row dequantized and dotted in float32 — the checking path).
+enum class Q4Activations { int8, int8x2, f32 };
+void set_q4_activations(Q4Activations mode);  // process-wide; set before running a model
+Q4Activations q4_activations();
+
+// out[t][r] = W[r, :] . in[t, :] for t < n_tokens (out row stride w.rows), on the default
+// thread pool. Keeps one quantized-activation buffer per calling thread (grown, never shrunk).
+void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out);
+
+// Row r of a packed q4_0 WeightMatrix, dequantized.
+void q4_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
+
+}  // namespace ringlm::kernels

@@ -1,0 +1,132 @@
+#include "kernels/thread_pool.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "util/error.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ringlm::kernels {
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+// Polls `done` for up to spin_us: a few hundred pause-polls first (a job handed over by
+// a thread running on another core is seen within ~1 us), then sched_yield between polls,
+// so that if the thread we wait for shares our core (an oversubscribed machine) it gets
+// to run instead of waiting out our spin. Returns whether done() became true.
+template <typename Done>
+bool spin_until(Done&& done, unsigned spin_us) {
+  for (int i = 0; i < 256; ++i) {
+    if (done()) return true;
+    cpu_relax();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  while (!done()) {
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+  return true;
+}
+}  // namespace
+
+ThreadPool::ThreadPool(std::size_t threads, unsigned spin_us) : spin_us_(spin_us) {
+  if (threads == 0) fail("thread pool: needs at least 1 thread");
+  workers_.reserve(threads - 1);
+  for (std::size_t p = 1; p < threads; ++p) workers_.emplace_back([this, p] { worker_loop(p); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::do_share(std::size_t participant) {
+  const std::size_t parts = size();
+  const std::size_t base = n_ / parts, extra = n_ % parts;
+  const std::size_t begin = participant * base + (participant < extra ? participant : extra);
+  const std::size_t end = begin + base + (participant < extra ? 1 : 0);
+  if (begin < end) thunk_(ctx_, begin, end, participant);
+}
+
+void ThreadPool::run(std::size_t n, Thunk thunk, void* ctx) {
+  if (workers_.empty() || n <= 1) {
+    if (n > 0) thunk(ctx, 0, n, 0);
+    return;
+  }
+  thunk_ = thunk;
+  ctx_ = ctx;
+  n_ = n;
+  pending_.store(static_cast<std::uint32_t>(workers_.size()), std::memory_order_relaxed);
+  caller_parked_.store(false, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+  do_share(0);
+  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_)) return;
+  // Park until the last worker reports (same store-then-check pairing as the workers').
+  caller_parked_.store(true, std::memory_order_seq_cst);
+  for (std::uint32_t p; (p = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(p);
+}
+
+void ThreadPool::worker_loop(std::size_t participant) {
+  std::uint32_t seen = 0;
+  for (;;) {
+    // Spin first: during decode the next job usually arrives within microseconds.
+    std::uint32_t gen = seen;
+    spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; }, spin_us_);
+    if (gen == seen) {
+      // Park. Incrementing sleepers_ before re-checking generation_ (both seq_cst) pairs with
+      // run()'s bump-then-check, so a job published meanwhile is never missed.
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      while ((gen = generation_.load(std::memory_order_seq_cst)) == seen) generation_.wait(seen);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    seen = gen;
+    if (stop_.load()) return;
+    do_share(participant);
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst))
+      pending_.notify_one();
+  }
+}
+
+namespace {
+std::atomic<std::size_t> g_requested_threads{0};
+std::atomic<std::size_t> g_default_size{0};  // non-zero once the default pool exists
+}  // namespace
+
+bool set_default_thread_count(std::size_t threads) {
+  if (threads == 0) return false;
+  g_requested_threads.store(threads);
+  const std::size_t existing = g_default_size.load();
+  return existing == 0 || existing == threads;
+}
+
+ThreadPool& default_thread_pool() {
+  static ThreadPool pool([] {
+    if (const std::size_t n = g_requested_threads.load(); n > 0) return n;
+    if (const char* env = std::getenv("RINGLM_THREADS"); env != nullptr && *env != '\0') {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v < 1 || v > 256) fail("RINGLM_THREADS=", env, ": expected an integer in 1..256");
+      return static_cast<std::size_t>(v);
+    }
+    const unsigned hw = std::thread::hardware_concurrency();
+    return static_cast<std::size_t>(hw == 0 ? 1 : (hw > 8 ? 8 : hw));
+  }());
+  g_default_size.store(pool.size());
+  return pool;
+}
+
+}  // namespace ringlm::kernels

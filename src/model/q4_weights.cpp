@@ -1,0 +1,85 @@
+#include "model/q4_weights.h"
+
+#include <cstdint>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include "kernels/q4_formats.h"
+#include "kernels/thread_pool.h"
+
+namespace ringlm::model {
+
+namespace {
+
+std::size_t stored_bytes(const kernels::WeightMatrix& w) {
+  const std::size_t esize = w.dtype == io::DType::F32 ? 4 : 2;
+  return static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(w.cols) * esize;
+}
+
+// The stored matrix was read once to quantize it; ask the kernel to reclaim those pages so
+// they stop counting in the resident set (file-backed pages are simply dropped and would
+// be re-read on access; MADV_PAGEOUT never discards contents, so it is safe on any memory).
+void release_pages(const std::uint8_t* data, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_PAGEOUT)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+bool quantizable(const kernels::WeightMatrix& w) {
+  return w.rows > 0 && w.cols > 0 && w.cols % static_cast<std::int64_t>(kernels::kQBlock) == 0 &&
+         w.dtype != io::DType::Q4_0 && w.dtype != io::DType::Q8_0 && w.dtype != io::DType::Q4_1 &&
+         w.dtype != io::DType::Q4_K && w.dtype != io::DType::Q5_K && w.dtype != io::DType::Q6_K;
+}
+
+void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned, QuantizedWeightsInfo& info) {
+  if (!quantizable(w)) {
+    if (w.rows > 0) ++info.skipped;
+    return;
+  }
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  kernels::Q4PackedBuffer buf(rows, cols);
+  std::uint8_t* dst = buf.data();
+  const kernels::WeightMatrix src = w;
+  kernels::default_thread_pool().parallel_for(rows, [&](std::size_t r0, std::size_t r1, std::size_t) {
+    std::vector<float> row(cols);
+    std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
+    for (std::size_t r = r0; r < r1; ++r) {
+      kernels::load_row_f32(src, static_cast<std::int64_t>(r), row.data());
+      kernels::quantize_row_q4_0_ref(row.data(), blocks.data(), cols);
+      kernels::q4_pack_row(blocks.data(), r, rows, cols, dst);
+    }
+  });
+  release_pages(src.data, stored_bytes(src));
+  w.dtype = io::DType::Q4_0;
+  w.packed = true;
+  w.data = buf.view().data;
+  info.bytes += buf.view().bytes();
+  ++info.matrices;
+  owned.push_back(std::move(buf));
+}
+
+}  // namespace
+
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+  std::vector<kernels::Q4PackedBuffer> owned;
+  QuantizedWeightsInfo info;
+  for (LayerWeights& l : weights.layers)
+    for (kernels::WeightMatrix* w : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
+                                     &l.down_proj, &l.ple_gate, &l.ple_projection})
+      quantize_one(*w, owned, info);
+  quantize_one(weights.ple_model_projection, owned, info);
+  quantize_one(weights.lm_head, owned, info);  // embed_tokens keeps its stored rows
+  if (info_out) *info_out = info;
+  return owned;
+}
+
+}  // namespace ringlm::model

@@ -1,0 +1,29 @@
+// `--weights q4_0`: replaces the model's linear-layer matrices by q4_0 copies (ggml
+// rounding, q4p16 layout, see kernels/q4_packed.h) made at load time from the stored
+// weights. matmul() then runs them on the w4a8 kernels (kernels/q4_weight_matmul.h).
+//
+// Quantized: q/k/v/o, gate/up/down, the per-layer gate and projection, the per-layer model
+// projection, and the LM head (a separate copy when tied: embed_tokens stays stored for the
+// row lookups). A matrix whose input width is not a multiple of 32 (only in tiny test
+// models) stays stored and runs on the float path.
+#pragma once
+
+#include <vector>
+
+#include "kernels/q4_packed.h"
+#include "model/weights.h"
+
+namespace ringlm::model {
+
+struct QuantizedWeightsInfo {
+  std::size_t matrices = 0, skipped = 0;
+  std::size_t bytes = 0;  // packed bytes owned
+};
+
+// Quantizes in place (rows split over the default kernel thread pool); the returned buffers
+// own the packed data and must outlive `weights`. The stored pages of each quantized matrix
+// are handed back to the kernel afterwards (madvise MADV_PAGEOUT), so the resident set holds
+// the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+
+}  // namespace ringlm::model

@@ -1,0 +1,110 @@
+// Stand-alone check of the kernels without GoogleTest, for cross-built targets (run under
+// qemu by neon_cross_test.sh): every available path against float64 on extreme blocks,
+// the activation quantizer bit-identical to the reference. Exits 1 on the first mismatch.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../test_support.h"
+#include "kernels/cpu_features.h"
+#include "kernels/dispatch.h"
+#include "kernels/q4_gemm.h"
+
+using namespace ringlm::kernels;
+
+namespace {
+int failures = 0;
+void check(bool ok, const char* what, Isa isa, std::size_t i) {
+  if (ok) return;
+  if (++failures <= 10) std::printf("FAIL %s on %s at %zu\n", what, isa_name(isa), i);
+}
+}  // namespace
+
+int main() {
+  std::printf("cpu: %s\n", cpu_features().describe().c_str());
+  std::mt19937 rng(31);
+  ThreadPool pool(2);
+  struct Shape { std::size_t rows, cols, m; };
+  for (Shape s : {Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{16, 32, 2}}) {
+    const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
+    Q4PackedBuffer wbuf(s.rows, s.cols);
+    q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());
+    const auto x = testing::random_activations(s.m, s.cols, rng);
+    std::vector<std::int8_t> qs(s.m * s.cols);
+    std::vector<float> d(s.m * s.cols / 32);
+    std::vector<std::int32_t> bias(d.size());
+    for (std::size_t m = 0; m < s.m; ++m)
+      quantize_act_row_ref(x.data() + m * s.cols, s.cols, qs.data() + m * s.cols, d.data() + m * s.cols / 32,
+                           bias.data() + m * s.cols / 32);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), s.m, s.cols, s.cols, act);
+      const Q8ActView v = act.view();
+      check(std::memcmp(v.qs, qs.data(), qs.size()) == 0 && std::memcmp(v.d, d.data(), d.size() * 4) == 0 &&
+                std::memcmp(v.bias, bias.data(), bias.size() * 4) == 0,
+            "quantize_act bit-identity", isa, 0);
+      std::vector<float> y(s.m * s.rows);
+      q4_matmul(wbuf.view(), v, y.data(), s.rows, &pool);
+      for (std::size_t m = 0; m < s.m; ++m)
+        for (std::size_t n = 0; n < s.rows; ++n) {
+          const auto ref = testing::ref_q4_dot(blocks.data() + n * (s.cols / 32), v.qs + m * s.cols,
+                                               v.d + m * (s.cols / 32), s.cols);
+          check(std::fabs(y[m * s.rows + n] - ref.value) <= testing::tolerance(ref, s.cols / 32), "q4_matmul", isa,
+                m * s.rows + n);
+        }
+      // Two-plane activations: bit-identical quantizer, kernel vs float64.
+      {
+        std::vector<std::int8_t> qs1(s.m * s.cols), qs2(s.m * s.cols);
+        std::vector<float> d1(d.size()), d2(d.size());
+        std::vector<std::int32_t> b1(d.size()), b2(d.size());
+        for (std::size_t m = 0; m < s.m; ++m) {
+          const std::size_t o = m * s.cols, ob = m * s.cols / 32;
+          quantize_act_row_ref(x.data() + o, s.cols, qs1.data() + o, d1.data() + ob, b1.data() + ob, qs2.data() + o,
+                               d2.data() + ob, b2.data() + ob);
+        }
+        Q8ActBuffer act2;
+        quantize_act(x.data(), s.m, s.cols, s.cols, act2, true);
+        const Q8ActView v2 = act2.view();
+        check(std::memcmp(v2.qs2, qs2.data(), qs2.size()) == 0 && std::memcmp(v2.d2, d2.data(), d2.size() * 4) == 0 &&
+                  std::memcmp(v2.bias2, b2.data(), b2.size() * 4) == 0,
+              "two-plane quantize_act bit-identity", isa, 0);
+        std::vector<float> y2(s.m * s.rows);
+        q4_matmul(wbuf.view(), v2, y2.data(), s.rows, &pool);
+        for (std::size_t m = 0; m < s.m; ++m)
+          for (std::size_t n = 0; n < s.rows; ++n) {
+            const std::size_t nb = s.cols / 32;
+            const auto ref = testing::ref_q4_dot2(blocks.data() + n * nb, v2.qs + m * s.cols, v2.qs2 + m * s.cols,
+                                                  v2.d2 + m * nb, s.cols);
+            check(std::fabs(y2[m * s.rows + n] - ref.value) <= testing::tolerance(ref, nb), "two-plane q4_matmul", isa,
+                  m * s.rows + n);
+          }
+      }
+      // int8 rows (LM head), x in f32 and in q8.
+      const std::size_t rows = 21;
+      std::vector<std::int8_t> w8(rows * s.cols);
+      for (std::size_t i = 0; i < w8.size(); ++i) w8[i] = static_cast<std::int8_t>(int(rng() % 255) - 127);
+      std::vector<float> sc(rows, 0.01f), yf(rows), yq(rows);
+      i8_gemv_f32(w8.data(), sc.data(), rows, s.cols, x.data(), yf.data(), &pool);
+      i8_gemv_q8(w8.data(), sc.data(), rows, s.cols, v, yq.data(), &pool);
+      for (std::size_t r = 0; r < rows; ++r) {
+        double ef = 0, mf = 0, eq = 0, mq = 0;
+        for (std::size_t k = 0; k < s.cols; ++k) {
+          ef += double(w8[r * s.cols + k]) * x[k];
+          mf += std::fabs(double(w8[r * s.cols + k]) * x[k]);
+          const double t = double(w8[r * s.cols + k]) * v.qs[k] * v.d[k / 32];
+          eq += t;
+          mq += std::fabs(t);
+        }
+        check(std::fabs(yf[r] - 0.01 * ef) <= 1e-6 * 0.01 * mf * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_f32", isa, r);
+        check(std::fabs(yq[r] - 0.01 * eq) <= 1e-6 * 0.01 * mq * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_q8", isa, r);
+      }
+    }
+  }
+  std::printf("paths checked:");
+  for (Isa isa : available_isas()) std::printf(" %s", isa_name(isa));
+  std::printf("\n%s (%d failures)\n", failures == 0 ? "OK" : "FAILED", failures);
+  return failures == 0 ? 0 : 1;
+}
