@@ -14,20 +14,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dequant_blocks.h"  // BlockQ4_0, BlockQ8_0: the ggml storage blocks
+
 namespace ringlm::kernels {
 
 inline constexpr std::size_t kQBlock = 32;  // elements per quantization block (q4_0, q8_0)
 
-struct BlockQ4_0 {
-  std::uint16_t d;        // fp16 scale
-  std::uint8_t qs[16];    // codes: low nibble = element j, high nibble = element j + 16
-};
 static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block must match ggml's 18 bytes");
 
-struct BlockQ8_0 {
-  std::uint16_t d;        // fp16 scale
-  std::int8_t qs[32];
-};
 static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must match ggml's 34 bytes");
 
 // ggml's q4_0 reference rounding. Per block: m = the signed value of the first element
