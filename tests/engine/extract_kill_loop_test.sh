@@ -20,6 +20,7 @@ PY
 schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
 extract=("$RINGLM" extract --model model --schema "$schema" --input rows.jsonl --output out.jsonl
   --max-tokens 300 --temperature 1 --seed 11 --no-progress)
+records() { if [ -f out.jsonl ]; then wc -l < out.jsonl; else echo 0; fi; }  # finished lines
 check_partial() {
   "$RINGLM_PYTHON" - <<'PY'
 import json
@@ -41,9 +42,9 @@ for round in 1 2 3 4 5 6; do
   pid=$!
   # Kill point: once this run has written a new record (so every round makes progress and the
   # kill lands among row writes, not during model load), after a random 0-1 s more.
-  done_before=$(grep -c '' out.jsonl 2>/dev/null || true)
+  done_before=$(records)
   for _ in $(seq 1 400); do
-    [ "$(grep -c '' out.jsonl 2>/dev/null || true)" -gt "${done_before:-0}" ] && break
+    [ "$(records)" -gt "$done_before" ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.05
   done
