@@ -26,7 +26,8 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t/corpus" "$scratch/$t/artifacts"
   cp -r "fuzz/corpus/$t/." "$scratch/$t/corpus/"
   log="$scratch/$t/log"
-  if "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  # TMPDIR: the targets that need a file write it there (fuzz/fuzz_util.h), so it goes with the scratch.
+  if TMPDIR="$scratch/$t" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
        -artifact_prefix="$scratch/$t/artifacts/" "$scratch/$t/corpus" >"$log" 2>&1; then
     status=ok
   else
