@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
   python3 python3-numpy python3-jsonschema curl
   libclang-rt-14-dev
+  g++-aarch64-linux-gnu qemu-user-static
 )
 # Node.js runs the reference implementations (tokenizers, jinja, openai client); use the
 # machine's node if it has one (it may come from another repository with npm bundled).

@@ -56,6 +56,7 @@ void extract(const ExtractOptions& o) {
   guided::Validator validator(schema);
 
   auto rows = engine::read_input_rows(o.input, o.id_field);
+  engine::JsonlAppender out(o.output);  // locks the output first: never recover a file in use
   const auto done_ids = engine::recover_output(o.output);
   std::vector<const engine::InputRow*> todo;
   for (const auto& r : rows)
@@ -84,7 +85,6 @@ void extract(const ExtractOptions& o) {
     gen.pin_prefix(std::span<const std::int32_t>(a.data(), n));
   }
 
-  engine::JsonlAppender out(o.output);
   auto params = o.sampling.params();
   params.json_schema = schema_text;
   const bool show = o.progress || (!o.no_progress && isatty(fileno(stderr)));

@@ -1,6 +1,7 @@
 #include "engine/batch_job.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +97,12 @@ std::set<std::string> recover_output(const std::string& path) {
 JsonlAppender::JsonlAppender(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, ": cannot open for appending: ", std::strerror(errno));
+  // Two jobs appending to one output would each redo the other's rows: the second one fails.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(path, ": another ringlm extract is writing this file");
+  }
 }
 
 JsonlAppender::~JsonlAppender() {

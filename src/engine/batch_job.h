@@ -29,7 +29,8 @@ std::vector<InputRow> read_input_rows(const std::string& path, const std::string
 // without its newline, left by a kill mid-write) and returns the ids already written.
 std::set<std::string> recover_output(const std::string& path);
 
-// Appends one JSON line with a single write() and flushes it to disk.
+// Appends one JSON line with a single write() and flushes it to disk. Holds an exclusive
+// lock on the file while open, so a second job on the same output fails at once.
 class JsonlAppender {
  public:
   explicit JsonlAppender(const std::string& path);
