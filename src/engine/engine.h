@@ -1,5 +1,6 @@
-// The engine: one loaded model directory (weights, tokenizer, chat template, stop ids) and
-// the compiled-grammar cache, shared by every generation that runs on it.
+// The engine: one loaded model — a Hugging Face directory or a GGUF file — (weights,
+// tokenizer, chat template, stop ids) and the compiled-grammar cache (never evicted: one
+// entry per distinct schema text), shared by every generation that runs on it.
 //
 //   engine::Engine engine({.model_dir = dir});
 //   engine::Generator gen(engine);                // one KV session; one per concurrent request

@@ -26,8 +26,9 @@ struct WeightMatrix {
 // Converts row `r` of `w` to float32 into `out[0..cols)`.
 void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 
-// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. Throws ringlm::Error for a dtype
-// other than F32/F16/BF16 (quantised formats have their own kernels).
+// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly,
+// plain ggml block rows (GGUF) through the scalar dequantizer, and packed q4_0 matrices go
+// to the w4a8 kernels (q4_weight_matmul.h). Throws ringlm::Error for I8.
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
 
