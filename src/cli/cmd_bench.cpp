@@ -8,10 +8,16 @@
 #include <numeric>
 #include <sstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/bench_data.h"
 #include "engine/generator.h"
+#include "kernels/mem_read.h"
+#include "kernels/ref_parallel.h"
+#include "model/decode_traffic.h"
 #include "util/error.h"
 #include "util/process_stats.h"
 
@@ -63,6 +69,32 @@ std::vector<std::int32_t> filler_prompt(ringlm::engine::Engine& engine, int targ
   return tok.encode(engine.render_chat(req));
 }
 
+// Measures read bandwidth in a forked child so its 512 MB buffer never shows in this
+// process's peak RSS. Returns 0 where fork is unavailable or the child fails.
+double read_bandwidth_in_child(int threads) {
+  int fds[2];
+  if (pipe(fds) != 0) return 0.0;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return 0.0;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    const double gbs = ringlm::kernels::measure_read_bandwidth_gbs(std::size_t{512} << 20, threads);
+    const ssize_t w = write(fds[1], &gbs, sizeof gbs);
+    _exit(w == static_cast<ssize_t>(sizeof gbs) ? 0 : 1);
+  }
+  close(fds[1]);
+  double gbs = 0.0;
+  if (read(fds[0], &gbs, sizeof gbs) != static_cast<ssize_t>(sizeof gbs)) gbs = 0.0;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return gbs;
+}
+
 Json bench_speed(ringlm::engine::Engine& engine, const BenchOptions& o) {
   using namespace ringlm;
   Json out;
@@ -82,6 +114,20 @@ Json bench_speed(ringlm::engine::Engine& engine, const BenchOptions& o) {
   out["ttft_s"] = r.ttft_s;
   out["decode_tokens"] = r.completion_tokens;
   out["decode_tok_s"] = decode_rate(r);
+  // The decode floor: bytes one step reads (at the mid-generation context) over the read
+  // bandwidth of this machine with as many threads as the model uses.
+  const auto& model = *engine.model();
+  const auto traffic =
+      model::decode_traffic(model.config(), model.weights(), r.prompt_tokens + r.completion_tokens / 2);
+  const int threads = o.model.threads > 0 ? o.model.threads : kernels::default_thread_count();
+  const double gbs = read_bandwidth_in_child(threads);
+  const double floor_s = gbs > 0 ? static_cast<double>(traffic.total()) / (gbs * 1e9) : 0.0;
+  const double decode_s = out["decode_tok_s"].get<double>() > 0 ? 1.0 / out["decode_tok_s"].get<double>() : 0.0;
+  out["bytes_per_token"] = traffic.total();
+  out["weight_bytes_per_token"] = traffic.weight_bytes;
+  out["read_bandwidth_gbs"] = gbs;
+  out["floor_tok_s"] = floor_s > 0 ? 1.0 / floor_s : 0.0;
+  out["floor_fraction"] = decode_s > 0 ? floor_s / decode_s : 0.0;
   // Memory growth per generated token over a long generation (after a warm-up token).
   gen.reset();
   p.max_tokens = o.growth_tokens;
@@ -219,11 +265,14 @@ void bench(const BenchOptions& o) {
     auto s = bench_speed(engine, o);
     report["speed"] = s;
     std::printf("  speed   prefill %.1f tok/s (%d tokens), TTFT %.3f s, decode %.2f tok/s (%d tokens), "
-                "anonymous RSS growth %.1f B/token over %d tokens, peak RSS %.1f MB\n",
+                "anonymous RSS growth %.1f B/token over %d tokens, peak RSS %.1f MB\n"
+                "          decode floor %.1f tok/s (%.1f MB/token at %.1f GB/s read): decode at %.0f%% of it\n",
                 s["prefill_tok_s"].get<double>(), s["prompt_tokens"].get<int>(), s["ttft_s"].get<double>(),
                 s["decode_tok_s"].get<double>(), s["decode_tokens"].get<int>(),
                 s["anon_rss_growth_bytes_per_token"].get<double>(), s["growth_tokens"].get<int>(),
-                s["peak_rss_mb"].get<double>());
+                s["peak_rss_mb"].get<double>(), s["floor_tok_s"].get<double>(),
+                mb(s["bytes_per_token"].get<std::int64_t>()), s["read_bandwidth_gbs"].get<double>(),
+                100.0 * s["floor_fraction"].get<double>());
   }
   if (want("guided")) {
     auto g = bench_guided(engine, o);

@@ -1,6 +1,10 @@
 #include "kernels/mem_read.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 
@@ -48,6 +52,30 @@ std::uint64_t mem_read_checksum(const std::uint8_t* data, std::size_t bytes) {
   if (cpu_features().avx2) return read_avx2(data, bytes);
 #endif
   return read_scalar(data, bytes);
+}
+
+double measure_read_bandwidth_gbs(std::size_t bytes, int threads, int repeats) {
+  threads = std::max(1, threads);
+  bytes = std::max<std::size_t>(bytes / 4096 * 4096, 4096);
+  std::vector<std::uint8_t> buf(bytes);
+  for (std::size_t i = 0; i < bytes; i += 64) buf[i] = static_cast<std::uint8_t>(i >> 6);
+  const std::size_t slice = bytes / static_cast<std::size_t>(threads) / 64 * 64;
+  double best = 0.0;
+  std::vector<std::uint64_t> sink(static_cast<std::size_t>(threads));
+  for (int rep = 0; rep < std::max(1, repeats); ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back([&, t] { sink[t] = mem_read_checksum(buf.data() + t * slice, slice); });
+    sink[0] = mem_read_checksum(buf.data(), slice);
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0) best = std::max(best, static_cast<double>(slice) * threads / s / 1e9);
+  }
+  volatile std::uint64_t keep = 0;
+  for (auto v : sink) keep = keep ^ v;
+  (void)keep;
+  return best;
 }
 
 }  // namespace ringlm::kernels
