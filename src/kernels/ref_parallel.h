@@ -1,16 +1,17 @@
-// A small fixed pool of worker threads that runs one parallel-for at a time.
-// Created once per model (never per token); `run(n, fn)` calls fn(begin, end) on disjoint
-// contiguous slices of [0, n) and returns when all are done.
+// The model's parallel-for: `run(n, fn)` calls fn(begin, end) on disjoint contiguous slices
+// of [0, n) and returns when all are done. It runs on the kernels' persistent ThreadPool
+// (the process-wide one when the sizes agree), so the float ops of a decode step and the
+// w4a8 GEMVs share one set of hot workers instead of two pools competing for the cores
+// and paying a condition-variable wake-up per call.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 namespace ringlm::kernels {
+
+class ThreadPool;
 
 class ParallelFor {
  public:
@@ -35,19 +36,9 @@ class ParallelFor {
  private:
   using Trampoline = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
   void run_erased(std::int64_t n, std::int64_t min_chunk, void* ctx, Trampoline call);
-  void worker(int index);
   int n_threads_;
-  std::vector<std::thread> threads_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  std::mutex run_mu_;  // one parallel-for at a time
-  void* job_ctx_ = nullptr;
-  Trampoline job_call_ = nullptr;
-  std::int64_t job_n_ = 0;
-  int job_slices_ = 0;
-  std::uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  ThreadPool* pool_ = nullptr;          // the default pool, or owned_
+  std::unique_ptr<ThreadPool> owned_;   // when this size differs from the default pool's
 };
 
 // Default worker count: hardware threads, overridable with RINGLM_THREADS.

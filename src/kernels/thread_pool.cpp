@@ -61,11 +61,27 @@ void ThreadPool::do_share(std::size_t participant) {
   if (begin < end) thunk_(ctx_, begin, end, participant);
 }
 
+namespace {
+// Set while this thread runs a share of some pool's job: a nested parallel call then runs
+// inline instead of waiting on a pool whose participants are busy (which would deadlock).
+thread_local bool t_in_job = false;
+struct InJob {
+  bool saved = t_in_job;
+  InJob() { t_in_job = true; }
+  ~InJob() { t_in_job = saved; }
+};
+}  // namespace
+
 void ThreadPool::run(std::size_t n, Thunk thunk, void* ctx) {
-  if (workers_.empty() || n <= 1) {
-    if (n > 0) thunk(ctx, 0, n, 0);
+  if (workers_.empty() || n <= 1 || t_in_job) {
+    if (n > 0) {
+      InJob guard;
+      thunk(ctx, 0, n, 0);
+    }
     return;
   }
+  std::lock_guard<std::mutex> serial(run_mu_);
+  InJob guard;
   thunk_ = thunk;
   ctx_ = ctx;
   n_ = n;
@@ -95,7 +111,10 @@ void ThreadPool::worker_loop(std::size_t participant) {
     }
     seen = gen;
     if (stop_.load()) return;
-    do_share(participant);
+    {
+      InJob guard;
+      do_share(participant);
+    }
     if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst))
       pending_.notify_one();
   }

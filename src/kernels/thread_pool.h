@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <cstddef>
 #include <thread>
@@ -26,7 +27,8 @@ class ThreadPool {
 
   // Calls fn(begin, end, participant) on size() disjoint contiguous ranges covering [0, n)
   // (empty ranges are skipped), split as evenly as possible. Blocks until all are done.
-  // Must not be called concurrently or from inside fn. Exceptions must not escape fn.
+  // Calls from several threads (server sessions sharing the process pool) are serialised;
+  // a call from inside fn runs on the calling thread alone. Exceptions must not escape fn.
   template <typename Fn>
   void parallel_for(std::size_t n, Fn&& fn) {
     run(n, [](void* ctx, std::size_t b, std::size_t e, std::size_t p) { (*static_cast<Fn*>(ctx))(b, e, p); },
@@ -41,6 +43,7 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   unsigned spin_us_;
+  std::mutex run_mu_;  // one job at a time
   // The job being run (written before generation_ is bumped, read after it is seen).
   Thunk thunk_ = nullptr;
   void* ctx_ = nullptr;
