@@ -1,5 +1,6 @@
 #include "kernels/ref_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -70,39 +71,70 @@ inline float dot(const float* a, const float* b, int n) {
 }
 }  // namespace
 
-void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
-                float* scores, float* out) {
+std::size_t attend_scratch_floats(int n_heads, const KvSlots& kv) {
+  const int group = n_heads / std::max(1, kv.n_kv_heads);
+  return static_cast<std::size_t>(std::max(1, group)) * static_cast<std::size_t>(std::max(0, kv.n_slots));
+}
+
+void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std::int64_t q_pos,
+                  const KvSlots& kv, int window, float scale, float* scores, float* out) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr int kMaxGroup = 64;
   const int d = kv.head_dim;
   const int group = n_heads / kv.n_kv_heads;
   const std::int64_t stride = static_cast<std::int64_t>(kv.n_kv_heads) * d;
-  for (int h = 0; h < n_heads; ++h) {
-    const int g = h / group;
-    const float* qh = q + static_cast<std::int64_t>(h) * d;
-    float* oh = out + static_cast<std::int64_t>(h) * d;
-    float max_score = -std::numeric_limits<float>::infinity();
-    for (int s = 0; s < kv.n_slots; ++s) {
+  const std::int64_t n_slots = kv.n_slots;
+  for (int h0 = head_begin; h0 < head_end;) {
+    // The run of heads [h0, h1) that read the same KV head g.
+    const int g = h0 / group;
+    const int h1 = std::min({head_end, (g + 1) * group, h0 + kMaxGroup});
+    const int nh = h1 - h0;
+    float max_score[kMaxGroup];
+    for (int j = 0; j < nh; ++j) max_score[j] = kNegInf;
+    for (std::int64_t s = 0; s < n_slots; ++s) {
       const std::int64_t p = kv.pos[s];
       const bool visible = p >= 0 && p <= q_pos && (window <= 0 || q_pos - p < window);
-      if (!visible) {
-        scores[s] = -std::numeric_limits<float>::infinity();
-        continue;
+      const float* ks = kv.k + s * stride + static_cast<std::int64_t>(g) * d;
+      for (int j = 0; j < nh; ++j) {
+        float& sc = scores[j * n_slots + s];
+        if (!visible) {
+          sc = kNegInf;
+          continue;
+        }
+        sc = scale * dot(q + static_cast<std::int64_t>(h0 + j) * d, ks, d);
+        if (sc > max_score[j]) max_score[j] = sc;
       }
-      scores[s] = scale * dot(qh, kv.k + s * stride + static_cast<std::int64_t>(g) * d, d);
-      if (scores[s] > max_score) max_score = scores[s];
     }
-    for (int i = 0; i < d; ++i) oh[i] = 0.0f;
-    if (max_score == -std::numeric_limits<float>::infinity()) continue;  // nothing visible
-    double denom = 0.0;
-    for (int s = 0; s < kv.n_slots; ++s) {
-      if (scores[s] == -std::numeric_limits<float>::infinity()) continue;
-      const float w = std::exp(scores[s] - max_score);
-      denom += w;
+    double denom[kMaxGroup];
+    for (int j = 0; j < nh; ++j) {
+      denom[j] = 0.0;
+      float* oh = out + static_cast<std::int64_t>(h0 + j) * d;
+      for (int i = 0; i < d; ++i) oh[i] = 0.0f;
+    }
+    for (std::int64_t s = 0; s < n_slots; ++s) {
       const float* vs = kv.v + s * stride + static_cast<std::int64_t>(g) * d;
-      for (int i = 0; i < d; ++i) oh[i] += w * vs[i];
+      for (int j = 0; j < nh; ++j) {
+        const float sc = scores[j * n_slots + s];
+        if (sc == kNegInf) continue;  // also skips every slot of a head that sees nothing
+        const float w = std::exp(sc - max_score[j]);
+        denom[j] += w;
+        float* oh = out + static_cast<std::int64_t>(h0 + j) * d;
+        for (int i = 0; i < d; ++i) oh[i] += w * vs[i];
+      }
     }
-    const float inv = static_cast<float>(1.0 / denom);
-    for (int i = 0; i < d; ++i) oh[i] *= inv;
+    for (int j = 0; j < nh; ++j) {
+      if (max_score[j] == kNegInf) continue;  // nothing visible: output stays zero
+      float* oh = out + static_cast<std::int64_t>(h0 + j) * d;
+      const float inv = static_cast<float>(1.0 / denom[j]);
+      for (int i = 0; i < d; ++i) oh[i] *= inv;
+    }
+    h0 = h1;
   }
+}
+
+void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
+                float* scores, float* out) {
+  attend_heads(q, n_heads, 0, n_heads, q_pos, kv, window, scale, scores, out);
 }
 
 }  // namespace ringlm::kernels

@@ -2,6 +2,7 @@
 // written so g++ -O2 vectorises the inner loops).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ringlm::kernels {
@@ -31,7 +32,13 @@ void scale_inplace(float* y, std::int64_t n, float s);
 // One query token attends over a cache of n_slots slots; slot s holds keys/values of the
 // token at absolute position pos[s] (-1: empty), laid out [slot][kv_head][head_dim].
 // Slots count when 0 <= pos[s] <= q_pos and, if window > 0, q_pos - pos[s] < window.
-// Query head h reads KV head h / (n_heads / n_kv_heads). scores_scratch holds n_slots floats.
+// Query head h reads KV head h / (n_heads / n_kv_heads). scores_scratch holds
+// attend_scratch_floats(n_heads, kv) floats.
+//
+// The query heads that share a KV head are processed together, so each K and V row is read
+// from memory once per KV head instead of once per query head (8x less traffic for E2B's
+// full layers at long context). Per head the arithmetic and its order are those of a
+// one-head-at-a-time loop, so results do not depend on the grouping or on the head range.
 struct KvSlots {
   const float* k = nullptr;
   const float* v = nullptr;
@@ -42,5 +49,10 @@ struct KvSlots {
 };
 void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
                 float* scores_scratch, float* out);
+// Only query heads [head_begin, head_end) (q and out still point at head 0), so one token's
+// heads can be split over threads during decode.
+void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std::int64_t q_pos,
+                  const KvSlots& kv, int window, float scale, float* scores_scratch, float* out);
+std::size_t attend_scratch_floats(int n_heads, const KvSlots& kv);
 
 }  // namespace ringlm::kernels

@@ -269,16 +269,34 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   // Every query of the chunk sees the whole chunk's keys through the causal position test.
   const KvSlots view = cache.view();
   const int window = sliding ? cfg_.sliding_window : 0;
-  auto run = [&](std::int64_t begin, std::int64_t end) {
+  // Scratch for one token's scores: sized for the whole cache the first time, so a growing
+  // context never reallocates.
+  KvSlots whole = view;
+  whole.n_slots = cache.spec().n_slots;
+  const std::size_t scratch = attend_scratch_floats(nh, whole);
+  auto scores_buffer = [scratch]() -> float* {
     thread_local std::vector<float> scores;
-    // Sized for the whole cache the first time, so a growing context never reallocates.
-    if (scores.size() < static_cast<std::size_t>(cache.spec().n_slots)) scores.resize(cache.spec().n_slots);
-    for (std::int64_t t = begin; t < end; ++t)
-      attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f,
-                 scores.data(), attn_.data() + static_cast<std::size_t>(t) * nh * d);
+    if (scores.size() < scratch) scores.resize(scratch);
+    return scores.data();
   };
-  if (pool && n > 1) pool->run(n, run);
-  else run(0, n);
+  if (n == 1) {
+    // Decode: one token, its heads split over the threads.
+    auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
+      attend_heads(q_.data(), nh, static_cast<int>(h0), static_cast<int>(h1), positions[0], view, window, 1.0f,
+                   scores_buffer(), attn_.data());
+    };
+    if (pool) pool->run(nh, run_heads);
+    else run_heads(0, nh);
+  } else {
+    auto run = [&](std::int64_t begin, std::int64_t end) {
+      float* scores = scores_buffer();
+      for (std::int64_t t = begin; t < end; ++t)
+        attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f, scores,
+                   attn_.data() + static_cast<std::size_t>(t) * nh * d);
+    };
+    if (pool) pool->run(n, run);
+    else run(0, n);
+  }
 
   matmul(lw.o_proj, attn_.data(), n, o_.data(), pool);
   for (int t = 0; t < n; ++t) {
