@@ -31,6 +31,9 @@ TEST_F(HttpConcurrency, MoreClientsThanSlotsAllComplete) {
   }
   for (auto& t : threads) t.join();
   for (int i = 0; i < kClients; ++i) EXPECT_EQ(status[static_cast<std::size_t>(i)], 200) << "client " << i;
+  // A streamed reply reaches the client ([DONE]) a moment before its worker hands the slot
+  // back, so the bookkeeping is checked once it has settled.
+  EXPECT_TRUE(eventually([&] { return server_->scheduler().active() == 0; }));
   EXPECT_EQ(backend_->generations(), kClients);
   EXPECT_EQ(backend_->max_active(), 2);  // both slots used, never more
   EXPECT_EQ(server_->scheduler().active(), 0);
@@ -162,8 +165,11 @@ TEST_F(HttpConcurrency, MetricsTextParsesAndCounts) {
     auto r = request("GET", "/metrics");
     EXPECT_EQ(r.status, 200);
     s = parse_metrics(r.body);
-    return s["ringlm_requests_total{route=\"/v1/chat/completions\",status=\"400\"}"] == 1;
-  }, 2000));
+    // The streamed request is counted, and its slot freed, just after its last chunk.
+    return s["ringlm_requests_total{route=\"/v1/chat/completions\",status=\"400\"}"] == 1 &&
+           s["ringlm_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"] == 2 &&
+           s["ringlm_slots_active"] == 0;
+  }, 5000));
   EXPECT_EQ((s["ringlm_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"]), 2);
   EXPECT_EQ((s["ringlm_requests_total{route=\"/v1/chat/completions\",status=\"400\"}"]), 1);
   EXPECT_EQ(s["ringlm_completion_tokens_total"], 20);
