@@ -78,18 +78,20 @@ class AtomicFile {
   std::uint64_t written_ = 0;
 };
 
-// The source matrix was read once; drop its pages from our resident set (file-backed pages
-// stay in the page cache, so this costs nothing if they are read again).
-void release(const kernels::WeightMatrix& w) {
+// Source rows [r0, r1) were read; drop their pages from our resident set (file-backed pages
+// stay in the page cache, so this costs nothing if they are read again). Without it the
+// whole 4.7 GB bf16 per-layer table of E2B would count as resident by the end.
+void release_rows(const kernels::WeightMatrix& w, std::int64_t r0, std::int64_t r1) {
 #if defined(__linux__)
-  std::size_t esize = w.dtype == io::DType::F32 ? 4 : 2;
-  const std::size_t bytes = static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(w.cols) * esize;
+  const std::size_t esize = w.dtype == io::DType::F32 ? 4 : 2;
+  const std::size_t row = static_cast<std::size_t>(w.cols) * esize;
   const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<std::uintptr_t>(w.data) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<std::uintptr_t>(w.data) + bytes) / page * page;
+  const auto first = reinterpret_cast<std::uintptr_t>(w.data) + static_cast<std::size_t>(r0) * row;
+  const auto begin = (first + page - 1) / page * page;
+  const auto end = (first + static_cast<std::size_t>(r1 - r0) * row) / page * page;
   if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 #else
-  (void)w;
+  (void)w, (void)r0, (void)r1;
 #endif
 }
 
@@ -116,6 +118,7 @@ void write_q4p16(AtomicFile& out, const kernels::WeightMatrix& w) {
       }
     });
     out.write(buf.data(), bytes);
+    release_rows(w, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r0 + n));
   }
 }
 
@@ -128,6 +131,7 @@ void write_f32_rows(AtomicFile& out, const kernels::WeightMatrix& w) {
     buf.resize(static_cast<std::size_t>(n) * cols);
     for (std::int64_t i = 0; i < n; ++i) kernels::load_row_f32(w, r0 + i, buf.data() + i * cols);
     out.write(buf.data(), buf.size() * 4);
+    release_rows(w, r0, r0 + n);
   }
 }
 
@@ -148,6 +152,7 @@ void write_i8_table(AtomicFile& codes, AtomicFile& scales, const kernels::Weight
       }
     });
     codes.write(buf.data(), buf.size());
+    release_rows(w, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r0 + n));
   }
   scales.write(row_scale.data(), rows * 4);
 }
@@ -283,7 +288,6 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
           write_f32_rows(out, m);
           ++result.f32_matrices;
         }
-        if (t.name != "lm_head.weight" || !config.tie_word_embeddings) release(m);
       } else {
         const std::vector<float>& v = vectors.at(t.name);
         if (static_cast<std::int64_t>(v.size()) != t.shape[0]) fail("convert: tensor ", t.name, ": size does not match the plan");

@@ -238,3 +238,35 @@ TEST(ConvertHostile, SidecarSizeAndMetaMismatch) {
   e = load_error(dir);
   EXPECT_NE(e.find("embed_per_layer.scale.f32: missing"), std::string::npos) << e;
 }
+
+namespace {
+
+// Rewrites the `which`-th "offset" value of weights.rlpk's index in place, keeping the byte
+// length (JSON allows trailing spaces after a number), so only that field changes.
+void set_index_offset(const fs::path& f, int which, std::uint64_t value) {
+  std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+  std::string head(4096, '\0');
+  io.read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::size_t at = 0;
+  for (int i = 0; i <= which; ++i) at = head.find("\"offset\":", at) + 9;
+  const std::size_t end = head.find(',', at);
+  std::string repl = std::to_string(value);
+  ASSERT_LE(repl.size(), end - at);
+  repl.resize(end - at, ' ');
+  io.clear();
+  io.seekp(static_cast<std::streamoff>(at));
+  io.write(repl.data(), static_cast<std::streamsize>(repl.size()));
+}
+
+}  // namespace
+
+TEST(ConvertHostile, OverlappingAndMisalignedTensors) {
+  fs::path dir = scratch_copy("overlap");
+  set_index_offset(dir / model::kPackedFile, 1, 0);  // tensor 1 on top of tensor 0
+  std::string e = load_error(dir);
+  EXPECT_NE(e.find("overlap at byte"), std::string::npos) << e;
+  dir = scratch_copy("misaligned");
+  set_index_offset(dir / model::kPackedFile, 1, 65);
+  e = load_error(dir);
+  EXPECT_NE(e.find("is not 64-byte aligned"), std::string::npos) << e;
+}
