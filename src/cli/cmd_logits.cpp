@@ -52,7 +52,7 @@ RINGLM_COMMAND(logits) {
     long long decode_from = -1;
     int ctx = 0;
     int threads = 0;
-    std::string weights = "stored", activations = "int8";
+    std::string weights = "q4_0", activations = "int8x2";
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
@@ -64,11 +64,12 @@ RINGLM_COMMAND(logits) {
                   "Positions >= N use single-token decode (default: all positions prefill)");
   sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens (default: min(8192, max_position_embeddings))");
   sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
-  sub->add_option("--weights", opt->weights, "stored: the checkpoint's weights (float reference); q4_0: linear layers "
-                  "quantized to q4_0 at load, w4a8 kernels")
+  sub->add_option("--weights", opt->weights, "q4_0 (default): linear layers in q4_0 (quantized at load, or as "
+                  "stored by ringlm convert) on the w4a8 kernels; stored: the float reference path over the "
+                  "checkpoint's weights (a converted directory's q4_0 rows, dequantized)")
       ->check(CLI::IsMember({"stored", "q4_0"}));
-  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8 (w4a8 kernels), int8x2 (two-plane "
-                  "~15-bit activations on the same kernels) or f32 (dequantized weight rows in float32, for checking)")
+  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8x2 (default; two-plane "
+                  "~15-bit activations: meets the float64 numerics gate), int8 (fastest prefill) or f32 (dequantized weight rows in float32, for checking)")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   sub->callback([opt] {
     using namespace ringlm;

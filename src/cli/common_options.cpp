@@ -15,10 +15,10 @@ void ModelFlags::add_to(CLI::App* app) {
   app->add_option("--threads", threads, "Worker threads (default: all cores)");
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
-  app->add_option("--weights", weights, "stored (the checkpoint's weights, float path) or q4_0 (linear layers "
-                  "quantized to q4_0 at load, w4a8 kernels)")
+  app->add_option("--weights", weights, "q4_0 (default: linear layers in q4_0, quantized at load or as stored "
+                  "by ringlm convert, w4a8 kernels) or stored (float reference path over the stored weights)")
       ->check(CLI::IsMember({"stored", "q4_0"}));
-  app->add_option("--activations", activations, "With --weights q4_0: int8, int8x2 (two-plane ~15-bit) or f32")
+  app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
 }
 

@@ -15,7 +15,7 @@ struct ModelFlags {
   int ctx = 0;
   int threads = 0;
   std::string json_style = "compact";
-  std::string weights = "stored", activations = "int8";
+  std::string weights = "q4_0", activations = "int8x2";
 
   void add_to(CLI::App* app);
   // Resolves the model directory (printing the demo notice to stderr when it is the demo

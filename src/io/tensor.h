@@ -24,6 +24,11 @@ struct TensorView {
   const std::uint8_t* data = nullptr;
   std::uint64_t nbytes = 0;
   std::string file;               // file it lives in, for error messages
+  // Q4_0 only: true = the kernels' q4p16 layout (kernels/q4_packed.h, ringlm's packed model
+  // directory), false = plain ggml blocks (GGUF).
+  bool packed = false;
+  // I8 only: one f32 scale per row (value = scale[row] * code), e.g. the PLE sidecar tables.
+  const float* row_scales = nullptr;
 
   std::int64_t numel() const {
     std::int64_t n = 1;

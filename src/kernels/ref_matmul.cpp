@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/dequant_ggml.h"
+#include "kernels/q4_formats.h"
 #include "kernels/q4_weight_matmul.h"
 #include "util/error.h"
 #include "util/float16.h"
@@ -66,6 +67,11 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
       }
       break;
     }
+    case io::DType::I8:
+      if (!w.row_scales) fail("load_row_f32: I8 weight without row scales");
+      dequantize_row_i8(reinterpret_cast<const std::int8_t*>(w.data) + r * n, w.row_scales[r], out,
+                        static_cast<std::size_t>(n));
+      break;
     default:
       if (w.dtype == io::DType::Q4_0 && w.packed) {  // quantized at load (q4_packed.h layout)
         q4_load_row_f32(w, r, out);
@@ -176,8 +182,8 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
   // Float rows are read directly; ggml block rows go through the scalar dequantizer.
-  if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
-  if (w.dtype == io::DType::Q4_0 && w.packed && q4_activations() != Q4Activations::f32) {
+  if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");
+  if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && q4_activations() != Q4Activations::f32) {
     q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
     return;
   }
@@ -190,6 +196,18 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 
 void gather_rows(const WeightMatrix& table, const std::int32_t* ids, int n, std::int64_t col_begin,
                  std::int64_t n_cols, float scale, float* out) {
+  if (table.dtype == io::DType::I8) {  // int8 rows (sidecar): only the requested columns are read
+    if (!table.row_scales) fail("gather_rows: I8 table without row scales");
+    for (int t = 0; t < n; ++t) {
+      const auto* q = reinterpret_cast<const std::int8_t*>(table.data) + static_cast<std::int64_t>(ids[t]) * table.cols +
+                      col_begin;
+      const float s = table.row_scales[ids[t]];
+      float* o = out + static_cast<std::int64_t>(t) * n_cols;
+      // (s * q) first, as load_row_f32 dequantizes, then the caller's scale.
+      for (std::int64_t c = 0; c < n_cols; ++c) o[c] = (s * static_cast<float>(q[c])) * scale;
+    }
+    return;
+  }
   if (table.dtype != io::DType::F32 && table.dtype != io::DType::F16 && table.dtype != io::DType::BF16) {
     // Block-quantized table: decode the whole row, keep the requested columns.
     thread_local std::vector<float> row;

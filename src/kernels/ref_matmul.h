@@ -21,14 +21,20 @@ struct WeightMatrix {
   // Q4_0 only: true = the q4p16 layout of q4_packed.h (weights quantized at load), false =
   // plain ggml blocks as stored in a GGUF file.
   bool packed = false;
+  // I8 only: one f32 scale per row, value = row_scales[r] * code (the sidecar's int8 tables).
+  const float* row_scales = nullptr;
+  // Packed Q4_0 only: run matmul() on the float path (rows dequantized, float32 activations)
+  // instead of the w4a8 kernels: `--weights stored` on a converted model directory.
+  bool float_path = false;
 };
 
-// Converts row `r` of `w` to float32 into `out[0..cols)`.
+// Converts row `r` of `w` to float32 into `out[0..cols)`. I8 needs row_scales.
 void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 
 // out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly,
 // plain ggml block rows (GGUF) through the scalar dequantizer, and packed q4_0 matrices go
-// to the w4a8 kernels (q4_weight_matmul.h). Throws ringlm::Error for I8.
+// to the w4a8 kernels (q4_weight_matmul.h) unless float_path is set; I8 rows with
+// row_scales are dequantized like block rows. Throws ringlm::Error for I8 without scales.
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
 

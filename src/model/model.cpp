@@ -7,6 +7,8 @@
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
+#include "model/packed_format.h"
+#include "model/packed_source.h"
 #include "model/q4_weights.h"
 #include "util/error.h"
 
@@ -14,6 +16,10 @@ namespace ringlm::model {
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const ModelOptions& options) {
   ModelConfig config = load_model_config(dir);
+  if (is_packed_model_dir(dir)) {  // `ringlm convert` output: everything mapped, nothing to quantize
+    auto source = open_packed_dir(dir, config);
+    return from_source(std::move(config), std::move(source), options);
+  }
   return from_source(std::move(config), io::open_safetensors_dir(dir), options);
 }
 
@@ -26,6 +32,12 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   if (options.weights == WeightFormat::q4_0) {
     if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
     m->quantized_ = quantize_weights_q4_0(m->weights_);
+  } else {
+    // Stored weights that are already q4p16 (a converted directory): the float path over the
+    // same dequantized rows, the reference for the kernels.
+    for_each_matrix(m->weights_, [](kernels::WeightMatrix& w) {
+      if (w.dtype == io::DType::Q4_0 && w.packed) w.float_path = true;
+    });
   }
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());

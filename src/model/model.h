@@ -31,7 +31,8 @@
 
 namespace ringlm::model {
 
-// stored: matmuls over the checkpoint's weights as stored (the float reference path).
+// stored: matmuls over the checkpoint's weights as stored (the float reference path; on a
+//   converted directory: its q4_0 rows dequantized, float32 activations).
 // q4_0: linear layers quantized to q4_0 at load, run by the w4a8 kernels (model/q4_weights.h).
 enum class WeightFormat { stored, q4_0 };
 
@@ -42,7 +43,10 @@ struct ModelOptions {
 
 class Model {
  public:
-  // Loads DIR/config.json and the safetensors checkpoint in DIR.
+  // Loads DIR/config.json and the safetensors checkpoint in DIR, or, when DIR is a packed
+  // directory written by `ringlm convert` (model/packed_format.h), maps its q4p16 weights
+  // and int8 sidecar tables. On a packed directory WeightFormat::stored runs the float path
+  // over the dequantized q4_0 rows (the reference) and q4_0 the kernels; nothing is copied.
   static std::shared_ptr<const Model> load(const std::filesystem::path& dir, const ModelOptions& options = {});
   // Builds a model over an already opened tensor source (any checkpoint format).
   static std::shared_ptr<const Model> from_source(ModelConfig config, std::unique_ptr<io::TensorSource> source,

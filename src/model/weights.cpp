@@ -28,9 +28,11 @@ class Binder {
     // ggml block formats (from GGUF) are decoded row by row; rows must hold whole blocks.
     const bool block_type = !float_type && v->dtype != io::DType::I8 && !shape.empty() &&
                             shape.back() % kernels::block_format(v->dtype).block_elems == 0;
-    if (!float_type && !block_type)
+    // int8 rows with one f32 scale each (the packed directory's sidecar tables).
+    const bool scaled_i8 = v->dtype == io::DType::I8 && v->row_scales != nullptr && shape.size() == 2;
+    if (!float_type && !block_type && !scaled_i8)
       fail(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype),
-           " (expected F32, F16, BF16, or a ggml block type with whole blocks per row)");
+           " (expected F32, F16, BF16, a ggml block type with whole blocks per row, or int8 rows with scales)");
     if (v->shape != shape)
       fail(v->file, ": tensor ", name, ": expected shape ", shape_string(shape), ", got ", shape_string(v->shape));
     return *v;
@@ -38,7 +40,10 @@ class Binder {
 
   WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
     const io::TensorView& v = tensor(name, {rows, cols});
-    return WeightMatrix{v.dtype, v.data, rows, cols};
+    WeightMatrix m{v.dtype, v.data, rows, cols};
+    m.packed = v.packed;
+    m.row_scales = v.row_scales;
+    return m;
   }
 
   std::vector<float> vector(const std::string& name, std::int64_t n) {
@@ -59,7 +64,10 @@ ModelWeights bind_weights(const io::TensorSource& source, const ModelConfig& c) 
   ModelWeights w;
   const std::int64_t H = c.hidden_size;
   w.embed_tokens = b.matrix("embed_tokens.weight", c.vocab_size, H);
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens : b.matrix("lm_head.weight", c.vocab_size, H);
+  // A tied model may still carry its own head copy: ringlm's packed directory stores the head
+  // in q4p16 next to the int8 embedding rows.
+  w.lm_head = c.tie_word_embeddings && !source.find("lm_head.weight") ? w.embed_tokens
+                                                                       : b.matrix("lm_head.weight", c.vocab_size, H);
   w.final_norm = b.vector("norm.weight", H);
   if (c.ple_dim > 0) {
     const std::int64_t total = static_cast<std::int64_t>(c.num_layers) * c.ple_dim;

@@ -37,7 +37,7 @@ def run_cpp(model, ids, decode_from):
     with open(ids_file, "w") as f:
         f.write(",".join(map(str, ids)))
     r = subprocess.run([RINGLM, "logits", "--model", model, "--ids-file", ids_file, "--out", out,
-                        "--decode-from", str(decode_from)], capture_output=True, text=True)
+                        "--decode-from", str(decode_from), "--weights", "stored"], capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"ringlm logits failed: {r.stderr}")
     logits = np.fromfile(out, dtype="<f4").reshape(len(ids), -1)

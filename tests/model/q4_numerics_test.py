@@ -133,7 +133,7 @@ def main():
         print(f"{preset} seed {seed}: {n_quantized} matrices quantized, {len(ids)} positions")
         check_exact(f"{preset} q4_0 f32-activations", run_cpp(model, ids, decode_from, "--weights", "q4_0",
                                                                  "--activations", "f32"), want)
-        w4a8 = run_cpp(model, ids, decode_from, "--weights", "q4_0")
+        w4a8 = run_cpp(model, ids, decode_from, "--weights", "q4_0", "--activations", "int8")
         check_w4a8(f"{preset} q4_0 w4a8", w4a8, want, 0.90)
         check_w4a8(f"{preset} q4_0 two-plane activations",
                    run_cpp(model, ids, decode_from, "--weights", "q4_0", "--activations", "int8x2"), want, 0.99)
