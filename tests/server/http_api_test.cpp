@@ -104,7 +104,10 @@ TEST_F(HttpApi, StreamedChatEqualsNonStreamed) {
   EXPECT_EQ(finish, "stop");
   json usage = json::parse(payloads[payloads.size() - 2]);  // the usage chunk comes just before [DONE]
   EXPECT_TRUE(usage["choices"].empty());
-  EXPECT_EQ(usage["usage"], plain.j["usage"]);
+  // Token counts agree; cached_tokens may not: the second request reuses the first one's
+  // KV cache only when it lands on the same slot.
+  for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"})
+    EXPECT_EQ(usage["usage"][k], plain.j["usage"][k]) << k;
   // All chunks of one response share its id.
   for (std::size_t i = 0; i + 1 < payloads.size(); ++i) EXPECT_EQ(json::parse(payloads[i])["id"], first["id"]);
 }
