@@ -1,0 +1,140 @@
+// Where the subset LM head stops paying (model::Session::head_logits_rows vs head_logits),
+// and what it saves in guided decoding.
+//
+//   bench_lm_head head MODEL_DIR [stored|q4_0] [threads]
+//     one decode step's hidden state, then the head for k allowed rows (spread at random over
+//     the vocabulary, or one contiguous run) against the full head; median wall time.
+//   bench_lm_head guided MODEL_DIR SCHEMA_FILE [stored|q4_0] [threads] [runs]
+//     guided generations (greedy, then seeded T=1) with the subset head never / auto: time
+//     per generated token and per sampled step after the first, and the share of subset steps.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "model/gguf_model.h"
+#include "util/error.h"
+
+using namespace ringlm;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <typename F>
+double median_us(int reps, F&& f) {
+  std::vector<double> t(reps);
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    f();
+    t[r] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  }
+  std::sort(t.begin(), t.end());
+  return t[reps / 2];
+}
+
+model::WeightFormat parse_format(const char* s) {
+  return s && std::string(s) == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
+}
+
+int bench_head(int argc, char** argv) {
+  const auto format = parse_format(argc > 3 ? argv[3] : nullptr);
+  const int threads = argc > 4 ? std::atoi(argv[4]) : 0;
+  auto m = model::load_model_any(argv[2], {.threads = threads, .weights = format});
+  model::Session s(m, {.context_tokens = 64});
+  const int V = m->config().vocab_size;
+  s.reserve_head_rows(V);
+  s.decode_hidden(2, 0);
+  const int reps = 21;
+  const double full = median_us(reps, [&] { s.head_logits(); });
+  std::printf("vocab %d, hidden %d, head %s, granularity %zu; full head %.1f us\n", V, m->config().hidden_size,
+              io::dtype_name(m->weights().lm_head.dtype), s.head_row_granularity(), full);
+  std::printf("%8s %7s %12s %8s %12s %8s\n", "rows", "share", "spread us", "x full", "run us", "x full");
+  std::mt19937 rng(1);
+  std::vector<std::int32_t> all(V);
+  std::iota(all.begin(), all.end(), 0);
+  for (int k : {1, 8, 64, 256, 1024, 4096, 16384, 32768, 65536, 98304, 131072, 196608, 262144}) {
+    if (k > V) break;
+    std::shuffle(all.begin(), all.end(), rng);
+    std::vector<std::int32_t> spread(all.begin(), all.begin() + k);
+    std::sort(spread.begin(), spread.end());  // as the generator lists them
+    std::vector<std::int32_t> run(k);
+    std::iota(run.begin(), run.end(), (V - k) / 2);
+    const double a = median_us(reps, [&] { s.head_logits_rows(spread); });
+    const double b = median_us(reps, [&] { s.head_logits_rows(run); });
+    std::printf("%8d %6.2f%% %12.1f %8.2f %12.1f %8.2f\n", k, 100.0 * k / V, a, a / full, b, b / full);
+  }
+  return 0;
+}
+
+std::string read_file(const char* path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int bench_guided(int argc, char** argv) {
+  if (argc < 4) fail("usage: bench_lm_head guided MODEL_DIR SCHEMA_FILE [stored|q4_0] [threads] [runs]");
+  const auto format = parse_format(argc > 4 ? argv[4] : nullptr);
+  const int threads = argc > 5 ? std::atoi(argv[5]) : 0;
+  const int runs = argc > 6 ? std::atoi(argv[6]) : 3;
+  engine::Engine e({.model_dir = argv[2], .context_tokens = 1024, .threads = threads, .weights = format});
+  engine::Generator g(e);
+  const std::string schema = read_file(argv[3]);
+  chat::ChatRequest req;
+  req.messages.push_back({{"role", "user"}, {"content", "Describe a product as JSON."}});
+  req.add_generation_prompt = true;
+  const auto prompt = e.tokenizer().encode(e.render_chat(req));
+  std::printf("model %s (%s), %zu prompt tokens\n", argv[2], format == model::WeightFormat::q4_0 ? "q4_0" : "stored",
+              prompt.size());
+  std::printf("%-6s %-6s %7s %7s %9s %12s %12s\n", "T", "head", "tokens", "steps", "subset", "ms/token", "ms/step");
+  for (float temperature : {0.0f, 1.0f}) {
+    for (auto mode : {engine::HeadSubsetPolicy::Mode::Never, engine::HeadSubsetPolicy::Mode::Auto}) {
+      g.set_head_subset({.mode = mode});
+      std::vector<double> per_token, per_step;
+      engine::GenerationResult r;
+      for (int i = 0; i < runs; ++i) {
+        engine::GenerationParams p;
+        p.max_tokens = 400;
+        p.json_schema = schema;
+        p.sampling.temperature = temperature;
+        p.sampling.seed = 7;
+        g.reset();  // the prompt is prefilled again each run (not in the figures: after TTFT)
+        r = g.generate(prompt, p, nullptr);
+        const double decode_s = r.total_s - r.ttft_s;
+        per_token.push_back(decode_s * 1e3 / std::max(1, r.completion_tokens - 1));
+        per_step.push_back(decode_s * 1e3 / std::max(1, r.guided_steps - 1));
+      }
+      std::sort(per_token.begin(), per_token.end());
+      std::sort(per_step.begin(), per_step.end());
+      std::printf("%-6.1f %-6s %7d %7d %8.1f%% %12.3f %12.3f\n", temperature,
+                  mode == engine::HeadSubsetPolicy::Mode::Never ? "full" : "auto", r.completion_tokens, r.guided_steps,
+                  100.0 * r.subset_head_steps / std::max(1, r.guided_steps), per_token[runs / 2], per_step[runs / 2]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc >= 3 && std::string(argv[1]) == "head") return bench_head(argc, argv);
+    if (argc >= 4 && std::string(argv[1]) == "guided") return bench_guided(argc, argv);
+    std::fprintf(stderr,
+                 "usage: bench_lm_head head MODEL_DIR [stored|q4_0] [threads]\n"
+                 "       bench_lm_head guided MODEL_DIR SCHEMA_FILE [stored|q4_0] [threads] [runs]\n");
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_lm_head: %s\n", e.what());
+    return 1;
+  }
+}
