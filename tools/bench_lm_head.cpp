@@ -4,6 +4,9 @@
 //   bench_lm_head head MODEL_DIR [stored|q4_0] [threads]
 //     one decode step's hidden state, then the head for k allowed rows (spread at random over
 //     the vocabulary, or one contiguous run) against the full head; median wall time.
+//   bench_lm_head synthetic [rows] [cols] [threads]
+//     the same for a random BF16 and q4_0 head of the given size (default E2B's 262144 x
+//     1536), without building a model.
 //   bench_lm_head guided MODEL_DIR SCHEMA_FILE [stored|q4_0] [threads] [runs]
 //     guided generations (greedy, then seeded T=1) with the subset head never / auto: time
 //     per generated token and per sampled step after the first, and the share of subset steps.
@@ -19,6 +22,11 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "kernels/dequant_ggml.h"
+#include "kernels/q4_packed.h"
+#include "kernels/ref_ops.h"
+#include "model/lm_head.h"
+#include "util/float16.h"
 #include "model/gguf_model.h"
 #include "util/error.h"
 
@@ -69,6 +77,60 @@ int bench_head(int argc, char** argv) {
     const double a = median_us(reps, [&] { s.head_logits_rows(spread); });
     const double b = median_us(reps, [&] { s.head_logits_rows(run); });
     std::printf("%8d %6.2f%% %12.1f %8.2f %12.1f %8.2f\n", k, 100.0 * k / V, a, a / full, b, b / full);
+  }
+  return 0;
+}
+
+// A random [rows, cols] head as BF16 rows and as packed q4_0, without a model: the full
+// head (matmul + soft cap, as Session runs it) against LmHeadRows for k allowed rows.
+int bench_synthetic(int argc, char** argv) {
+  const std::int64_t rows = argc > 2 ? std::atol(argv[2]) : 262144, cols = argc > 3 ? std::atol(argv[3]) : 1536;
+  const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
+  const float cap = 30.0f;
+  std::mt19937_64 rng(3);
+  std::vector<float> row(cols), h(cols);
+  std::vector<std::uint16_t> bf16(static_cast<std::size_t>(rows * cols));
+  kernels::Q4PackedBuffer packed(rows, cols);
+  std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      row[c] = (static_cast<float>(rng() >> 40) / 16777216.0f - 0.5f) * 0.1f;
+      bf16[r * cols + c] = f32_to_bf16(row[c]);
+    }
+    kernels::quantize_row_q4_0(row.data(), blocks.data(), cols);
+    kernels::q4_pack_row(blocks.data(), r, rows, cols, packed.data());
+  }
+  for (auto& x : h) x = static_cast<float>(rng() >> 40) / 16777216.0f - 0.5f;
+  kernels::ParallelFor pool(threads);
+  std::vector<float> logits(rows), values(rows);
+  const int reps = 9;
+  std::printf("synthetic head %ld x %ld, %d thread(s)\n", static_cast<long>(rows), static_cast<long>(cols), threads);
+  const kernels::WeightMatrix kinds[] = {
+      {io::DType::BF16, reinterpret_cast<const std::uint8_t*>(bf16.data()), rows, cols},
+      {io::DType::Q4_0, packed.view().data, rows, cols, true}};
+  for (const auto& w : kinds) {
+    model::LmHeadRows sub(w, cap);
+    const double full = median_us(reps, [&] {
+      kernels::matmul(w, h.data(), 1, logits.data(), &pool);
+      kernels::soft_cap(logits.data(), rows, cap);
+    });
+    std::printf("%s: full head %.1f us, granularity %zu\n", io::dtype_name(w.dtype), full, sub.granularity());
+    std::printf("%8s %7s %12s %8s %12s %8s\n", "rows", "share", "spread us", "x full", "run us", "x full");
+    std::vector<std::int32_t> all(rows);
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937 pick(1);
+    for (std::int64_t k : {1, 16, 64, 256, 1024, 4096, 16384, 32768, 65536, 131072, 196608, 262144}) {
+      if (k > rows) break;
+      std::shuffle(all.begin(), all.end(), pick);
+      std::vector<std::int32_t> spread(all.begin(), all.begin() + k);
+      std::sort(spread.begin(), spread.end());
+      std::vector<std::int32_t> run(k);
+      std::iota(run.begin(), run.end(), static_cast<std::int32_t>((rows - k) / 2));
+      const double a = median_us(reps, [&] { sub.compute(h.data(), spread, values.data(), logits.data(), &pool); });
+      const double b = median_us(reps, [&] { sub.compute(h.data(), run, values.data(), logits.data(), &pool); });
+      std::printf("%8ld %6.2f%% %12.1f %8.2f %12.1f %8.2f\n", static_cast<long>(k), 100.0 * k / rows, a, a / full, b,
+                  b / full);
+    }
   }
   return 0;
 }
@@ -128,9 +190,11 @@ int bench_guided(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     if (argc >= 3 && std::string(argv[1]) == "head") return bench_head(argc, argv);
+    if (argc >= 2 && std::string(argv[1]) == "synthetic") return bench_synthetic(argc, argv);
     if (argc >= 4 && std::string(argv[1]) == "guided") return bench_guided(argc, argv);
     std::fprintf(stderr,
                  "usage: bench_lm_head head MODEL_DIR [stored|q4_0] [threads]\n"
+                 "       bench_lm_head synthetic [rows] [cols] [threads]\n"
                  "       bench_lm_head guided MODEL_DIR SCHEMA_FILE [stored|q4_0] [threads] [runs]\n");
     return 2;
   } catch (const Error& e) {

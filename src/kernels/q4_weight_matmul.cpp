@@ -41,8 +41,15 @@ void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::
   const Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
   const std::size_t ldy = static_cast<std::size_t>(w.rows);
+  // Consecutive groups go to the kernel as one range, so it streams them as the full matmul
+  // does (a group's result does not depend on the range it is computed in).
   auto run = [&](std::size_t b, std::size_t e, std::size_t) {
-    for (std::size_t i = b; i < e; ++i) k.q4_matmul_groups(packed, groups[i], groups[i] + 1, x, out, ldy);
+    for (std::size_t i = b; i < e;) {
+      std::size_t j = i + 1;
+      while (j < e && groups[j] == groups[j - 1] + 1) ++j;
+      k.q4_matmul_groups(packed, groups[i], groups[j - 1] + 1, x, out, ldy);
+      i = j;
+    }
   };
   // A group is 16 x cols weights; below ~64 of them the pool's hand-off costs more than it saves.
   if (n_groups < 64) run(0, n_groups, 0);

@@ -119,7 +119,10 @@ TEST(RowSubset, PackedQ4GroupsMatchTheFullMatmulOnEveryPath) {
       std::vector<std::uint32_t> all(packed.view().groups());
       std::iota(all.begin(), all.end(), 0u);
       std::shuffle(all.begin(), all.end(), rng);
+      // Shuffled (single groups), then sorted prefixes of it (runs of consecutive groups).
+      for (int sorted = 0; sorted < 2; ++sorted)
       for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{70}, all.size()}) {
+        if (sorted) std::sort(all.begin(), all.begin() + n);
         std::vector<float> got(R, -12345.0f);
         q4_weight_matmul_groups(w, in.data(), all.data(), n, got.data());
         std::vector<bool> computed(R, false);
