@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdlib>
 #include <string>
-#include <chrono>
 
 #include "chat/stop_rules.h"
 #include "sampling/sampler.h"
@@ -82,15 +82,15 @@ std::span<float> Generator::run_tokens(std::span<const std::int32_t> ids, bool w
 bool Generator::collect_allowed_rows() {
   head_ids_.clear();
   if (head_row_limit_ == 0) return false;
-  const std::size_t group = session_.head_row_granularity();
+  // A head computes single rows or whole 16-row groups (each the half of a mask word).
+  static_assert(kernels::kQ4GroupRows == 16);
+  const bool grouped = session_.head_row_granularity() != 1;
   const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
   std::size_t cost = 0;  // rows the subset head computes
   for (std::size_t w = 0; w < mask_.size(); ++w) {
     std::uint32_t bits = mask_[w];
     if (bits == 0) continue;
-    if (group == 16) cost += 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0));
-    else if (group == 1) cost += static_cast<std::size_t>(std::popcount(bits));
-    else cost += group;  // (no head has other granularities today) a safe overestimate
+    cost += grouped ? 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0)) : static_cast<std::size_t>(std::popcount(bits));
     if (cost > head_row_limit_) return false;
     for (; bits != 0; bits &= bits - 1) {
       const std::size_t id = w * 32 + static_cast<std::size_t>(std::countr_zero(bits));
