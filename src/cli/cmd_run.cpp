@@ -60,6 +60,9 @@ void run(const RunOptions& o) {
                  result.completion_tokens > 1 && result.total_s > result.ttft_s
                      ? (result.completion_tokens - 1) / (result.total_s - result.ttft_s)
                      : 0.0);
+    if (result.guided_steps > 0)
+      std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
+                   result.subset_head_steps);
   }
 }
 

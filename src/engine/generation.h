@@ -46,6 +46,8 @@ struct GenerationResult {
   int cached_prompt_tokens = 0;    // prompt tokens whose KV was reused, not recomputed
   int completion_tokens = 0;
   std::string text;                // the whole generated text (stop string excluded)
+  int guided_steps = 0;            // sampled steps under a grammar mask
+  int subset_head_steps = 0;       // of those, steps that computed only the allowed LM-head rows
   double ttft_s = 0.0;             // time to first token
   double total_s = 0.0;
 };

@@ -1,7 +1,10 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "chat/stop_rules.h"
 #include "sampling/sampler.h"
@@ -28,6 +31,31 @@ Generator::Generator(Engine& engine, const model::SessionOptions& options)
   mask_.resize((static_cast<std::size_t>(engine.tokenizer().vocab_size()) + 31) / 32);
   positions_.reserve(model::Session::kMaxChunk);
   pending_.reserve(model::Session::kMaxChunk);
+  HeadSubsetPolicy policy;
+  if (const char* env = std::getenv("RINGLM_LM_HEAD_SUBSET")) {
+    const std::string v = env;
+    if (v == "always") policy.mode = HeadSubsetPolicy::Mode::Always;
+    else if (v == "never") policy.mode = HeadSubsetPolicy::Mode::Never;
+    else if (v != "auto" && !v.empty()) fail("RINGLM_LM_HEAD_SUBSET must be auto, always or never, not '", v, "'");
+  }
+  set_head_subset(policy);
+}
+
+void Generator::set_head_subset(const HeadSubsetPolicy& policy) {
+  if (!(policy.max_share >= 0.0 && policy.max_share <= 1.0))
+    fail("LM-head subset share must be in [0, 1], got ", policy.max_share);
+  head_policy_ = policy;
+  const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
+  switch (policy.mode) {
+    case HeadSubsetPolicy::Mode::Never: head_row_limit_ = 0; break;
+    case HeadSubsetPolicy::Mode::Always: head_row_limit_ = vocab; break;
+    case HeadSubsetPolicy::Mode::Auto:
+      head_row_limit_ = static_cast<std::size_t>(policy.max_share * static_cast<double>(vocab));
+      break;
+  }
+  // Sized once here, so no guided step allocates.
+  head_ids_.reserve(head_row_limit_);
+  session_.reserve_head_rows(head_row_limit_);
 }
 
 void Generator::reset() {
@@ -36,19 +64,46 @@ void Generator::reset() {
   pinned_.clear();
 }
 
-std::span<float> Generator::run_tokens(std::span<const std::int32_t> ids) {
+std::span<float> Generator::run_tokens(std::span<const std::int32_t> ids, bool with_head) {
   const std::int64_t start = static_cast<std::int64_t>(cached_.size());
   std::span<const float> logits;
-  if (ids.size() == 1) {
+  if (ids.size() == 1 && with_head) {
     logits = session_.decode(ids[0], start);
   } else {
     positions_.resize(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) positions_[i] = start + static_cast<std::int64_t>(i);
-    logits = session_.prefill(ids, positions_, model::LogitsMode::Last);
+    logits = session_.prefill(ids, positions_, with_head ? model::LogitsMode::Last : model::LogitsMode::Hidden);
   }
   cached_.insert(cached_.end(), ids.begin(), ids.end());
   // The row lives in the session's scratch buffer, which the sampler may edit in place.
   return {const_cast<float*>(logits.data()), logits.size()};
+}
+
+bool Generator::collect_allowed_rows() {
+  head_ids_.clear();
+  if (head_row_limit_ == 0) return false;
+  // A head computes single rows or whole 16-row groups (each the half of a mask word).
+  static_assert(kernels::kQ4GroupRows == 16);
+  const bool grouped = session_.head_row_granularity() != 1;
+  const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
+  std::size_t cost = 0;  // rows the subset head computes
+  for (std::size_t w = 0; w < mask_.size(); ++w) {
+    std::uint32_t bits = mask_[w];
+    if (bits == 0) continue;
+    cost += grouped ? 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0)) : static_cast<std::size_t>(std::popcount(bits));
+    if (cost > head_row_limit_) return false;
+    for (; bits != 0; bits &= bits - 1) {
+      const std::size_t id = w * 32 + static_cast<std::size_t>(std::countr_zero(bits));
+      if (id >= vocab) break;  // a tokenizer larger than the model: the sampler reports it
+      head_ids_.push_back(static_cast<std::int32_t>(id));
+    }
+  }
+  return true;
+}
+
+std::span<float> Generator::guided_logits(bool* subset) {
+  *subset = collect_allowed_rows();
+  return *subset ? session_.head_logits_rows(head_ids_) : session_.head_logits();
 }
 
 std::size_t Generator::reuse_prefix(std::span<const std::int32_t> prompt) {
@@ -122,7 +177,9 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   result.prompt_tokens = static_cast<int>(prompt.size());
   const std::size_t reused = reuse_prefix(prompt);
   result.cached_prompt_tokens = static_cast<int>(reused);
-  std::span<float> logits = run_tokens(prompt.subspan(reused));
+  // Guided steps run without the LM head: the grammar mask comes first and decides how much
+  // of the head to compute (guided_logits).
+  std::span<float> logits = run_tokens(prompt.subspan(reused), matcher == nullptr);
 
   std::vector<std::int32_t> generated;
   generated.reserve(static_cast<std::size_t>(params.max_tokens));
@@ -170,6 +227,10 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
     if (matcher) {
       matcher->fill_mask(mask_.data());
       allowed = mask_.data();
+      bool subset = false;
+      logits = guided_logits(&subset);
+      ++result.guided_steps;
+      result.subset_head_steps += subset;
     }
     const std::int32_t id = sampler.sample(logits, allowed, generated);
     if (stop_ids.contains(id) && !params.ignore_stop_ids) {
@@ -203,7 +264,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
       result.finish = FinishReason::Length;  // the context is full
       break;
     }
-    logits = run_tokens(pending_);
+    logits = run_tokens(pending_, matcher == nullptr);
   }
   if (result.finish != FinishReason::Cancelled) {
     // Text held back for a possible multi-token character or stop string goes into the

@@ -17,6 +17,22 @@
 
 namespace ringlm::engine {
 
+// When a guided step computes only the grammar-allowed rows of the LM head. The mask never
+// depends on the logits, so it is filled first; if the head would then compute at most
+// max_share of the vocabulary's rows (counting whole 16-row groups for a q4_0 head), only
+// those rows are computed (model::Session::head_logits_rows) and the rest are -inf, which the
+// mask makes them anyway: the sampler sees the same allowed values, so tokens, logprobs and
+// top_logprobs are identical to the full head's.
+struct HeadSubsetPolicy {
+  enum class Mode { Auto, Always, Never };
+  Mode mode = Mode::Auto;
+  // Measured (docs/bench/lmhead.md): at half the rows the subset head costs at most ~0.6 of
+  // the full one (BF16 rows read out of order; q4_0 groups), and it stops paying at ~80-100%.
+  // Allowed sets are in practice either tiny (keys, enums, digits) or almost the whole
+  // vocabulary (free strings), so the exact limit rarely matters.
+  double max_share = 0.5;
+};
+
 class Generator {
  public:
   explicit Generator(Engine& engine, const model::SessionOptions& options = {});
@@ -33,6 +49,10 @@ class Generator {
   // Tokens whose keys and values the session holds, in position order.
   std::span<const std::int32_t> cached_tokens() const { return cached_; }
   model::Session& session() { return session_; }
+  // Default: Auto, unless the environment variable RINGLM_LM_HEAD_SUBSET is auto, always or
+  // never (read at construction; for benchmarks and A/B checks).
+  void set_head_subset(const HeadSubsetPolicy& policy);
+  const HeadSubsetPolicy& head_subset() const { return head_policy_; }
   Engine& engine() { return engine_; }
   void reset();
 
@@ -40,7 +60,15 @@ class Generator {
   // Makes the cache hold a prefix of `prompt` (as long as possible, at most size - 1 tokens
   // so there is a last token to compute logits from) and returns its length.
   std::size_t reuse_prefix(std::span<const std::int32_t> prompt);
-  std::span<float> run_tokens(std::span<const std::int32_t> ids);
+  // Runs ids after the cached tokens. With_head false stops before the LM head (guided steps,
+  // see guided_logits) and returns an empty span.
+  std::span<float> run_tokens(std::span<const std::int32_t> ids, bool with_head = true);
+  // The logits of the last token run, for a step whose allowed-token mask is mask_: only the
+  // allowed rows when the policy says that pays (then *subset is set), else the full head.
+  std::span<float> guided_logits(bool* subset);
+  // Fills head_ids_ with the ids allowed by mask_; false (stopping early) once the head would
+  // compute more than head_row_limit_ rows that way.
+  bool collect_allowed_rows();
 
   Engine& engine_;
   model::Session session_;
@@ -50,6 +78,9 @@ class Generator {
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> pinned_;
   model::SessionSnapshot snapshot_;
+  HeadSubsetPolicy head_policy_;
+  std::size_t head_row_limit_ = 0;       // rows the subset head may compute (from the policy)
+  std::vector<std::int32_t> head_ids_;   // allowed ids of a subset step (capacity head_row_limit_)
 };
 
 }  // namespace ringlm::engine

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "kernels/q4_gemm.h"
+#include "kernels/kernel_table.h"
 #include "kernels/q4_packed.h"
+#include "util/error.h"
 
 namespace ringlm::kernels {
 
@@ -24,6 +26,34 @@ void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, floa
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
                static_cast<std::size_t>(w.cols), act, q4_activations() == Q4Activations::int8x2);
   q4_matmul(packed_view(w), act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
+}
+
+void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::uint32_t* groups,
+                             std::size_t n_groups, float* out) {
+  const Q4Packed packed = packed_view(w);
+  for (std::size_t i = 0; i < n_groups; ++i)
+    if (groups[i] >= packed.groups())
+      fail("q4_weight_matmul_groups: group ", groups[i], " of a matrix with ", packed.groups(), " groups");
+  if (n_groups == 0) return;
+  thread_local Q8ActBuffer act;
+  quantize_act(in, 1, static_cast<std::size_t>(w.cols), static_cast<std::size_t>(w.cols), act,
+               q4_activations() == Q4Activations::int8x2);
+  const Q8ActView x = act.view();
+  const KernelTable& k = active_kernels();
+  const std::size_t ldy = static_cast<std::size_t>(w.rows);
+  // Consecutive groups go to the kernel as one range, so it streams them as the full matmul
+  // does (a group's result does not depend on the range it is computed in).
+  auto run = [&](std::size_t b, std::size_t e, std::size_t) {
+    for (std::size_t i = b; i < e;) {
+      std::size_t j = i + 1;
+      while (j < e && groups[j] == groups[j - 1] + 1) ++j;
+      k.q4_matmul_groups(packed, groups[i], groups[j - 1] + 1, x, out, ldy);
+      i = j;
+    }
+  };
+  // A group is 16 x cols weights; below ~64 of them the pool's hand-off costs more than it saves.
+  if (n_groups < 64) run(0, n_groups, 0);
+  else default_thread_pool().parallel_for(n_groups, [&](std::size_t b, std::size_t e, std::size_t p) { run(b, e, p); });
 }
 
 void q4_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {

@@ -4,6 +4,7 @@
 // forward pass runs unchanged on quantized weights.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/ref_matmul.h"
@@ -20,6 +21,14 @@ Q4Activations q4_activations();
 // out[t][r] = W[r, :] . in[t, :] for t < n_tokens (out row stride w.rows), on the default
 // thread pool. Keeps one quantized-activation buffer per calling thread (grown, never shrunk).
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out);
+
+// Only some 16-row groups of W . in, for one input vector (a subset LM head): the same
+// activation quantization and kernel as q4_weight_matmul() with n_tokens = 1, so every row
+// computed is bit-identical to its output there. Writes out[r] (out: w.rows floats, as for
+// q4_weight_matmul) for the real rows r of groups[0..n_groups) (group g: rows [16g, 16g+16);
+// any order, no repeats) and nothing else. Throws ringlm::Error for a group past the matrix.
+void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::uint32_t* groups,
+                             std::size_t n_groups, float* out);
 
 // Row r of a packed q4_0 WeightMatrix, dequantized.
 void q4_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);

@@ -1,5 +1,6 @@
 #include "kernels/ref_matmul.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -192,6 +193,41 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
     return;
   }
   pool->run(w.rows, [&](std::int64_t b, std::int64_t e) { matmul_rows(w, in, n_tokens, out, b, e); }, 16);
+}
+
+void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
+                     float* out, ParallelFor* pool) {
+  if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
+  if (w.dtype == io::DType::Q4_0 && w.packed && q4_activations() != Q4Activations::f32)
+    fail("matmul_row_list: packed q4_0 on the w4a8 kernels runs whole 16-row groups (q4_weight_matmul_groups)");
+  const std::int64_t C = w.cols;
+  // The same per-row paths as matmul_rows() with one token: F32 and BF16 rows read in place,
+  // everything else converted to a float32 row first.
+  auto run = [&](std::int64_t b, std::int64_t e) {
+    thread_local std::vector<float> row;
+    if (w.dtype == io::DType::F32) {
+      const float* base = reinterpret_cast<const float*>(w.data);
+      for (std::int64_t i = b; i < e; ++i) out[i] = dot(base + static_cast<std::int64_t>(rows[i]) * C, in, C);
+      return;
+    }
+    if (w.dtype == io::DType::BF16) {
+      for (std::int64_t i = b; i < e; ++i) out[i] = dot_bf16(w.data + static_cast<std::int64_t>(rows[i]) * C * 2, in, C);
+      return;
+    }
+    if (static_cast<std::int64_t>(row.size()) < C) row.resize(C);  // grows once per thread
+    for (std::int64_t i = b; i < e; ++i) {
+      load_row_f32(w, rows[i], row.data());
+      out[i] = dot(row.data(), in, C);
+    }
+  };
+  const std::int64_t n = static_cast<std::int64_t>(n_rows);
+  // Hand a thread at least ~256k multiply-adds, so small row sets never pay a wake-up.
+  const std::int64_t min_chunk = std::max<std::int64_t>(16, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, C));
+  if (!pool || pool->size() <= 1 || n < 2 * min_chunk) {
+    run(0, n);
+    return;
+  }
+  pool->run(n, run, min_chunk);
 }
 
 void gather_rows(const WeightMatrix& table, const std::int32_t* ids, int n, std::int64_t col_begin,

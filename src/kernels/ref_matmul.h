@@ -5,6 +5,7 @@
 // per call. Work is split over output rows; `pool` may be null (single-threaded).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "io/tensor.h"
@@ -37,6 +38,15 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 // row_scales are dequantized like block rows. Throws ringlm::Error for I8 without scales.
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
+
+// Selected rows against one input vector (a subset LM head): out[i] = w[rows[i]] . in for
+// i < n_rows (rows in [0, w.rows), any order, repeats allowed). Each output uses exactly the
+// arithmetic matmul() uses for that row with n_tokens = 1, so it is bit-identical to it.
+// Covers F32/F16/BF16 rows, plain ggml block rows and packed q4_0 while q4_activations() is
+// f32; packed q4_0 on the w4a8 kernels computes whole 16-row groups instead
+// (q4_weight_matmul_groups) and is refused here, as is I8.
+void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
+                     float* out, ParallelFor* pool);
 
 // Rows `ids` of an embedding table, converted to float32 and multiplied by `scale`:
 // out[t][c] = table[ids[t]][c] * scale. Columns [col_begin, col_begin + n_cols).

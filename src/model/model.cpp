@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "io/safetensors.h"
 #include "kernels/ref_matmul.h"
@@ -94,11 +95,14 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
   rope_sliding_.resize(T * cfg_.head_dim);
   rope_full_.resize(T * cfg_.global_head_dim);
   logits_.resize(cfg_.vocab_size);  // one row; grows to kMaxChunk rows on the first LogitsMode::All
+  head_in_.resize(H);
+  head_rows_ = LmHeadRows(w_.lm_head, static_cast<float>(cfg_.final_logit_softcapping));
 }
 
 void Session::reset() {
   cache_.reset();
   next_position_ = 0;
+  hidden_valid_ = false;
 }
 
 void Session::truncate(std::int64_t n) {
@@ -106,6 +110,7 @@ void Session::truncate(std::int64_t n) {
   if (n >= next_position_) return;
   cache_.truncate(n);
   next_position_ = n;
+  hidden_valid_ = false;
 }
 
 void Session::validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const {
@@ -129,14 +134,15 @@ std::span<const float> Session::prefill(std::span<const std::int32_t> ids, std::
     logits_.resize(static_cast<std::size_t>(kMaxChunk) * cfg_.vocab_size);
   const std::size_t V = cfg_.vocab_size;
   std::span<const float> last;
+  hidden_valid_ = false;
   for (std::size_t start = 0; start < ids.size(); start += kMaxChunk) {
     const int n = static_cast<int>(std::min<std::size_t>(kMaxChunk, ids.size() - start));
     const bool final_chunk = start + n == ids.size();
     cache_.check_writable(positions.subspan(start, n));
     int first_logits_row = n;  // none
     if (mode == LogitsMode::All) first_logits_row = 0;
-    else if (mode == LogitsMode::Last && final_chunk) first_logits_row = n - 1;
-    forward_chunk(ids.data() + start, positions.data() + start, n, first_logits_row);
+    else if ((mode == LogitsMode::Last || mode == LogitsMode::Hidden) && final_chunk) first_logits_row = n - 1;
+    forward_chunk(ids.data() + start, positions.data() + start, n, first_logits_row, mode != LogitsMode::Hidden);
     next_position_ = positions[start + n - 1] + 1;
     if (mode == LogitsMode::All) {
       for (int t = 0; t < n; ++t)
@@ -153,7 +159,50 @@ std::span<const float> Session::decode(std::int32_t id, std::int64_t position) {
   return prefill(std::span<const std::int32_t>(&id, 1), std::span<const std::int64_t>(&position, 1), LogitsMode::Last);
 }
 
-void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row) {
+void Session::decode_hidden(std::int32_t id, std::int64_t position) {
+  prefill(std::span<const std::int32_t>(&id, 1), std::span<const std::int64_t>(&position, 1), LogitsMode::Hidden);
+}
+
+void Session::require_hidden() const {
+  if (!hidden_valid_)
+    fail("the session holds no hidden state for the LM head (run a token with LogitsMode::Hidden or Last first)");
+}
+
+std::span<const float> Session::head_input() const {
+  require_hidden();
+  return head_in_;
+}
+
+std::span<float> Session::head_logits() {
+  require_hidden();
+  kernels::matmul(w_.lm_head, head_in_.data(), 1, logits_.data(), model_->pool());
+  if (cfg_.final_logit_softcapping > 0)
+    kernels::soft_cap(logits_.data(), cfg_.vocab_size, static_cast<float>(cfg_.final_logit_softcapping));
+  return {logits_.data(), static_cast<std::size_t>(cfg_.vocab_size)};
+}
+
+void Session::reserve_head_rows(std::size_t n) {
+  if (head_values_.size() < n) head_values_.resize(n);
+}
+
+std::span<float> Session::head_logits_rows(std::span<const std::int32_t> ids) {
+  require_hidden();
+  reserve_head_rows(ids.size());
+  // Compact first: a q4_0 head lands whole groups in the logits buffer before it is cleared.
+  head_rows_.compute(head_in_.data(), ids, head_values_.data(), logits_.data(), model_->pool());
+  std::fill_n(logits_.data(), cfg_.vocab_size, -std::numeric_limits<float>::infinity());
+  for (std::size_t i = 0; i < ids.size(); ++i) logits_[ids[i]] = head_values_[i];
+  return {logits_.data(), static_cast<std::size_t>(cfg_.vocab_size)};
+}
+
+void Session::head_logits_compact(std::span<const std::int32_t> ids, std::span<float> out) {
+  require_hidden();
+  if (out.size() != ids.size()) fail("head_logits_compact: ", ids.size(), " ids but room for ", out.size(), " logits");
+  head_rows_.compute(head_in_.data(), ids, out.data(), logits_.data(), model_->pool());
+}
+
+void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
+                            bool run_head) {
   using namespace kernels;
   ParallelFor* pool = model_->pool();
   const int H = cfg_.hidden_size;
@@ -227,13 +276,18 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
     scale_inplace(h_.data(), static_cast<std::int64_t>(n) * H, lw.layer_scalar);
   }
 
-  // Final norm, tied LM head, soft cap, for the rows that want logits.
+  // Final norm, tied LM head, soft cap, for the rows that want logits. A single row is
+  // normed straight into head_in_, where the deferred head calls find it.
   const int rows = n - first_logits_row;
   if (rows <= 0) return;
+  float* normed = rows == 1 ? head_in_.data() : a_.data();
   for (int t = 0; t < rows; ++t)
     rms_norm(h_.data() + static_cast<std::size_t>(first_logits_row + t) * H, w_.final_norm.data(), H, eps,
-             a_.data() + static_cast<std::size_t>(t) * H);
-  matmul(w_.lm_head, a_.data(), rows, logits_.data(), pool);
+             normed + static_cast<std::size_t>(t) * H);
+  if (rows > 1) std::copy_n(a_.data() + static_cast<std::size_t>(rows - 1) * H, H, head_in_.data());
+  hidden_valid_ = true;
+  if (!run_head) return;
+  matmul(w_.lm_head, normed, rows, logits_.data(), pool);
   if (cfg_.final_logit_softcapping > 0)
     soft_cap(logits_.data(), static_cast<std::int64_t>(rows) * cfg_.vocab_size,
              static_cast<float>(cfg_.final_logit_softcapping));

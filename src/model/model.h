@@ -8,6 +8,15 @@
 //   auto next = s.decode(id, position);                  // one token, no allocation
 //   s.truncate(n);  s.reset();                           // rollback / reuse, no reallocation
 //
+// Deferred LM head (guided decoding, where the grammar mask is known before the logits):
+//   s.prefill(ids, positions, LogitsMode::Hidden);       // or s.decode_hidden(id, position)
+//   auto row = s.head_logits_rows(allowed_ids);          // vocab-sized: those ids' logits, -inf elsewhere
+//   auto all = s.head_logits();                          // or the whole head, as decode() returns it
+// Every logit the subset calls return is bit-identical to the same entry of the full head
+// (same kernel per row, same activation quantization for q4_0, same elementwise soft cap);
+// their cost is the listed rows only (whole 16-row groups for a load-time q4_0 head, see
+// head_row_granularity()), against all vocab rows for the full head.
+//
 // Positions are absolute (0-based) and must increase: each call continues after the highest
 // position already in the cache (after truncate(n): from n). prefill() splits long spans
 // into chunks of at most Session::kMaxChunk tokens. Returned spans stay valid until the next
@@ -26,6 +35,7 @@
 #include "kernels/q4_packed.h"
 #include "kernels/ref_parallel.h"
 #include "kv/kv_cache.h"
+#include "model/lm_head.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -66,7 +76,10 @@ class Model {
   std::unique_ptr<kernels::ParallelFor> pool_;
 };
 
-enum class LogitsMode { None, Last, All };
+// None: no logits. Last: the last token's logits. All: every token's (through the callback).
+// Hidden: like Last, but stops before the LM head, keeping the last token's final-normed
+// hidden state for head_logits() / head_logits_rows() / head_logits_compact().
+enum class LogitsMode { None, Last, All, Hidden };
 using SessionSnapshot = kv::KvSnapshot;
 
 struct SessionOptions {
@@ -93,6 +106,28 @@ class Session {
                                  LogitsMode mode = LogitsMode::Last, const LogitsCallback& on_logits = nullptr);
   // One token; returns its logits.
   std::span<const float> decode(std::int32_t id, std::int64_t position);
+  // One token without the LM head (LogitsMode::Hidden).
+  void decode_hidden(std::int32_t id, std::int64_t position);
+
+  // The LM head over the kept hidden state of the last token run with LogitsMode::Last, All
+  // or Hidden (until the next call that runs tokens, reset, truncate or restore; throws
+  // ringlm::Error when there is none). Ids must be in [0, vocab); any order, repeats allowed.
+  //
+  // The full head: the row decode() returns for that token (in the logits buffer).
+  std::span<float> head_logits();
+  // A vocab-sized row holding the logits of `ids` and -inf everywhere else (in the logits
+  // buffer; the caller may edit it in place, e.g. a sampler). Needs
+  // reserve_head_rows(ids.size()) beforehand to stay allocation-free.
+  std::span<float> head_logits_rows(std::span<const std::int32_t> ids);
+  // out[i] = the logit of ids[i] (out.size() == ids.size()). Allocates nothing.
+  void head_logits_compact(std::span<const std::int32_t> ids, std::span<float> out);
+  // Sizes the scratch of head_logits_rows() for up to n ids, so later calls never allocate.
+  void reserve_head_rows(std::size_t n);
+  // Rows the LM head computes per requested row: 16 for a load-time q4_0 head on the w4a8
+  // kernels (whole q4p16 groups), 1 for stored and GGUF block rows.
+  std::size_t head_row_granularity() const { return head_rows_.granularity(); }
+  // The final-normed hidden state the head_logits*() calls use ([hidden_size]).
+  std::span<const float> head_input() const;
 
   void reset();
   // Keeps positions < n, so the next call may start at n. Throws if a sliding ring no
@@ -104,6 +139,7 @@ class Session {
   void restore(const kv::KvSnapshot& snap) {
     cache_.restore(snap);
     next_position_ = snap.end;
+    hidden_valid_ = false;
   }
   // The lowest position the next call may use.
   std::int64_t next_position() const { return next_position_; }
@@ -113,8 +149,11 @@ class Session {
 
  private:
   void validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const;
-  // Runs one chunk (at most kMaxChunk tokens); logits for rows >= first_logits_row.
-  void forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row);
+  // Runs one chunk (at most kMaxChunk tokens); final-normed hidden states for rows >=
+  // first_logits_row (the last one kept in head_in_), and their logits when run_head.
+  void forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
+                     bool run_head);
+  void require_hidden() const;
   void attention_block(int layer, int n, const std::int64_t* positions);
 
   std::shared_ptr<const Model> model_;
@@ -129,6 +168,10 @@ class Session {
   std::vector<float> h_, a_, q_, k_, v_, attn_, o_, gate_, up_, ple_all_, ple_tok_, ple_g_;
   std::vector<float> rope_sliding_, rope_full_;  // [kMaxChunk][head_dim] cos|sin
   std::vector<float> logits_;                     // [kMaxChunk][vocab]
+  std::vector<float> head_in_;                    // [hidden]: the last final-normed row
+  bool hidden_valid_ = false;                     // head_in_ belongs to the last token run
+  LmHeadRows head_rows_;                          // the subset LM head and its scratch
+  std::vector<float> head_values_;                // compact logits for head_logits_rows()
 };
 
 }  // namespace ringlm::model

@@ -180,3 +180,79 @@ TEST(Generator, GuidedOutputFollowsTheSchemaAndStopsAtItsEnd) {
   bad.json_schema = "{not json";
   EXPECT_THROW(g.generate(prompt_of(5, 1), bad, nullptr), Error);
 }
+
+namespace {
+
+struct GuidedRun {
+  engine::GenerationResult result;
+  std::vector<engine::TokenEvent> events;
+};
+
+GuidedRun guided_run(engine::Generator& g, const std::string& schema, float temperature, std::uint64_t seed,
+               engine::HeadSubsetPolicy::Mode mode) {
+  g.set_head_subset({.mode = mode});
+  engine::GenerationParams p;
+  p.max_tokens = 120;
+  p.json_schema = schema;
+  p.sampling.temperature = temperature;
+  p.sampling.top_p = temperature > 0 && seed % 2 ? 0.9f : 1.0f;
+  p.sampling.seed = seed;
+  p.logprobs = true;
+  p.top_logprobs = 5;
+  GuidedRun run;
+  run.result = g.generate(prompt_of(15, static_cast<int>(seed) + 20), p, [&](const engine::TokenEvent& e) {
+    run.events.push_back(e);
+    return true;
+  });
+  return run;
+}
+
+}  // namespace
+
+TEST(Generator, SubsetLmHeadGivesTheSameTokensAndLogprobsAsTheFullHead) {
+  // Enum-heavy, with a free string (whose steps allow most of the vocabulary).
+  const std::string schema = R"({"type":"object","properties":{
+    "color":{"enum":["red","green","blue","cyan","magenta"]},"size":{"enum":["S","M","L","XL"]},
+    "n":{"type":"integer","minimum":0,"maximum":99},
+    "tags":{"type":"array","items":{"enum":["alpha","beta","gamma"]},"maxItems":3},
+    "note":{"type":"string","maxLength":6}},
+    "required":["color","size","n","tags","note"],"additionalProperties":false})";
+  engine::Engine q4(engine::EngineOptions{.model_dir = tiny_model_dir(), .weights = model::WeightFormat::q4_0});
+  using Mode = engine::HeadSubsetPolicy::Mode;
+  for (engine::Engine* e : {&shared_engine(), &q4}) {
+    engine::Generator g(*e);
+    const bool grouped = g.session().head_row_granularity() == 16;
+    EXPECT_EQ(grouped, e == &q4);
+    for (auto [temperature, seed] : std::vector<std::pair<float, std::uint64_t>>{{0.0f, 0}, {1.0f, 1}, {1.0f, 2}, {1.0f, 3}}) {
+      const std::string what = std::string(grouped ? "q4_0" : "stored") + " T=" + std::to_string(temperature) +
+                               " seed " + std::to_string(seed);
+      const GuidedRun full = guided_run(g, schema, temperature, seed, Mode::Never);
+      ASSERT_EQ(full.result.finish, engine::FinishReason::Stop) << what << ": " << full.result.text;
+      EXPECT_NO_THROW((void)nlohmann::json::parse(full.result.text)) << full.result.text;
+      EXPECT_GT(full.result.guided_steps, 5) << what;
+      EXPECT_EQ(full.result.subset_head_steps, 0) << what;
+      for (Mode mode : {Mode::Always, Mode::Auto}) {
+        const GuidedRun sub = guided_run(g, schema, temperature, seed, mode);
+        EXPECT_EQ(sub.result.text, full.result.text) << what;
+        EXPECT_EQ(sub.result.guided_steps, full.result.guided_steps) << what;
+        if (mode == Mode::Always) EXPECT_EQ(sub.result.subset_head_steps, sub.result.guided_steps) << what;
+        // The enum and digit steps allow few tokens; the free-string steps allow most.
+        if (mode == Mode::Auto) {
+          EXPECT_GT(sub.result.subset_head_steps, 0) << what;
+          EXPECT_LT(sub.result.subset_head_steps, sub.result.guided_steps) << what;
+        }
+        ASSERT_EQ(sub.events.size(), full.events.size()) << what;
+        for (std::size_t i = 0; i < sub.events.size(); ++i) {
+          const auto &a = sub.events[i], &b = full.events[i];
+          ASSERT_EQ(a.id, b.id) << what << " token " << i;
+          EXPECT_EQ(a.logprob, b.logprob) << what << " token " << i;
+          ASSERT_EQ(a.top.size(), b.top.size()) << what << " token " << i;
+          for (std::size_t k = 0; k < a.top.size(); ++k) {
+            EXPECT_EQ(a.top[k].id, b.top[k].id) << what << " token " << i;
+            EXPECT_EQ(a.top[k].logprob, b.top[k].logprob) << what << " token " << i;
+          }
+        }
+      }
+    }
+  }
+}

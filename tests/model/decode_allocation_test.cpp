@@ -50,3 +50,40 @@ TEST(Decode, AllocatesNothingAfterWarmUp) {
   EXPECT_EQ(allocations.load(), 0);
   EXPECT_TRUE(std::isfinite(checksum));
 }
+
+TEST(Decode, DeferredAndSubsetHeadAllocateNothingAfterWarmUp) {
+  namespace fs = std::filesystem;
+  using namespace ringlm;
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_alloc_head_test_" + std::to_string(::getpid()));
+  model::testing::TestCheckpointOptions o;
+  o.preset = "tiny";
+  model::testing::write_test_checkpoint(dir, o);
+  for (auto format : {model::WeightFormat::stored, model::WeightFormat::q4_0}) {
+    auto m = model::Model::load(dir, {.threads = 2, .weights = format});
+    model::Session s(m);
+    const int V = m->config().vocab_size;
+    std::vector<std::int32_t> rows;
+    for (int i = 0; i < 200; ++i) rows.push_back((i * 131) % V);
+    std::vector<float> compact(rows.size());
+    s.reserve_head_rows(rows.size());
+    // Warm-up: every call once, so per-thread buffers have their final size.
+    s.decode_hidden(1, 0);
+    s.head_logits_rows(rows);
+    s.head_logits_compact(rows, compact);
+    s.head_logits();
+    allocations = 0;
+    counting = true;
+    float checksum = 0;
+    for (int i = 1; i < 60; ++i) {
+      s.decode_hidden(i % V, i);
+      const std::span<const std::int32_t> some(rows.data(), static_cast<std::size_t>(i % 200 + 1));
+      checksum += s.head_logits_rows(some)[rows[0]];
+      s.head_logits_compact(some, std::span<float>(compact.data(), some.size()));
+      checksum += compact[0] + s.head_logits()[1];
+    }
+    counting = false;
+    EXPECT_EQ(allocations.load(), 0) << (format == model::WeightFormat::q4_0 ? "q4_0" : "stored");
+    EXPECT_TRUE(std::isfinite(checksum));
+  }
+  fs::remove_all(dir);
+}
