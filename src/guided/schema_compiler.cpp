@@ -152,6 +152,7 @@ class Compiler {
       }
     }
     draft4_ = draft4;
+    draft_ = schema_draft(root_);
     refs_ = std::make_unique<RefResolver>(root_, draft4);
   }
 
@@ -470,15 +471,31 @@ class Compiler {
         fail("unsupported keyword '", k, "'");
       }
     }
-    if (!s.contains("enum") && !s.contains("const")) {  // with values the validator decides these
-      Json clauses = s.contains("x-conds") ? s["x-conds"] : Json::array();
-      if (Json own = conditional_of(s); !own.is_null()) clauses.push_back(std::move(own));
+    // Keywords newer than the schema's draft are unknown there, hence ignored (as the validator
+    // does): if/then/else before draft 7, dependentSchemas before 2019-09.
+    const bool use_if = draft_ >= 7, use_dependent = draft_ >= 2019;
+    auto conditional = [&] {
+      if (use_if && (s.contains("x-conds") || s.contains("if"))) return true;
+      if (use_dependent && s.contains("dependentSchemas")) return true;
+      auto d = s.find("dependencies");
+      if (d == s.end() || !d->is_object()) return false;
+      for (auto& x : *d)
+        if (!x.is_array()) return true;
+      return false;
+    };
+    if (!s.contains("enum") && !s.contains("const") && conditional()) {  // with values the validator decides
+      Json clauses = use_if && s.contains("x-conds") ? s["x-conds"] : Json::array();
+      if (Json own = conditional_of(s); use_if && !own.is_null()) clauses.push_back(std::move(own));
       Json rest = s;
       for (const char* k : {"if", "then", "else", "x-conds"}) rest.erase(k);
       // dependentSchemas / schema-form dependencies: "if property p is present, S applies".
       for (const char* kw : {"dependentSchemas", "dependencies"}) {
         auto d = s.find(kw);
         if (d == s.end()) continue;
+        if (std::string(kw) == "dependentSchemas" && !use_dependent) {
+          rest.erase(kw);
+          continue;
+        }
         if (!d->is_object()) fail("keyword '", kw, "' must be an object");
         for (auto it = d->begin(); it != d->end(); ++it) {
           if (it.value().is_array()) continue;  // dependentRequired form: object() handles it
@@ -1238,9 +1255,9 @@ class Compiler {
     // schema; it is supported only when the array cannot be that long anyway.
     const Json* contains = nullptr;
     int64_t need = 0;
-    if (auto c = s.find("contains"); c != s.end()) {
-      need = count_kw(s, "minContains", 1);
-      int64_t most = count_kw(s, "maxContains", -1);
+    if (auto c = s.find("contains"); c != s.end() && draft_ >= 6) {
+      need = draft_ >= 2019 ? count_kw(s, "minContains", 1) : 1;
+      int64_t most = draft_ >= 2019 ? count_kw(s, "maxContains", -1) : -1;
       if (most >= 0 && most < need) return;
       if (most >= 0 && (mx < 0 || mx > most)) fail("unsupported keyword 'maxContains'");
       if (need > 0) {
@@ -1475,7 +1492,7 @@ class Compiler {
     };
     for (const char* kw : {"dependentRequired", "dependencies"}) {
       auto d = s.find(kw);
-      if (d == s.end()) continue;
+      if (d == s.end() || (std::string(kw) == "dependentRequired" && draft_ < 2019)) continue;
       if (!d->is_object()) fail("keyword '", kw, "' must be an object");
       for (auto it = d->begin(); it != d->end(); ++it) {
         if (!it.value().is_array()) {
@@ -1660,6 +1677,7 @@ class Compiler {
   std::unique_ptr<RefResolver> refs_;
   bool draft_pre2019_ = false;
   bool draft4_ = false;
+  int draft_ = 2020;  // keywords newer than the declared draft are unknown there: ignored
   GrammarBuilder b_;
   std::unordered_map<const Json*, uint32_t> memo_;
   std::deque<Json> arena_;

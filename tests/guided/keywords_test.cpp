@@ -243,3 +243,31 @@ TEST(IfThenElse, UnsupportedFormsAreReportedByName) {
 
 }  // namespace
 }  // namespace ringlm::guided
+
+namespace ringlm::guided {
+namespace {
+
+// Keywords newer than the schema's declared draft are unknown there: compiler and validator
+// both ignore them (if/then/else before draft 7, contains before 6, minContains before 2019-09).
+TEST(Drafts, NewerKeywordsAreIgnoredInOlderDrafts) {
+  const char* cond = R"("type":"object","if":{"properties":{"k":{"const":"a"}}},"then":{"required":["x"]})";
+  for (const char* uri : {"http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-06/schema#"}) {
+    Json schema = Json::parse(std::string("{\"$schema\":\"") + uri + "\"," + cond + "}");
+    expect_agrees(schema, {R"({"k":"a"})", R"({"k":"a","x":1})"});
+    EXPECT_TRUE(Validator(schema).validate(Json::parse(R"({"k":"a"})")));
+  }
+  Json d7 = Json::parse(std::string(R"({"$schema":"http://json-schema.org/draft-07/schema#",)") + cond + "}");
+  EXPECT_FALSE(Validator(d7).validate(Json::parse(R"({"k":"a"})")));
+  expect_agrees(d7, {R"({"k":"a"})", R"({"k":"a","x":1})"});
+  Json c4 = Json::parse(R"({"$schema":"http://json-schema.org/draft-04/schema#","items":{"type":"integer"},"contains":{"const":5}})");
+  EXPECT_TRUE(Validator(c4).validate(Json::parse("[1]")));
+  expect_agrees(c4, {"[1]", "[5]", "[]"});
+  Json c7 = Json::parse(R"({"$schema":"http://json-schema.org/draft-07/schema#","items":{"type":"integer"},
+                            "contains":{"const":5},"minContains":2})");
+  EXPECT_FALSE(Validator(c7).validate(Json::parse("[1]")));
+  EXPECT_TRUE(Validator(c7).validate(Json::parse("[5]")));  // minContains is 2019-09
+  expect_agrees(c7, {"[1]", "[5]", "[5,5]", "[]"});
+}
+
+}  // namespace
+}  // namespace ringlm::guided
