@@ -322,6 +322,7 @@ class Compiler {
     if (is_false_schema(a) || is_false_schema(b)) return false;
     if (is_true_schema(a)) return b;
     if (is_true_schema(b)) return a;
+    if (a == b) return a;  // idempotent; also keeps {"$ref": X} AND {"$ref": X} a (memoised) $ref
     return Json{{"allOf", Json::array({a, b})}};
   }
 
@@ -760,10 +761,22 @@ class Compiler {
     // ones, or not matching the tested schema) needs `not` on that property; when the grammar
     // cannot express that negation the `if` is what is unsupported.
     auto emit_case = [&](Json all, bool negates) {
-      const Json& alt = keep(Json{{"allOf", std::move(all)}});
+      // Memoised by content: a then/else branch that reaches this same conditional schema again
+      // (recursion through $ref inlined by allOf merging) calls the rule being built.
+      Json alt_json = Json{{"allOf", std::move(all)}};
+      std::string key = alt_json.dump();
       uint32_t r;
+      if (auto hit = case_rules_.find(key); hit != case_rules_.end()) {
+        b_.call(from, hit->second, to);
+        return;
+      }
+      const Json& alt = keep(std::move(alt_json));
       try {
-        r = rule_for(alt);
+        r = b_.new_rule();
+        case_rules_.emplace(key, r);
+        uint32_t end = b_.new_state();
+        b_.set_final(end);
+        value(alt, b_.rule_start(r), end);
       } catch (const Error& e) {
         std::string msg = e.what();
         if (!negates || msg.find("unsupported keyword 'not'") == std::string::npos) throw;
@@ -1683,6 +1696,7 @@ class Compiler {
   std::deque<Json> arena_;
   std::unordered_map<std::string, CpDfa> regex_cache_;
   std::unordered_map<std::string, uint32_t> number_rules_;
+  std::unordered_map<std::string, uint32_t> case_rules_;  // if/then/else cases by content
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;
