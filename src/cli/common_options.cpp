@@ -20,6 +20,11 @@ void ModelFlags::add_to(CLI::App* app) {
       ->check(CLI::IsMember({"stored", "q4_0"}));
   app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
+  app->add_option("--grammar-cache-mb", grammar_cache_mb,
+                  "Memory bound of the compiled-schema cache, least recently used dropped (default 512)");
+  app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default 256)");
+  app->add_option("--mask-cache-mb", mask_cache_mb,
+                  "Per compiled schema: memory bound of its cached token masks (32 KiB each; default 128)");
 }
 
 engine::EngineOptions ModelFlags::engine_options() const {
@@ -43,6 +48,9 @@ engine::EngineOptions ModelFlags::engine_options() const {
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
+  o.grammar_cache.max_bytes = grammar_cache_mb << 20;
+  o.grammar_cache.max_entries = grammar_cache_entries;
+  o.grammar_index.mask_cache_bytes = mask_cache_mb << 20;
   return o;
 }
 

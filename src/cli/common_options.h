@@ -16,6 +16,7 @@ struct ModelFlags {
   int threads = 0;
   std::string json_style = "compact";
   std::string weights = "q4_0", activations = "int8x2";
+  size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
 
   void add_to(CLI::App* app);
   // Resolves the model directory (printing the demo notice to stderr when it is the demo

@@ -31,7 +31,8 @@ const fs::path& checked_dir(const fs::path& dir) {
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       load_start_(std::chrono::steady_clock::now()),
-      tokenizer_(load_tokenizer_any(checked_dir(options.model_dir))) {
+      tokenizer_(load_tokenizer_any(checked_dir(options.model_dir))),
+      grammars_(options.grammar_cache) {
   const auto t0 = load_start_;
   model::ModelOptions mo;
   mo.threads = options.threads;
@@ -69,19 +70,8 @@ std::string Engine::render_chat(const chat::ChatRequest& request) const {
   return chat_template_->render(request);
 }
 
-std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text) {
+std::shared_ptr<const guided::Vocabulary> Engine::grammar_vocabulary() {
   std::lock_guard<std::mutex> lock(grammar_mu_);
-  auto it = grammars_.find(schema_text);
-  if (it != grammars_.end()) return it->second;
-  guided::Json schema;
-  try {
-    schema = guided::Json::parse(schema_text);
-  } catch (const std::exception& e) {
-    fail("JSON Schema: not valid JSON: ", e.what());
-  }
-  guided::CompileOptions co;
-  co.whitespace = options_.json_whitespace;
-  auto compiled = guided::compile_schema(schema, co);
   if (!vocabulary_) {
     // The grammar allows exactly the engine's stop ids at the end of the value, so the
     // vocabulary is built here rather than from the tokenizer's eos list alone.
@@ -90,9 +80,23 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::stri
     std::vector<std::uint32_t> stops(stop_ids_.ids.begin(), stop_ids_.ids.end());
     vocabulary_ = std::make_shared<const guided::Vocabulary>(std::move(bytes), std::move(stops));
   }
-  auto index = std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), vocabulary_);
-  grammars_.emplace(schema_text, index);
-  return index;
+  return vocabulary_;
+}
+
+std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text) {
+  return grammars_.get(schema_text, [&] {
+    guided::Json schema;
+    try {
+      schema = guided::Json::parse(schema_text);
+    } catch (const std::exception& e) {
+      fail("JSON Schema: not valid JSON: ", e.what());
+    }
+    guided::CompileOptions co;
+    co.whitespace = options_.json_whitespace;
+    auto compiled = guided::compile_schema(schema, co);
+    return std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), grammar_vocabulary(),
+                                                  options_.grammar_index);
+  });
 }
 
 std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_any_object() {

@@ -1,6 +1,6 @@
 // The engine: one loaded model — a Hugging Face directory or a GGUF file — (weights,
-// tokenizer, chat template, stop ids) and the compiled-grammar cache (never evicted: one
-// entry per distinct schema text), shared by every generation that runs on it.
+// tokenizer, chat template, stop ids) and the compiled-grammar cache (a bounded LRU keyed by
+// schema text, see guided/grammar_cache.h), shared by every generation that runs on it.
 //
 //   engine::Engine engine({.model_dir = dir});
 //   engine::Generator gen(engine);                // one KV session; one per concurrent request
@@ -17,6 +17,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/stop_rules.h"
+#include "guided/grammar_cache.h"
 #include "guided/matcher.h"
 #include "guided/schema_compiler.h"
 #include "kernels/q4_weight_matmul.h"
@@ -32,6 +33,8 @@ struct EngineOptions {
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
   model::WeightFormat weights = model::WeightFormat::stored;  // q4_0: quantized fast path
   kernels::Q4Activations activations = kernels::Q4Activations::int8;  // for q4_0 weights
+  guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
+  guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };
 
 class Engine {
@@ -54,6 +57,7 @@ class Engine {
   // ringlm::Error naming the schema problem.
   std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text);
   std::shared_ptr<guided::GrammarIndex> grammar_for_any_object();
+  guided::GrammarCacheStats grammar_cache_stats() { return grammars_.stats(); }
 
  private:
   EngineOptions options_;
@@ -64,9 +68,10 @@ class Engine {
   std::unique_ptr<chat::ChatTemplate> chat_template_;
   double load_seconds_ = 0.0;
 
-  std::mutex grammar_mu_;
+  std::mutex grammar_mu_;  // guards vocabulary_
   std::shared_ptr<const guided::Vocabulary> vocabulary_;  // built on first use
-  std::unordered_map<std::string, std::shared_ptr<guided::GrammarIndex>> grammars_;
+  guided::GrammarCache grammars_;
+  std::shared_ptr<const guided::Vocabulary> grammar_vocabulary();
 };
 
 }  // namespace ringlm::engine

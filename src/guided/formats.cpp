@@ -243,6 +243,27 @@ std::optional<std::string> format_regex(std::string_view f) {
   if (f == "ipv4") {
     return "^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$";
   }
+  if (f == "ipv6") {
+    // RFC 4291 text forms (RFC 3986 IPv6address): eight groups, or fewer around one "::", the
+    // last two groups optionally written as a dotted IPv4 address. Exactly what check_ipv6 accepts.
+    const std::string h = "[0-9A-Fa-f]{1,4}";
+    const std::string v4 =
+        "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+    const std::string ls32 = "(?:" + h + ":" + h + "|" + v4 + ")";
+    auto left = [&](int upto) {  // up to upto + 1 groups before the "::"
+      return upto == 0 ? "(?:" + h + ")?" : "(?:(?:" + h + ":){0," + std::to_string(upto) + "}" + h + ")?";
+    };
+    std::string re = "^(?:(?:" + h + ":){6}" + ls32;
+    re += "|::(?:" + h + ":){5}" + ls32;
+    re += "|" + left(0) + "::(?:" + h + ":){4}" + ls32;
+    re += "|" + left(1) + "::(?:" + h + ":){3}" + ls32;
+    re += "|" + left(2) + "::(?:" + h + ":){2}" + ls32;
+    re += "|" + left(3) + "::" + h + ":" + ls32;
+    re += "|" + left(4) + "::" + ls32;
+    re += "|" + left(5) + "::" + h;
+    re += "|" + left(6) + "::)$";
+    return re;
+  }
   if (f == "email") {
     // A subset of what check_email accepts: dot-separated atoms on both sides.
     return "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@"

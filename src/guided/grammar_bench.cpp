@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -86,89 +87,191 @@ std::string error_category(const std::string& msg) {
   return msg.substr(0, std::min<size_t>(msg.size(), 60));
 }
 
-// Serialises `v` in the grammar's style choosing, for every object, a key order the grammar
-// accepts (keys tried in `v`'s order first; a key whose value then fails is retried later).
-// Returns false when no order is accepted. `cfg` advances with the emitted bytes.
-struct GuidedMemo {
-  // (value, start configuration) -> end configuration and text, or failure (-1).
-  std::map<std::pair<const Json*, int32_t>, std::pair<int32_t, std::string>> done;
-};
+// Key-order search for test data. The grammar fixes one key order per object (schema order,
+// which may differ between anyOf branches), while validity does not depend on key order. For a
+// value and a start configuration, ends() finds the distinct configurations the value can end in
+// over key orders (one text each). An object first tries candidate orders: the instance's own,
+// then one per declared property list of the schema that names some of its keys (those keys in
+// list order, the rest after), most covering first; only if none fits, a breadth-first search
+// over (keys placed, configuration) states, deduplicated and capped at kBeam. Arrays carry every
+// distinct end configuration of each element to the next. Carrying all end configurations (not
+// just the first that parses) matters: under anyOf an order may fit only a branch that fails
+// later (e.g. a branch whose additional properties take any value accepts every order).
+class OrderSearch {
+ public:
+  using Ends = std::vector<std::pair<int32_t, std::string>>;
+  static constexpr size_t kBeam = 32;
 
-bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
-                      std::string& longest, GuidedMemo& memo);
+  static constexpr size_t kMaxCandidates = 24;
 
-// Memoised wrapper: a value serialised from the same configuration always ends the same way.
-bool serialize_value(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
-                     std::string& longest, GuidedMemo& memo) {
-  auto key = std::make_pair(&v, cfg);
-  auto it = memo.done.find(key);
-  if (it != memo.done.end()) {
-    if (it->second.first < 0) return false;
-    cfg = it->second.first;
-    out += it->second.second;
-    return true;
+  OrderSearch(GrammarIndex& g, Whitespace ws, int64_t budget, const std::vector<std::vector<std::string>>& orders)
+      : g_(g), comma_(ws == Whitespace::kPython ? ", " : ","), colon_(ws == Whitespace::kPython ? ": " : ":"),
+        ws_(ws), budget_(budget), orders_(orders) {}
+
+  const Ends& ends(const Json& v, int32_t cfg) {
+    auto key = std::make_pair(&v, cfg);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    Ends out = compute(v, cfg);
+    return memo_.emplace(key, std::move(out)).first->second;
   }
-  size_t start = out.size();
-  int32_t c = cfg;
-  bool ok = serialize_guided(v, g, c, ws, out, budget, longest, memo);
-  if (budget[0] < 0) return false;  // exhausted: not a verdict, do not memoise
-  memo.done[key] = ok ? std::make_pair(c, out.substr(start)) : std::make_pair(int32_t(-1), std::string());
-  if (ok) cfg = c;
-  return ok;
-}
 
-bool serialize_guided(const Json& v, GrammarIndex& g, int32_t& cfg, Whitespace ws, std::string& out, int budget[1],
-                      std::string& longest, GuidedMemo& memo) {
-  if (--budget[0] < 0) return false;
-  auto emit = [&](const std::string& bytes) {
-    int32_t next = g.step_bytes(cfg, bytes);
-    if (next == GrammarIndex::kDead) {
-      if (out.size() >= longest.size()) longest = out + "<" + bytes.substr(0, 20) + ">";
-      return false;
+  bool exhausted() const { return budget_ < 0; }
+  // The longest text accepted before a rejection, with the rejected bytes in <>, for reports.
+  const std::string& longest() const { return longest_; }
+
+ private:
+  int32_t emit(int32_t cfg, const std::string& text_so_far, const std::string& bytes) {
+    --budget_;
+    int32_t next = g_.step_bytes(cfg, bytes);
+    if (next == GrammarIndex::kDead && text_so_far.size() >= longest_.size()) {
+      longest_ = text_so_far + "<" + bytes.substr(0, 20) + ">";
     }
-    cfg = next;
-    out += bytes;
-    return true;
-  };
-  const std::string comma = ws == Whitespace::kPython ? ", " : ",";
-  const std::string colon = ws == Whitespace::kPython ? ": " : ":";
-  if (v.is_object()) {
-    if (!emit("{")) return false;
-    std::vector<std::string> remaining;
-    for (auto it = v.begin(); it != v.end(); ++it) remaining.push_back(it.key());
-    // Depth-first over key choices, with backtracking (bounded by the budget).
-    std::function<bool(bool)> place = [&](bool first) -> bool {
-      if (remaining.empty()) return true;
-      for (size_t i = 0; i < remaining.size(); ++i) {
-        if (--budget[0] < 0) return false;  // every key attempt counts: permutations explode
-        int32_t save_cfg = cfg;
-        size_t save_len = out.size();
-        std::string key = remaining[i];
-        if (emit((first ? "" : comma) + serialize_json(Json(key), ws) + colon) &&
-            serialize_value(v[key], g, cfg, ws, out, budget, longest, memo)) {
-          remaining.erase(remaining.begin() + long(i));
-          if (place(false)) return true;
-          remaining.insert(remaining.begin() + long(i), key);
+    return next;
+  }
+
+  // Key orders to try first for object v (indices into its keys).
+  const std::vector<std::vector<size_t>>& candidates(const Json& v, const std::vector<std::string>& keys) {
+    auto it = candidates_.find(&v);
+    if (it != candidates_.end()) return it->second;
+    std::vector<std::vector<size_t>> out;
+    std::vector<size_t> identity(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) identity[i] = i;
+    out.push_back(identity);
+    std::vector<std::pair<size_t, const std::vector<std::string>*>> lists;  // (coverage, list)
+    std::set<std::string> key_set(keys.begin(), keys.end());
+    for (const auto& l : orders_) {
+      size_t hits = 0;
+      for (const auto& n : l) hits += key_set.count(n);
+      if (hits > 0) lists.emplace_back(hits, &l);
+    }
+    std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [hits, l] : lists) {
+      if (out.size() >= kMaxCandidates) break;
+      std::vector<size_t> order;
+      std::vector<char> used(keys.size(), 0);
+      for (const auto& n : *l) {
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if (!used[i] && keys[i] == n) {
+            used[i] = 1;
+            order.push_back(i);
+          }
         }
-        cfg = save_cfg;
-        out.resize(save_len);
-        if (budget[0] < 0) return false;
       }
-      return false;
-    };
-    if (!place(true)) return false;
-    return emit("}");
-  }
-  if (v.is_array()) {
-    if (!emit("[")) return false;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i && !emit(comma)) return false;
-      if (!serialize_value(v[i], g, cfg, ws, out, budget, longest, memo)) return false;
+      for (size_t i = 0; i < keys.size(); ++i)
+        if (!used[i]) order.push_back(i);
+      if (std::find(out.begin(), out.end(), order) == out.end()) out.push_back(std::move(order));
     }
-    return emit("]");
+    return candidates_.emplace(&v, std::move(out)).first->second;
   }
-  return emit(serialize_json(v, ws));
-}
+
+  // Frontier of (configuration, text) after appending `key: value` for each entry.
+  Ends place_key(const Ends& frontier, const Json& v, const std::string& key, bool first) {
+    Ends next;
+    std::string kb = (first ? "" : comma_) + serialize_json(Json(key), ws_) + colon_;
+    for (const auto& [c, text] : frontier) {
+      int32_t c1 = emit(c, text, kb);
+      if (c1 == GrammarIndex::kDead) continue;
+      for (const auto& [end, et] : ends(v[key], c1))
+        if (next.size() < kBeam) add(next, end, text + kb + et);
+    }
+    return next;
+  }
+
+  Ends compute(const Json& v, int32_t cfg) {
+    Ends out;
+    if (budget_ < 0) return out;
+    if (v.is_object()) {
+      int32_t open = emit(cfg, "", "{");
+      if (open == GrammarIndex::kDead) return out;
+      std::vector<std::string> keys;
+      for (auto it = v.begin(); it != v.end(); ++it) keys.push_back(it.key());
+      for (const auto& order : candidates(v, keys)) {
+        Ends frontier{{open, "{"}};
+        for (size_t n = 0; n < order.size() && !frontier.empty(); ++n)
+          frontier = place_key(frontier, v, keys[order[n]], n == 0);
+        for (const auto& [c, text] : frontier) {
+          int32_t e = emit(c, text, "}");
+          if (e != GrammarIndex::kDead) add(out, e, text + "}");
+        }
+        if (budget_ < 0) return out;
+      }
+      if (!out.empty()) return out;
+      struct Entry {
+        std::vector<char> placed;
+        int32_t cfg;
+        std::string text;
+      };
+      std::vector<Entry> frontier{{std::vector<char>(keys.size(), 0), open, "{"}};
+      for (size_t step = 0; step < keys.size() && !frontier.empty(); ++step) {
+        std::vector<Entry> next;
+        std::set<std::pair<std::vector<char>, int32_t>> seen;
+        for (const Entry& e : frontier) {
+          for (size_t k = 0; k < keys.size() && next.size() < kBeam; ++k) {
+            if (e.placed[k]) continue;
+            std::string kb = (step ? comma_ : "") + serialize_json(Json(keys[k]), ws_) + colon_;
+            int32_t c1 = emit(e.cfg, e.text, kb);
+            if (c1 == GrammarIndex::kDead) continue;
+            for (const auto& [end, text] : ends(v[keys[k]], c1)) {
+              std::vector<char> placed = e.placed;
+              placed[k] = 1;
+              if (!seen.emplace(placed, end).second) continue;
+              next.push_back({std::move(placed), end, e.text + kb + text});
+              if (next.size() >= kBeam) break;
+            }
+          }
+          if (budget_ < 0) break;
+        }
+        frontier = std::move(next);
+      }
+      for (const Entry& e : frontier) {
+        int32_t c = emit(e.cfg, e.text, "}");
+        if (c != GrammarIndex::kDead) add(out, c, e.text + "}");
+      }
+      return out;
+    }
+    if (v.is_array()) {
+      int32_t open = emit(cfg, "", "[");
+      if (open == GrammarIndex::kDead) return out;
+      Ends frontier{{open, "["}};
+      for (size_t i = 0; i < v.size() && !frontier.empty(); ++i) {
+        Ends next;
+        for (const auto& [c, text] : frontier) {
+          int32_t c1 = i ? emit(c, text, comma_) : c;
+          if (c1 == GrammarIndex::kDead) continue;
+          for (const auto& [end, et] : ends(v[i], c1)) {
+            if (next.size() < kBeam) add(next, end, text + (i ? comma_ : "") + et);
+          }
+        }
+        frontier = std::move(next);
+      }
+      for (const auto& [c, text] : frontier) {
+        int32_t e = emit(c, text, "]");
+        if (e != GrammarIndex::kDead) add(out, e, text + "]");
+      }
+      return out;
+    }
+    std::string text = serialize_json(v, ws_);
+    int32_t c = emit(cfg, "", text);
+    if (c != GrammarIndex::kDead) out.emplace_back(c, std::move(text));
+    return out;
+  }
+
+  static void add(Ends& out, int32_t cfg, std::string text) {
+    for (auto& e : out)
+      if (e.first == cfg) return;
+    out.emplace_back(cfg, std::move(text));
+  }
+
+  GrammarIndex& g_;
+  const std::string comma_, colon_;
+  Whitespace ws_;
+  int64_t budget_;
+  const std::vector<std::vector<std::string>>& orders_;
+  std::string longest_;
+  std::map<std::pair<const Json*, int32_t>, Ends> memo_;
+  std::map<const Json*, std::vector<std::vector<size_t>>> candidates_;
+};
 
 struct FileResult {
   std::string dataset;
@@ -222,12 +325,17 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
     // instance's own order is irrelevant to validity), else the declared-order heuristic.
     Json data = reorder_keys(t["data"], order);
     std::string text;
-    int32_t cfg = index->initial();
-    int budget[1] = {20000};
-    std::string longest;
-    GuidedMemo memo;
-    bool guided = serialize_value(data, *index, cfg, opt.whitespace, text, budget, longest, memo);
+    OrderSearch search(*index, opt.whitespace, 200000, order);
+    bool guided = false;
+    for (const auto& [end, t] : search.ends(data, index->initial())) {
+      if (index->accepting(end)) {
+        text = t;
+        guided = true;
+        break;
+      }
+    }
     if (!guided) text = serialize_json(data, opt.whitespace);
+    const std::string& longest = search.longest();
     std::vector<uint32_t> toks = encode(text);
     if (stop != UINT32_MAX) toks.push_back(stop);
     Matcher m(index);

@@ -33,6 +33,7 @@ struct VecHash {
 struct GrammarIndex::Impl {
   Grammar g;
   const Vocabulary* vocab;
+  GrammarIndexOptions options;
   std::mutex mu;
 
   // Stack nodes: (grammar state, parent node). A parent node's state is the caller's return
@@ -45,12 +46,20 @@ struct GrammarIndex::Impl {
     std::vector<uint32_t> kernel;  // nodes whose state has byte edges, sorted
     bool accept = false;
     std::unique_ptr<std::array<int32_t, 256>> next;
-    std::vector<uint32_t> mask;
+    std::vector<uint32_t> mask;  // empty: not cached (never computed, or evicted)
     // plain_remaining of the single kernel state (string-body fast path), else kNotPlain.
     int32_t plain = Grammar::kNotPlain;
+    // Mask LRU links (configuration ids; -1 = none). Head = most recently used.
+    int32_t lru_prev = -1, lru_next = -1;
   };
   std::vector<Config> configs;
   std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> config_ids;  // kernel + accept flag
+
+  // Mask cache: the configurations holding a mask, most recently used first.
+  int32_t lru_head = -1, lru_tail = -1;
+  size_t masks_cached = 0, mask_bytes = 0, next_tables = 0, kernel_words = 0;
+  uint64_t mask_hits = 0, mask_misses = 0, mask_evictions = 0;
+  size_t bodies_bytes = 0;  // string-body tables (fixed at construction)
 
   // Scratch for closure.
   std::vector<uint32_t> work, kernel_scratch;
@@ -116,6 +125,7 @@ struct GrammarIndex::Impl {
     if (inserted) {
       Config c;
       c.kernel = kernel_scratch;
+      kernel_words += c.kernel.size();
       c.accept = accept;
       if (c.kernel.size() == 1 && !accept) c.plain = g.states[nodes[c.kernel[0]].first].plain_remaining;
       configs.push_back(std::move(c));
@@ -128,6 +138,7 @@ struct GrammarIndex::Impl {
     if (!cfg.next) {
       cfg.next = std::make_unique<std::array<int32_t, 256>>();
       cfg.next->fill(kUnknown);
+      ++next_tables;
     }
     int32_t cached = (*cfg.next)[b];
     if (cached != kUnknown) return cached;
@@ -207,9 +218,63 @@ struct GrammarIndex::Impl {
     }
   }
 
+  void lru_unlink(int32_t c) {
+    Config& x = configs[size_t(c)];
+    (x.lru_prev >= 0 ? configs[size_t(x.lru_prev)].lru_next : lru_head) = x.lru_next;
+    (x.lru_next >= 0 ? configs[size_t(x.lru_next)].lru_prev : lru_tail) = x.lru_prev;
+    x.lru_prev = x.lru_next = -1;
+  }
+
+  void lru_push_front(int32_t c) {
+    Config& x = configs[size_t(c)];
+    x.lru_prev = -1;
+    x.lru_next = lru_head;
+    if (lru_head >= 0) configs[size_t(lru_head)].lru_prev = c;
+    lru_head = c;
+    if (lru_tail < 0) lru_tail = c;
+  }
+
+  // Caches `mask` as c's mask, then drops least recently used masks (never c's) until the cache
+  // fits its byte budget.
+  const std::vector<uint32_t>& cache_mask(int32_t c, std::vector<uint32_t> mask) {
+    Config& x = configs[size_t(c)];
+    x.mask = std::move(mask);
+    x.mask.shrink_to_fit();
+    ++masks_cached;
+    mask_bytes += x.mask.size() * sizeof(uint32_t);
+    lru_push_front(c);
+    while (mask_bytes > options.mask_cache_bytes && lru_tail >= 0 && lru_tail != c) {
+      int32_t victim = lru_tail;
+      lru_unlink(victim);
+      std::vector<uint32_t>& vm = configs[size_t(victim)].mask;
+      mask_bytes -= vm.size() * sizeof(uint32_t);
+      --masks_cached;
+      ++mask_evictions;
+      std::vector<uint32_t>().swap(vm);  // release the memory, not just the size
+    }
+    return configs[size_t(c)].mask;
+  }
+
+  // Approximate bytes held: masks, transition tables, configurations, stack nodes, grammar.
+  size_t memory_bytes() const {
+    size_t grammar = g.states.size() * (sizeof(Grammar::State) + 2 * sizeof(Grammar::ByteEdge)) +
+                     g.body_states.size() * 64 + bodies_bytes;
+    return mask_bytes + next_tables * sizeof(std::array<int32_t, 256>) +
+           configs.size() * (sizeof(Config) + 64) + kernel_words * 2 * sizeof(uint32_t) +
+           nodes.size() * (sizeof(nodes[0]) + sizeof(uint32_t) * 2 + 32) + grammar;
+  }
+
   // The mask without stop tokens.
   const std::vector<uint32_t>& body_mask(int32_t c) {
-    if (!configs[size_t(c)].mask.empty()) return configs[size_t(c)].mask;
+    if (!configs[size_t(c)].mask.empty()) {
+      ++mask_hits;
+      if (lru_head != c) {
+        lru_unlink(c);
+        lru_push_front(c);
+      }
+      return configs[size_t(c)].mask;
+    }
+    ++mask_misses;
     std::vector<uint32_t> mask(vocab->mask_words(), 0);
     const std::vector<uint32_t> kernel = configs[size_t(c)].kernel;
     bool any_plain = false;
@@ -237,18 +302,22 @@ struct GrammarIndex::Impl {
       walk(vocab->trie(), c, mask.data());
     }
     if (mask.empty()) mask.push_back(0);
-    configs[size_t(c)].mask = std::move(mask);
-    return configs[size_t(c)].mask;
+    return cache_mask(c, std::move(mask));
   }
 };
 
-GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab)
+GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab, const GrammarIndexOptions& options)
     : impl_(std::make_unique<Impl>()), vocab_(std::move(vocab)) {
   impl_->g = std::move(grammar);
   impl_->vocab = vocab_.get();
+  impl_->options = options;
+  for (const auto& b : impl_->g.bodies)
+    impl_->bodies_bytes += sizeof(Grammar::Body) + b.live.size() + b.total.size() +
+                           (b.dfa ? b.dfa->states.size() * 64 : 0);
   if (impl_->g.rule_start.empty()) fail("grammar has no rules");
   uint32_t root = impl_->node(impl_->g.rule_start[impl_->g.root_rule], kBottom);
   initial_ = impl_->close({root});
+  note_memory();
 }
 
 GrammarIndex::~GrammarIndex() = default;
@@ -256,17 +325,24 @@ GrammarIndex::~GrammarIndex() = default;
 int32_t GrammarIndex::step(int32_t config, uint8_t byte) {
   if (config < 0) return kDead;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->fast_step(config, byte);
+  size_t before = impl_->configs.size() + impl_->next_tables;
+  int32_t out = impl_->fast_step(config, byte);
+  if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  return out;
 }
 
 int32_t GrammarIndex::step_bytes(int32_t config, const std::string& bytes) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t before = impl_->configs.size() + impl_->next_tables;
   for (char ch : bytes) {
-    if (config < 0) return kDead;
+    if (config < 0) break;
     config = impl_->fast_step(config, uint8_t(ch));
   }
-  return config;
+  if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  return config < 0 ? kDead : config;
 }
+
+void GrammarIndex::note_memory() { memory_bytes_.store(impl_->memory_bytes(), std::memory_order_relaxed); }
 
 bool GrammarIndex::accepting(int32_t config) {
   if (config < 0) return false;
@@ -281,17 +357,32 @@ void GrammarIndex::fill_mask(int32_t config, uint32_t* out) {
     return;
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
+  uint64_t misses = impl_->mask_misses;
   const auto& m = impl_->body_mask(config);
   std::memcpy(out, m.data(), std::min(m.size(), words) * sizeof(uint32_t));
   if (m.size() < words) std::memset(out + m.size(), 0, (words - m.size()) * sizeof(uint32_t));
   if (impl_->configs[size_t(config)].accept) {
     for (uint32_t id : vocab_->stop_ids()) out[id >> 5] |= 1u << (id & 31);
   }
+  if (impl_->mask_misses != misses) note_memory();
 }
 
 size_t GrammarIndex::num_configs() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->configs.size();
+}
+
+GrammarIndexStats GrammarIndex::stats() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  GrammarIndexStats st;
+  st.configs = impl_->configs.size();
+  st.masks_cached = impl_->masks_cached;
+  st.mask_bytes = impl_->mask_bytes;
+  st.mask_hits = impl_->mask_hits;
+  st.mask_misses = impl_->mask_misses;
+  st.mask_evictions = impl_->mask_evictions;
+  st.memory_bytes = impl_->memory_bytes();
+  return st;
 }
 
 // ---------------------------------------------------------------- Matcher

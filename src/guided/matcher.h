@@ -4,12 +4,15 @@
 // the grammar as a pushdown automaton over bytes. A matching position is a *configuration*: the
 // set of parse stacks still alive, interned so equal configurations share one id. Transitions
 // (configuration, byte) -> configuration are computed lazily and memoised in 256-entry tables,
-// and each configuration's token mask is computed once (a preorder scan of the vocabulary trie,
-// skipping subtrees whose prefix is already dead) and cached.
+// and each configuration's token mask is computed on first use (a preorder scan of the vocabulary
+// trie, skipping subtrees whose prefix is already dead) and kept in a byte-bounded LRU cache: an
+// evicted mask is simply recomputed (the same bits) when its configuration comes back.
 //
 // Matcher is one generation's cursor: fill_mask / accept / rollback / forced_tokens.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,11 +24,26 @@
 
 namespace ringlm::guided {
 
+struct GrammarIndexOptions {
+  // Upper bound on the bytes of cached token masks (one mask is vocab().mask_words() * 4 bytes:
+  // 32 KiB for a 262,144-token vocabulary, so the default keeps 4096 of them). The least
+  // recently used masks are dropped beyond it; at least one mask is always kept.
+  size_t mask_cache_bytes = size_t(128) << 20;
+};
+
+struct GrammarIndexStats {
+  size_t configs = 0;         // configurations interned so far (never dropped)
+  size_t masks_cached = 0;    // masks held now
+  size_t mask_bytes = 0;      // their bytes
+  uint64_t mask_hits = 0, mask_misses = 0, mask_evictions = 0;
+  size_t memory_bytes = 0;    // approximate total footprint (masks + transition tables + stacks)
+};
+
 class GrammarIndex {
  public:
   static constexpr int32_t kDead = -1;
 
-  GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab);
+  GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vocab, const GrammarIndexOptions& options = {});
   ~GrammarIndex();
 
   const Vocabulary& vocab() const { return *vocab_; }
@@ -38,10 +56,16 @@ class GrammarIndex {
   // Copies the allowed-token bitset of `config` (bit id set = allowed) into out (mask_words()).
   void fill_mask(int32_t config, uint32_t* out);
   size_t num_configs();
+  GrammarIndexStats stats();
+  // Approximate bytes held (masks, transition tables, parse-stack nodes, the grammar); grows as
+  // configurations are discovered. Lock-free, for cache accounting.
+  size_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::atomic<size_t> memory_bytes_{0};
+  void note_memory();  // refreshes memory_bytes_; call with the lock held
   std::shared_ptr<const Vocabulary> vocab_;
   int32_t initial_;
 };

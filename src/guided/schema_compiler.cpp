@@ -41,7 +41,8 @@ bool is_known_assertion(const std::string& k) {
       "maxContains", "maxItems", "minItems", "uniqueItems", "maxProperties", "minProperties", "required",
       "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
       "dependentSchemas", "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
-      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "x-patterns", "x-nots"};
+      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "x-patterns", "x-nots",
+      "x-conds"};
   return kw.count(k) > 0;
 }
 
@@ -151,6 +152,7 @@ class Compiler {
       }
     }
     draft4_ = draft4;
+    draft_ = schema_draft(root_);
     refs_ = std::make_unique<RefResolver>(root_, draft4);
   }
 
@@ -320,6 +322,7 @@ class Compiler {
     if (is_false_schema(a) || is_false_schema(b)) return false;
     if (is_true_schema(a)) return b;
     if (is_true_schema(b)) return a;
+    if (a == b) return a;  // idempotent; also keeps {"$ref": X} AND {"$ref": X} a (memoised) $ref
     return Json{{"allOf", Json::array({a, b})}};
   }
 
@@ -359,6 +362,11 @@ class Compiler {
       const std::string& k = it.key();
       const Json& v = it.value();
       if (k == "properties" || k == "additionalProperties" || k == "patternProperties") continue;
+      if (k == "if" || k == "then" || k == "else") continue;  // b's conditional: a clause, below
+      if (k == "x-conds") {
+        for (auto& c : v) a["x-conds"].push_back(c);
+        continue;
+      }
       if (annotation_keywords().count(k) && k != "x-patterns" && k != "x-nots") continue;
       if (!a.contains(k)) {
         a[k] = v;
@@ -440,7 +448,18 @@ class Compiler {
         fail("unsupported keyword '", k, "' with different values inside allOf");
       }
     }
+    if (auto clause = conditional_of(b); !clause.is_null()) a["x-conds"].push_back(std::move(clause));
     return a;
+  }
+
+  // A schema's own if/then/else as a clause {"if", "then"?, "else"?}; null when it has none (an
+  // `if` without then/else, or then/else without `if`, asserts nothing).
+  static Json conditional_of(const Json& s) {
+    if (!s.is_object() || !s.contains("if") || !(s.contains("then") || s.contains("else"))) return nullptr;
+    Json c = Json::object();
+    for (const char* k : {"if", "then", "else"})
+      if (s.contains(k)) c[k] = s[k];
+    return c;
   }
 
   // ------------------------------------------------------------------ leaves
@@ -448,13 +467,49 @@ class Compiler {
   void leaf(const Json& s, uint32_t from, uint32_t to) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (k == "if" || k == "then" || k == "else" || k == "dependentSchemas" || k == "unevaluatedProperties" ||
-          k == "unevaluatedItems" || k == "$dynamicRef" || k == "$recursiveRef") {
-        if (k == "then" || k == "else") {
-          if (!s.contains("if")) continue;  // without "if" they do nothing
-        }
+      if (k == "unevaluatedProperties" || k == "unevaluatedItems" || k == "$dynamicRef" || k == "$recursiveRef") {
         if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && is_true_schema(it.value())) continue;
         fail("unsupported keyword '", k, "'");
+      }
+    }
+    // Keywords newer than the schema's draft are unknown there, hence ignored (as the validator
+    // does): if/then/else before draft 7, dependentSchemas before 2019-09.
+    const bool use_if = draft_ >= 7, use_dependent = draft_ >= 2019;
+    auto conditional = [&] {
+      if (use_if && (s.contains("x-conds") || s.contains("if"))) return true;
+      if (use_dependent && s.contains("dependentSchemas")) return true;
+      auto d = s.find("dependencies");
+      if (d == s.end() || !d->is_object()) return false;
+      for (auto& x : *d)
+        if (!x.is_array()) return true;
+      return false;
+    };
+    if (!s.contains("enum") && !s.contains("const") && conditional()) {  // with values the validator decides
+      Json clauses = use_if && s.contains("x-conds") ? s["x-conds"] : Json::array();
+      if (Json own = conditional_of(s); use_if && !own.is_null()) clauses.push_back(std::move(own));
+      Json rest = s;
+      for (const char* k : {"if", "then", "else", "x-conds"}) rest.erase(k);
+      // dependentSchemas / schema-form dependencies: "if property p is present, S applies".
+      for (const char* kw : {"dependentSchemas", "dependencies"}) {
+        auto d = s.find(kw);
+        if (d == s.end()) continue;
+        if (std::string(kw) == "dependentSchemas" && !use_dependent) {
+          rest.erase(kw);
+          continue;
+        }
+        if (!d->is_object()) fail("keyword '", kw, "' must be an object");
+        for (auto it = d->begin(); it != d->end(); ++it) {
+          if (it.value().is_array()) continue;  // dependentRequired form: object() handles it
+          if (!is_true_schema(it.value())) {
+            clauses.push_back(Json{{"if", Json{{"required", Json::array({it.key()})}}}, {"then", it.value()}});
+          }
+          rest[kw].erase(it.key());
+        }
+        if (rest[kw].empty()) rest.erase(kw);
+      }
+      if (!clauses.empty()) {
+        conditionals(rest, clauses, from, to);
+        return;
       }
     }
     std::set<std::string> types = type_set(s);
@@ -493,6 +548,12 @@ class Compiler {
       rest.erase("x-formats");
       rest.erase("x-patterns");
       rest.erase("x-nots");
+      if (rest.contains("x-conds")) {  // conditionals are decided per value by the validator
+        Json all = rest.contains("allOf") ? rest["allOf"] : Json::array();
+        for (auto& c : rest["x-conds"]) all.push_back(c);
+        rest.erase("x-conds");
+        rest["allOf"] = all;
+      }
       std::vector<std::string> pats;
       if (s.contains("x-patterns"))
         for (auto& p : s["x-patterns"]) pats.push_back(p.get<std::string>());
@@ -546,6 +607,236 @@ class Compiler {
       if (t == "string") string_value(s, from, to);
       if (t == "array") array(s, from, to);
       if (t == "object") object(s, from, to);
+    }
+  }
+
+  // ------------------------------------------------------------------ if / then / else
+
+  // if/then/else clauses whose `if` only tests properties of an object (`properties` with
+  // const/enum values or one other schema per property, `required`, `type: object`): the
+  // instances are split into disjoint cases by what each tested property is (absent, one class of
+  // values, any other value; or matching / not matching its schema) and, for objects not being
+  // one, the type. In each case every `if` has a known outcome, so the case is the schema AND the
+  // case's constraints AND the chosen then/else branches: an exact union. Other `if` forms are
+  // reported as unsupported.
+  struct PropCase {
+    // kValues: one of `values`; kOther: none of `values` (all tested values) and, with a schema
+    // test, matching it (match) or not.
+    enum Kind { kAbsent, kPresent, kValues, kOther } kind;
+    Json values;
+    std::set<size_t> holds;           // clauses whose test on this property holds in this case
+    const Json* schema = nullptr;     // kOther: the (one) non-value test, if any
+    bool match = false;
+  };
+
+  void conditionals(const Json& rest, const Json& clauses, uint32_t from, uint32_t to) {
+    struct Clause {
+      bool always = false, never = false;  // boolean `if`
+      bool needs_object = false;
+      std::vector<std::string> required;
+      std::vector<std::pair<std::string, const Json*>> tests;  // property -> schema
+      const Json* then_s = nullptr;
+      const Json* else_s = nullptr;
+    };
+    std::vector<Clause> cs;
+    std::vector<std::string> props;  // tested names, in first-seen order
+    auto note_prop = [&](const std::string& p) {
+      if (std::find(props.begin(), props.end(), p) == props.end()) props.push_back(p);
+    };
+    for (const Json& c : clauses) {
+      Clause cl;
+      if (c.contains("then")) cl.then_s = &c["then"];
+      if (c.contains("else")) cl.else_s = &c["else"];
+      const Json& cond = c["if"].is_object() && c["if"].contains("$ref") ? deref(c["if"]) : c["if"];
+      if (cond.is_boolean() || is_true_schema(cond)) {
+        (cond.is_boolean() && !cond.get<bool>() ? cl.never : cl.always) = true;
+        cs.push_back(cl);
+        continue;
+      }
+      if (!cond.is_object()) fail("unsupported keyword 'if'");
+      for (auto it = cond.begin(); it != cond.end(); ++it) {
+        const std::string& k = it.key();
+        if (annotation_keywords().count(k)) continue;
+        if (k == "type") {
+          if (type_set(cond) != std::set<std::string>{"object"}) fail("unsupported keyword 'if' (type other than object)");
+          cl.needs_object = true;
+        } else if (k == "required") {
+          if (!it.value().is_array()) fail("keyword 'required' must be an array");
+          for (auto& r : it.value()) {
+            if (!r.is_string()) fail("keyword 'required' must list strings");
+            cl.required.push_back(r.get<std::string>());
+            note_prop(r.get<std::string>());
+          }
+        } else if (k == "properties") {
+          if (!it.value().is_object()) fail("keyword 'properties' must be an object");
+          for (auto p = it.value().begin(); p != it.value().end(); ++p) {
+            const Json& sch = p.value().is_object() && p.value().contains("$ref") ? deref(p.value()) : p.value();
+            if (is_true_schema(sch)) continue;  // no test
+            cl.tests.emplace_back(p.key(), &sch);
+            note_prop(p.key());
+          }
+        } else {
+          fail("unsupported keyword 'if' (conditions other than properties, required and type object)");
+        }
+      }
+      cs.push_back(cl);
+    }
+
+    // The cases of each tested property.
+    auto value_set = [&](const Json& sch, Json* out) {
+      // const / enum (with type and annotations): the finite set of values the test accepts.
+      if (!sch.is_object() || !(sch.contains("const") || sch.contains("enum"))) return false;
+      for (auto it = sch.begin(); it != sch.end(); ++it)
+        if (it.key() != "const" && it.key() != "enum" && it.key() != "type" && !annotation_keywords().count(it.key()))
+          return false;
+      Json cand = sch.contains("const") ? Json::array({sch["const"]}) : sch["enum"];
+      if (!cand.is_array()) fail("keyword 'enum' must be an array");
+      *out = Json::array();
+      for (auto& v : cand)
+        if (validator_.validate_subschema(sch, v)) out->push_back(v);
+      return true;
+    };
+    std::vector<std::vector<PropCase>> cases(props.size());
+    for (size_t pi = 0; pi < props.size(); ++pi) {
+      const std::string& p = props[pi];
+      std::vector<std::pair<size_t, Json>> value_tests;
+      std::vector<std::pair<size_t, const Json*>> other_tests;
+      for (size_t i = 0; i < cs.size(); ++i) {
+        for (auto& [name, sch] : cs[i].tests) {
+          if (name != p) continue;
+          Json vals;
+          if (value_set(*sch, &vals)) value_tests.emplace_back(i, std::move(vals));
+          else other_tests.emplace_back(i, sch);
+        }
+      }
+      std::vector<PropCase>& out = cases[pi];
+      out.push_back({PropCase::kAbsent, Json(), {}});
+      if (value_tests.empty() && other_tests.empty()) {
+        out.push_back({PropCase::kPresent, Json(), {}});
+      } else {
+        // At most one distinct non-value test per property (its negation is then one `not`).
+        for (auto& [i, sch] : other_tests)
+          if (*sch != *other_tests[0].second) fail("unsupported keyword 'if' (different conditions on property '", p, "')");
+        const Json* test = other_tests.empty() ? nullptr : other_tests[0].second;
+        std::set<size_t> test_clauses;
+        for (auto& [i, sch] : other_tests) test_clauses.insert(i);
+        // Classes of the tested values by the set of clauses whose test they satisfy.
+        Json all = Json::array();
+        std::vector<std::set<size_t>> sig;
+        for (auto& [i, vals] : value_tests) {
+          for (auto& v : vals) {
+            size_t k = 0;
+            while (k < all.size() && !json_equal(all[k], v)) ++k;
+            if (k == all.size()) all.push_back(v), sig.emplace_back();
+            sig[k].insert(i);
+          }
+        }
+        std::map<std::set<size_t>, size_t> class_of;
+        for (size_t k = 0; k < all.size(); ++k) {
+          if (test && validator_.validate_subschema(*test, all[k])) sig[k].insert(test_clauses.begin(), test_clauses.end());
+          auto [it, inserted] = class_of.emplace(sig[k], out.size());
+          if (inserted) out.push_back({PropCase::kValues, Json::array(), sig[k]});
+          out[it->second].values.push_back(all[k]);
+        }
+        // Every other value: split by the schema test when there is one.
+        if (test) {
+          out.push_back({PropCase::kOther, all, test_clauses, test, true});
+          out.push_back({PropCase::kOther, all, {}, test, false});
+        } else {
+          out.push_back({PropCase::kOther, all, {}});
+        }
+      }
+    }
+    size_t combos = 1;
+    for (auto& c : cases) {
+      combos *= c.size();
+      if (combos > 96) fail("unsupported keyword 'if' (more than 96 cases)");
+    }
+
+    auto chosen = [&](const Clause& cl, bool holds, Json& all) {
+      const Json* branch = holds ? cl.then_s : cl.else_s;
+      if (branch) all.push_back(*branch);
+    };
+    // Each case is its own alternative. A case that negates a test (a value outside the tested
+    // ones, or not matching the tested schema) needs `not` on that property; when the grammar
+    // cannot express that negation the `if` is what is unsupported.
+    auto emit_case = [&](Json all, bool negates) {
+      // Memoised by content: a then/else branch that reaches this same conditional schema again
+      // (recursion through $ref inlined by allOf merging) calls the rule being built.
+      Json alt_json = Json{{"allOf", std::move(all)}};
+      std::string key = alt_json.dump();
+      uint32_t r;
+      if (auto hit = case_rules_.find(key); hit != case_rules_.end()) {
+        b_.call(from, hit->second, to);
+        return;
+      }
+      const Json& alt = keep(std::move(alt_json));
+      try {
+        r = b_.new_rule();
+        case_rules_.emplace(key, r);
+        uint32_t end = b_.new_state();
+        b_.set_final(end);
+        value(alt, b_.rule_start(r), end);
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        if (!negates || msg.find("unsupported keyword 'not'") == std::string::npos) throw;
+        fail("unsupported keyword 'if' (the case where it does not hold needs ", msg, ")");
+      }
+      b_.call(from, r, to);
+    };
+    std::vector<size_t> pick(props.size(), 0);
+    for (size_t n = 0; n < combos; ++n) {
+      Json all = Json::array({rest, Json{{"type", "object"}}});
+      bool negates = false;
+      for (size_t pi = 0; pi < props.size(); ++pi) {
+        const PropCase& pc = cases[pi][pick[pi]];
+        const std::string& p = props[pi];
+        switch (pc.kind) {
+          case PropCase::kAbsent: all.push_back(Json{{"not", Json{{"required", Json::array({p})}}}}); break;
+          case PropCase::kPresent: all.push_back(Json{{"required", Json::array({p})}}); break;
+          case PropCase::kValues:
+            all.push_back(Json{{"required", Json::array({p})}, {"properties", Json{{p, Json{{"enum", pc.values}}}}}});
+            break;
+          case PropCase::kOther: {
+            Json parts = Json::array();
+            if (!pc.values.empty()) parts.push_back(Json{{"not", Json{{"enum", pc.values}}}}), negates = true;
+            if (pc.schema && pc.match) parts.push_back(*pc.schema);
+            if (pc.schema && !pc.match) parts.push_back(Json{{"not", *pc.schema}}), negates = true;
+            all.push_back(Json{{"required", Json::array({p})}, {"properties", Json{{p, Json{{"allOf", parts}}}}}});
+            break;
+          }
+        }
+      }
+      for (size_t i = 0; i < cs.size(); ++i) {
+        const Clause& cl = cs[i];
+        bool holds = !cl.never;
+        if (!cl.always && !cl.never) {
+          for (auto& r : cl.required) {
+            size_t pi = size_t(std::find(props.begin(), props.end(), r) - props.begin());
+            if (cases[pi][pick[pi]].kind == PropCase::kAbsent) holds = false;
+          }
+          for (auto& [name, sch] : cl.tests) {
+            size_t pi = size_t(std::find(props.begin(), props.end(), name) - props.begin());
+            const PropCase& pc = cases[pi][pick[pi]];
+            if (pc.kind != PropCase::kAbsent && !pc.holds.count(i)) holds = false;
+          }
+        }
+        chosen(cl, holds, all);
+      }
+      emit_case(std::move(all), negates);
+      for (size_t pi = 0; pi < props.size(); ++pi) {  // next combination
+        if (++pick[pi] < cases[pi].size()) break;
+        pick[pi] = 0;
+      }
+    }
+    // Values that are not objects: `if` holds unless it requires an object (properties and
+    // required say nothing about other types).
+    std::set<std::string> others = type_set(rest);
+    others.erase("object");
+    if (!others.empty()) {
+      Json all = Json::array({rest, Json{{"type", type_json(others)}}});
+      for (auto& cl : cs) chosen(cl, !cl.never && (cl.always || !cl.needs_object), all);
+      emit_case(std::move(all), false);
     }
   }
 
@@ -618,8 +909,10 @@ class Compiler {
       not_.patterns.push_back(n["pattern"].get<std::string>());
       return;
     }
+    // required names: only objects can lack them (for other values `required` holds vacuously).
     if (keys == std::set<std::string>{"required"} && n["required"].is_array() && n["required"].size() == 1) {
       not_.keys.insert(n["required"][0].get<std::string>());
+      only_objects(types);
       return;
     }
     if (keys == std::set<std::string>{"anyOf"} && n["anyOf"].is_array()) {
@@ -632,9 +925,16 @@ class Compiler {
         names.insert(alt["required"][0].get<std::string>());
       }
       not_.keys.insert(names.begin(), names.end());
+      only_objects(types);
       return;
     }
     fail("unsupported keyword 'not' (supported: {}, type, enum, const, pattern, required names)");
+  }
+
+  static void only_objects(std::set<std::string>& types) {
+    bool obj = types.count("object") > 0;
+    types.clear();
+    if (obj) types.insert("object");
   }
 
   // ------------------------------------------------------------------ shared rules
@@ -941,10 +1241,6 @@ class Compiler {
   // ------------------------------------------------------------------ arrays
 
   void array(const Json& s, uint32_t from, uint32_t to) {
-    if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) {
-      if (count_kw(s, "maxItems", -1) < 0 || count_kw(s, "maxItems", -1) > 1) fail("unsupported keyword 'uniqueItems'");
-    }
-    if (s.contains("contains")) fail("unsupported keyword 'contains'");
     std::vector<const Json*> prefix;
     const Json* rest = nullptr;
     static const Json kTrue = true;
@@ -964,35 +1260,158 @@ class Compiler {
     int64_t mn = count_kw(s, "minItems", 0), mx = count_kw(s, "maxItems", -1);
     if (!rest_allowed) mx = mx < 0 ? int64_t(prefix.size()) : std::min<int64_t>(mx, int64_t(prefix.size()));
     if (mx >= 0 && mn > mx) return;
-    // States after 0..last elements; with no maxItems the last one (>= 1, so it is past the first
-    // element and needs commas) loops.
+
+    // contains / minContains: at least `need` elements also match the contains schema. Exact as
+    // "each element is either items, or items AND contains, the latter at least `need` times":
+    // any valid array is generated by choosing `need` of its matching elements for the second
+    // form. maxContains (at most so many matches) would need the negation of the contains
+    // schema; it is supported only when the array cannot be that long anyway.
+    const Json* contains = nullptr;
+    int64_t need = 0;
+    if (auto c = s.find("contains"); c != s.end() && draft_ >= 6) {
+      need = draft_ >= 2019 ? count_kw(s, "minContains", 1) : 1;
+      int64_t most = draft_ >= 2019 ? count_kw(s, "maxContains", -1) : -1;
+      if (most >= 0 && most < need) return;
+      if (most >= 0 && (mx < 0 || mx > most)) fail("unsupported keyword 'maxContains'");
+      if (need > 0) {
+        if (is_false_schema(*c)) return;
+        if (mx >= 0 && mx < need) return;
+        if (need > kMaxCount) fail("minContains above ", kMaxCount, " is not supported");
+        contains = &*c;
+      }
+    }
+    bool unique = false;
+    if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) unique = mx < 0 || mx > 1;
+    if (unique) {
+      if (contains) fail("unsupported keyword 'uniqueItems' (with contains)");
+      unique_array(prefix, *rest, mn, mx, from, to);
+      return;
+    }
+
+    // States after i elements with j contains-matches so far (j saturates at need); with no
+    // maxItems the last i (>= 1, so it is past the first element and needs commas) loops.
     int64_t last = std::max<int64_t>({int64_t(prefix.size()), mn, 1});
     if (mx >= 0) last = mx;
     if (last > kMaxCount) fail("minItems/maxItems above ", kMaxCount, " are not supported");
+    if ((last + 1) * (need + 1) > 4 * kMaxCount) fail("unsupported keyword 'minContains' (with many items)");
     std::string comma = sep_comma(options_.whitespace);
     uint32_t open = b_.new_state();
     b_.literal(from, open, "[");
-    std::vector<uint32_t> after(size_t(last) + 1);
-    after[0] = open;
-    for (size_t i = 1; i < after.size(); ++i) after[i] = b_.new_state();
-    auto elem_rule = [&](int64_t i) -> uint32_t {
-      const Json& sch = size_t(i) < prefix.size() ? *prefix[size_t(i)] : *rest;
-      return rule_for(sch);
+    std::vector<uint32_t> after(size_t((last + 1) * (need + 1)));
+    auto at = [&](int64_t i, int64_t j) -> uint32_t& { return after[size_t(i * (need + 1) + j)]; };
+    at(0, 0) = open;
+    for (size_t k = 1; k < after.size(); ++k) after[k] = b_.new_state();
+    std::map<const Json*, uint32_t> with_contains;  // element schema -> rule of (it AND contains)
+    auto matching_rule = [&](const Json& sch) {
+      auto it = with_contains.find(&sch);
+      if (it != with_contains.end()) return it->second;
+      uint32_t r = rule_for(keep(all_of2(sch, *contains)));
+      with_contains.emplace(&sch, r);
+      return r;
     };
     for (int64_t i = 0; i <= last; ++i) {
-      uint32_t st = after[size_t(i)];
+      for (int64_t j = 0; j <= need; ++j) {
+        uint32_t st = at(i, j);
+        if (i >= mn && j >= need) b_.literal(st, to, "]");
+        bool can_add = (mx < 0 || i < mx) && (size_t(i) < prefix.size() || rest_allowed);
+        if (!can_add) continue;
+        const Json& sch = size_t(i) < prefix.size() ? *prefix[size_t(i)] : *rest;
+        if (is_false_schema(sch)) continue;
+        int64_t ni = i < last ? i + 1 : i;  // unbounded: loop at the last count
+        uint32_t start = st;
+        if (i > 0) {
+          start = b_.new_state();
+          b_.literal(st, start, comma);
+        }
+        b_.call(start, rule_for(sch), at(ni, j));
+        if (j < need) b_.call(start, matching_rule(sch), at(ni, j + 1));
+      }
+    }
+  }
+
+  // uniqueItems (with room for two or more elements) over elements with finitely many values
+  // (enum / const / boolean / null): the state is the set of values used so far, so a value
+  // can never repeat. Other element schemas cannot be made unique by a grammar: error.
+  void unique_array(const std::vector<const Json*>& prefix, const Json& rest, int64_t mn, int64_t mx,
+                    uint32_t from, uint32_t to) {
+    // Distinct values (JSON equality) over every position; per position, the indices allowed.
+    std::vector<Json> values;
+    auto index_of = [&](const Json& v) -> size_t {
+      for (size_t i = 0; i < values.size(); ++i)
+        if (json_equal(values[i], v)) return i;
+      values.push_back(v);
+      return values.size() - 1;
+    };
+    auto allowed = [&](const Json& sch_in) {
+      std::vector<size_t> out;
+      if (is_false_schema(sch_in)) return out;
+      const Json& sch = sch_in.is_object() && sch_in.contains("$ref") ? deref(sch_in) : sch_in;
+      Json candidates = Json::array();
+      if (sch.is_object() && sch.contains("const")) {
+        candidates.push_back(sch["const"]);
+      } else if (sch.is_object() && sch.contains("enum") && sch["enum"].is_array()) {
+        candidates = sch["enum"];
+      } else if (sch.is_object() && sch.contains("type")) {
+        for (auto& t : type_set(sch)) {
+          if (t == "boolean") candidates.push_back(true), candidates.push_back(false);
+          else if (t == "null") candidates.push_back(nullptr);
+          else fail("unsupported keyword 'uniqueItems' (items other than enum, const, boolean or null)");
+        }
+      } else {
+        fail("unsupported keyword 'uniqueItems' (items other than enum, const, boolean or null)");
+      }
+      for (auto& v : candidates) {
+        if (!validator_.validate_subschema(sch_in, v)) continue;
+        size_t k = index_of(v);
+        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+      }
+      return out;
+    };
+    std::vector<std::vector<size_t>> pos_values;
+    for (auto* p : prefix) pos_values.push_back(allowed(*p));
+    std::vector<size_t> rest_values = allowed(rest);
+    if (values.size() > 20) fail("unsupported keyword 'uniqueItems' (more than 20 distinct item values)");
+    int64_t cap = int64_t(values.size());
+    if (mx >= 0) cap = std::min(cap, mx);
+    if (mn > cap) return;
+    std::vector<uint32_t> literal_rule(values.size());
+    for (size_t k = 0; k < values.size(); ++k) {
+      uint32_t r = b_.new_rule();
+      uint32_t e = b_.new_state();
+      b_.set_final(e);
+      note_keys(values[k]);
+      b_.literal(b_.rule_start(r), e, serialize_json(values[k], options_.whitespace));
+      literal_rule[k] = r;
+    }
+    // Breadth-first over the used-value sets reachable within maxItems.
+    std::string comma = sep_comma(options_.whitespace);
+    uint32_t open = b_.new_state();
+    b_.literal(from, open, "[");
+    std::unordered_map<uint32_t, uint32_t> state_of{{0u, open}};
+    std::vector<uint32_t> work{0u};
+    for (size_t w = 0; w < work.size(); ++w) {
+      uint32_t used = work[w];
+      uint32_t st = state_of[used];
+      int64_t i = __builtin_popcount(used);
       if (i >= mn) b_.literal(st, to, "]");
-      bool can_add = (mx < 0 || i < mx) && (size_t(i) < prefix.size() || rest_allowed);
-      if (!can_add) continue;
-      const Json& sch = size_t(i) < prefix.size() ? *prefix[size_t(i)] : *rest;
-      if (is_false_schema(sch)) continue;
-      uint32_t target = i < last ? after[size_t(i) + 1] : st;  // unbounded: loop at the last state
+      if (i >= cap) continue;
+      const std::vector<size_t>& here = size_t(i) < pos_values.size() ? pos_values[size_t(i)] : rest_values;
       uint32_t start = st;
-      if (i > 0) {
+      if (i > 0 && !here.empty()) {
         start = b_.new_state();
         b_.literal(st, start, comma);
       }
-      b_.call(start, elem_rule(i), target);
+      for (size_t k : here) {
+        if (used & (1u << k)) continue;
+        uint32_t next = used | (1u << k);
+        auto [it, inserted] = state_of.emplace(next, 0);
+        if (inserted) {
+          if (state_of.size() > 50000) fail("unsupported keyword 'uniqueItems' (too many value combinations)");
+          it->second = b_.new_state();
+          work.push_back(next);
+        }
+        b_.call(start, literal_rule[k], it->second);
+      }
     }
   }
 
@@ -1086,7 +1505,7 @@ class Compiler {
     };
     for (const char* kw : {"dependentRequired", "dependencies"}) {
       auto d = s.find(kw);
-      if (d == s.end()) continue;
+      if (d == s.end() || (std::string(kw) == "dependentRequired" && draft_ < 2019)) continue;
       if (!d->is_object()) fail("keyword '", kw, "' must be an object");
       for (auto it = d->begin(); it != d->end(); ++it) {
         if (!it.value().is_array()) {
@@ -1271,11 +1690,13 @@ class Compiler {
   std::unique_ptr<RefResolver> refs_;
   bool draft_pre2019_ = false;
   bool draft4_ = false;
+  int draft_ = 2020;  // keywords newer than the declared draft are unknown there: ignored
   GrammarBuilder b_;
   std::unordered_map<const Json*, uint32_t> memo_;
   std::deque<Json> arena_;
   std::unordered_map<std::string, CpDfa> regex_cache_;
   std::unordered_map<std::string, uint32_t> number_rules_;
+  std::unordered_map<std::string, uint32_t> case_rules_;  // if/then/else cases by content
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;

@@ -57,6 +57,7 @@ struct Validator::Impl {
   Json root;
   ValidatorOptions options;
   bool draft4 = false;
+  int draft = 2020;  // keywords newer than the draft are unknown there, so ignored
   bool ref_overrides_siblings = false;  // drafts 4-7: $ref ignores sibling keywords
   std::unique_ptr<RefResolver> refs;
   mutable std::mutex regex_mutex;
@@ -148,7 +149,7 @@ struct Validator::Impl {
     if (auto n = s.find("not"); n != s.end()) {
       if (check(*n, v, path, nullptr, depth + 1)) return fail_at(why, path, "matches 'not' schema");
     }
-    if (auto i = s.find("if"); i != s.end()) {
+    if (auto i = s.find("if"); i != s.end() && draft >= 7) {
       if (check(*i, v, path, nullptr, depth + 1)) {
         if (auto t = s.find("then"); t != s.end() && !check(*t, v, path, why, depth + 1)) return false;
       } else {
@@ -260,14 +261,15 @@ struct Validator::Impl {
       for (size_t i = prefix; i < n; ++i)
         if (!check(*rest, v[i], path + "/" + std::to_string(i), why, depth + 1)) return false;
     }
-    if (auto c = s.find("contains"); c != s.end()) {
+    if (auto c = s.find("contains"); c != s.end() && draft >= 6) {
       size_t hits = 0;
       for (size_t i = 0; i < n; ++i)
         if (check(*c, v[i], path, nullptr, depth + 1)) ++hits;
       double mn = 1;
-      if (auto m = s.find("minContains"); m != s.end() && m->is_number()) mn = m->get<double>();
+      if (auto m = s.find("minContains"); m != s.end() && m->is_number() && draft >= 2019) mn = m->get<double>();
       if (double(hits) < mn) return fail_at(why, path, "contains not satisfied");
-      if (auto m = s.find("maxContains"); m != s.end() && m->is_number() && double(hits) > m->get<double>()) {
+      if (auto m = s.find("maxContains");
+          m != s.end() && m->is_number() && draft >= 2019 && double(hits) > m->get<double>()) {
         return fail_at(why, path, "more than maxContains matches");
       }
     }
@@ -322,8 +324,10 @@ struct Validator::Impl {
       }
       return true;
     };
-    if (auto d = s.find("dependentRequired"); d != s.end() && d->is_object() && !dependent(*d, false, true)) return false;
-    if (auto d = s.find("dependentSchemas"); d != s.end() && d->is_object() && !dependent(*d, true, false)) return false;
+    if (draft >= 2019) {
+      if (auto d = s.find("dependentRequired"); d != s.end() && d->is_object() && !dependent(*d, false, true)) return false;
+      if (auto d = s.find("dependentSchemas"); d != s.end() && d->is_object() && !dependent(*d, true, false)) return false;
+    }
     if (auto d = s.find("dependencies"); d != s.end() && d->is_object() && !dependent(*d, true, true)) return false;
     return true;
   }
@@ -333,7 +337,8 @@ Validator::Validator(Json schema, ValidatorOptions options) : impl_(std::make_un
   impl_->root = std::move(schema);
   impl_->options = options;
   impl_->draft4 = options.draft == 4;
-  impl_->ref_overrides_siblings = options.draft == 4 || options.draft == 7;
+  impl_->draft = options.draft ? options.draft : schema_draft(impl_->root);
+  impl_->ref_overrides_siblings = options.draft == 4 || options.draft == 6 || options.draft == 7;
   if (options.draft == 0 && impl_->root.is_object()) {
     auto sv = impl_->root.find("$schema");
     if (sv != impl_->root.end() && sv->is_string()) {
@@ -346,6 +351,18 @@ Validator::Validator(Json schema, ValidatorOptions options) : impl_(std::make_un
 }
 
 Validator::~Validator() = default;
+
+int schema_draft(const Json& root) {
+  if (!root.is_object()) return 2020;
+  auto sv = root.find("$schema");
+  if (sv == root.end() || !sv->is_string()) return 2020;
+  const std::string& uri = sv->get_ref<const std::string&>();
+  if (uri.find("draft-04") != std::string::npos || uri.find("draft-03") != std::string::npos) return 4;
+  if (uri.find("draft-06") != std::string::npos) return 6;
+  if (uri.find("draft-07") != std::string::npos) return 7;
+  if (uri.find("2019-09") != std::string::npos) return 2019;
+  return 2020;
+}
 
 bool Validator::validate(const Json& instance, std::string* why) const {
   if (why) why->clear();

@@ -20,9 +20,15 @@ namespace ringlm::guided {
 
 struct ValidatorOptions {
   bool assert_formats = true;
-  // 4, 7 or 2020 (for 2020-12); 0 = from the root's "$schema", else 2020-12 rules.
+  // 4, 6, 7, 2019 or 2020 (for 2019-09 / 2020-12); 0 = from the root's "$schema", else 2020-12
+  // rules. Keywords newer than the draft are ignored as unknown: contains before 6, if/then/else
+  // before 7, minContains / maxContains / dependentRequired / dependentSchemas before 2019-09.
   int draft = 0;
 };
+
+// The draft a schema document declares with "$schema" (4, 6, 7, 2019, 2020); 2020 when absent
+// or unrecognised.
+int schema_draft(const Json& root);
 
 class Validator {
  public:

@@ -1,0 +1,239 @@
+// Bounded caches: the per-grammar token-mask LRU (GrammarIndex) and the compiled-schema LRU
+// (GrammarCache). Evicted masks and grammars are rebuilt transparently and give the same masks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "guided/grammar_cache.h"
+#include "test_vocab.h"
+
+namespace ringlm::guided {
+namespace {
+
+using testing::index_for;
+using testing::synthetic_vocab;
+
+const Json kSchema = Json::parse(R"({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "maxLength": 12},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+    "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3},
+    "born": {"type": "string", "format": "date"}
+  },
+  "required": ["name", "age"],
+  "additionalProperties": false
+})");
+
+const std::string kText = R"({"name":"Al é","age":42,"tags":["a","b"],"born":"2024-02-29"})";
+
+std::shared_ptr<GrammarIndex> index_with_budget(size_t bytes) {
+  GrammarIndexOptions opt;
+  opt.mask_cache_bytes = bytes;
+  return std::make_shared<GrammarIndex>(compile_schema(kSchema).grammar, synthetic_vocab(), opt);
+}
+
+// The mask at every position of kText (walked twice, so the second walk revisits masks).
+std::vector<std::vector<uint32_t>> masks_along(const std::shared_ptr<GrammarIndex>& idx, int rounds = 2) {
+  const Vocabulary& v = idx->vocab();
+  auto toks = testing::greedy_tokenize(v, kText);
+  std::vector<std::vector<uint32_t>> out;
+  for (int r = 0; r < rounds; ++r) {
+    Matcher m(idx);
+    std::vector<uint32_t> mask(v.mask_words());
+    for (uint32_t t : toks) {
+      m.fill_mask(mask.data());
+      out.push_back(mask);
+      EXPECT_TRUE(m.accept(t));
+    }
+    m.fill_mask(mask.data());
+    out.push_back(mask);
+    EXPECT_TRUE(m.is_accepting());
+  }
+  return out;
+}
+
+TEST(MaskCache, UnboundedKeepsEveryMask) {
+  auto idx = index_with_budget(size_t(1) << 30);
+  masks_along(idx);
+  auto st = idx->stats();
+  EXPECT_EQ(st.mask_evictions, 0u);
+  EXPECT_GT(st.masks_cached, 10u);
+  EXPECT_EQ(st.mask_bytes, st.masks_cached * idx->vocab().mask_words() * 4);
+  EXPECT_GT(st.mask_hits, 0u);  // the second walk hits
+  EXPECT_GE(idx->memory_bytes(), st.mask_bytes);
+}
+
+TEST(MaskCache, EvictionKeepsWithinBudgetAndMasksIdentical) {
+  auto reference = masks_along(index_with_budget(size_t(1) << 30));
+  const size_t one = synthetic_vocab()->mask_words() * 4;
+  for (size_t keep : {size_t(0), size_t(1), size_t(2), size_t(5)}) {
+    auto idx = index_with_budget(keep * one);
+    auto got = masks_along(idx);
+    EXPECT_EQ(got, reference) << "budget of " << keep << " masks";
+    auto st = idx->stats();
+    EXPECT_LE(st.masks_cached, std::max<size_t>(keep, 1));  // at least the last one is kept
+    EXPECT_LE(st.mask_bytes, std::max<size_t>(keep, 1) * one);
+    EXPECT_GT(st.mask_evictions, 0u);
+    EXPECT_GT(st.mask_misses, reference.size() / 4);  // evicted masks were recomputed
+  }
+}
+
+// Least recently used goes first: with room for two masks, alternating between two positions
+// never misses after the first visit of each.
+TEST(MaskCache, LeastRecentlyUsedIsEvicted) {
+  const size_t one = synthetic_vocab()->mask_words() * 4;
+  auto idx = index_with_budget(2 * one);
+  Matcher m(idx);
+  std::vector<uint32_t> mask(idx->vocab().mask_words());
+  m.fill_mask(mask.data());                         // A (initial)
+  ASSERT_TRUE(m.accept(uint32_t('{')));
+  m.fill_mask(mask.data());                         // B
+  auto before = idx->stats();
+  EXPECT_EQ(before.mask_misses, 2u);
+  for (int i = 0; i < 5; ++i) {
+    m.rollback(1);
+    m.fill_mask(mask.data());
+    ASSERT_TRUE(m.accept(uint32_t('{')));
+    m.fill_mask(mask.data());
+  }
+  EXPECT_EQ(idx->stats().mask_misses, 2u);
+  ASSERT_TRUE(m.accept(uint32_t('"')));
+  m.fill_mask(mask.data());                         // C evicts A (least recent)
+  auto st = idx->stats();
+  EXPECT_EQ(st.mask_misses, 3u);
+  EXPECT_EQ(st.mask_evictions, 1u);
+  m.rollback(1);
+  m.fill_mask(mask.data());                         // B: still cached
+  EXPECT_EQ(idx->stats().mask_misses, 3u);
+  m.rollback(1);
+  m.fill_mask(mask.data());                         // A: was evicted, recomputed
+  EXPECT_EQ(idx->stats().mask_misses, 4u);
+}
+
+TEST(MaskCache, ThreadsWithTinyBudgetAgree) {
+  auto reference = masks_along(index_with_budget(size_t(1) << 30));
+  auto shared = index_with_budget(synthetic_vocab()->mask_words() * 4 * 3);
+  std::vector<std::vector<std::vector<uint32_t>>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { got[size_t(t)] = masks_along(shared); });
+  for (auto& th : threads) th.join();
+  for (auto& g : got) EXPECT_EQ(g, reference);
+}
+
+// ---------------------------------------------------------------- GrammarCache
+
+std::string schema_text(int i) {
+  return R"({"type":"object","properties":{"k)" + std::to_string(i) + R"(":{"type":"integer"}},"required":["k)" +
+         std::to_string(i) + R"("],"additionalProperties":false})";
+}
+
+struct Builder {
+  std::shared_ptr<const Vocabulary> vocab = synthetic_vocab();
+  int builds = 0;
+  GrammarCache::Build for_text(const std::string& text) {
+    return [this, text] {
+      ++builds;
+      return std::make_shared<GrammarIndex>(compile_schema(Json::parse(text)).grammar, vocab);
+    };
+  }
+};
+
+TEST(GrammarCacheTest, HitsReturnTheSameIndex) {
+  GrammarCache cache;
+  Builder b;
+  auto a1 = cache.get(schema_text(1), b.for_text(schema_text(1)));
+  auto a2 = cache.get(schema_text(1), b.for_text(schema_text(1)));
+  EXPECT_EQ(a1, a2);
+  EXPECT_EQ(b.builds, 1);
+  auto st = cache.stats();
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.entries, 1u);
+  EXPECT_EQ(st.bytes, a1->memory_bytes());
+}
+
+TEST(GrammarCacheTest, EntryBoundEvictsLeastRecentlyUsed) {
+  GrammarCacheOptions opt;
+  opt.max_entries = 2;
+  GrammarCache cache(opt);
+  Builder b;
+  auto s0 = cache.get(schema_text(0), b.for_text(schema_text(0)));
+  cache.get(schema_text(1), b.for_text(schema_text(1)));
+  cache.get(schema_text(0), b.for_text(schema_text(0)));  // 0 is now most recent
+  cache.get(schema_text(2), b.for_text(schema_text(2)));  // evicts 1
+  EXPECT_EQ(b.builds, 3);
+  EXPECT_EQ(cache.get(schema_text(0), b.for_text(schema_text(0))), s0);
+  EXPECT_EQ(b.builds, 3);
+  cache.get(schema_text(1), b.for_text(schema_text(1)));  // rebuilt
+  EXPECT_EQ(b.builds, 4);
+  auto st = cache.stats();
+  EXPECT_EQ(st.entries, 2u);
+  EXPECT_EQ(st.evictions, 2u);
+}
+
+TEST(GrammarCacheTest, ByteBoundCountsMasksAndRebuildGivesSameMasks) {
+  Builder b;
+  // Room for one grammar with a few masks, not two with many.
+  auto probe = b.for_text(kSchema.dump())();
+  const size_t base = probe->memory_bytes();
+  GrammarCacheOptions opt;
+  opt.max_bytes = base + 8 * synthetic_vocab()->mask_words() * 4;
+  GrammarCache cache(opt);
+  b.builds = 0;
+  auto first = cache.get(kSchema.dump(), b.for_text(kSchema.dump()));
+  auto reference = masks_along(first);
+  EXPECT_GT(first->memory_bytes(), opt.max_bytes);  // grew past the bound while in use
+  // The next lookup notices and drops it (the holder keeps using it); a later one rebuilds.
+  auto again = cache.get(kSchema.dump(), b.for_text(kSchema.dump()));
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  auto rebuilt = cache.get(kSchema.dump(), b.for_text(kSchema.dump()));
+  EXPECT_NE(rebuilt, first);
+  EXPECT_EQ(b.builds, 2);
+  EXPECT_EQ(masks_along(rebuilt), reference);
+  EXPECT_EQ(masks_along(first), reference);  // the dropped one still works for its holders
+}
+
+TEST(GrammarCacheTest, BuildErrorsAreNotCached) {
+  GrammarCache cache;
+  int calls = 0;
+  auto bad = [&]() -> std::shared_ptr<GrammarIndex> {
+    ++calls;
+    throw std::runtime_error("bad schema");
+  };
+  EXPECT_THROW(cache.get("x", bad), std::runtime_error);
+  EXPECT_THROW(cache.get("x", bad), std::runtime_error);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cache.stats().entries, 0u);
+}
+
+TEST(GrammarCacheTest, ConcurrentLookupsUnderTightBounds) {
+  GrammarCacheOptions opt;
+  opt.max_entries = 3;
+  GrammarCache cache(opt);
+  auto vocab = synthetic_vocab();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        int k = (i * 7 + t) % 6;
+        std::string text = schema_text(k);
+        auto idx = cache.get(text, [&] {
+          return std::make_shared<GrammarIndex>(compile_schema(Json::parse(text)).grammar, vocab);
+        });
+        // The index must be the grammar of this schema: it accepts {"k<k>":1} and no other key.
+        if (!testing::accepts_text(idx, "{\"k" + std::to_string(k) + "\":1}")) ++wrong;
+        if (testing::accepts_text(idx, "{\"k" + std::to_string((k + 1) % 6) + "\":1}")) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LE(cache.stats().entries, 3u);
+}
+
+}  // namespace
+}  // namespace ringlm::guided
