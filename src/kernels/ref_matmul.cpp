@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/dequant_ggml.h"
+#include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4_weight_matmul.h"
 #include "util/error.h"
 #include "util/float16.h"
@@ -175,11 +176,19 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
-  // Float rows are read directly; ggml block rows go through the scalar dequantizer.
+  // Float rows are read directly; packed q4_0 and ggml Q8_0/K-quant rows go to the int8-activation
+  // kernels (unless the activation mode is f32); other block rows (Q4_1, and all of them in
+  // f32 mode) through the scalar dequantizer.
   if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
-  if (w.dtype == io::DType::Q4_0 && w.packed && q4_activations() != Q4Activations::f32) {
-    q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
-    return;
+  if (q4_activations() != Q4Activations::f32) {  // int8-activation kernels on their own thread pool
+    if (w.dtype == io::DType::Q4_0 && w.packed) {
+      q4_weight_matmul(w, in, n_tokens, out);  // q4p16 (w4a8)
+      return;
+    }
+    if (ggml_quant_of(w.dtype)) {
+      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K blocks as stored
+      return;
+    }
   }
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);

@@ -26,9 +26,11 @@ struct WeightMatrix {
 // Converts row `r` of `w` to float32 into `out[0..cols)`.
 void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 
-// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly,
-// plain ggml block rows (GGUF) through the scalar dequantizer, and packed q4_0 matrices go
-// to the w4a8 kernels (q4_weight_matmul.h). Throws ringlm::Error for I8.
+// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly;
+// packed q4_0 matrices go to the w4a8 kernels (q4_weight_matmul.h) and plain ggml Q8_0 / Q4_K /
+// Q5_K / Q6_K matrices (GGUF) to the int8-activation kernels (ggml_weight_matmul.h), unless
+// q4_activations() is f32; other ggml block rows (Q4_1, or any in f32 mode) go through the
+// scalar dequantizer. Throws ringlm::Error for I8.
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
 

@@ -23,10 +23,10 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   m->config_ = std::move(config);
   m->source_ = std::move(source);
   m->weights_ = bind_weights(*m->source_, m->config_);
-  if (options.weights == WeightFormat::q4_0) {
-    if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
-    m->quantized_ = quantize_weights_q4_0(m->weights_);
-  }
+  if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
+  m->quantized_ = repack_q4_0_blocks(m->weights_);  // GGUF q4_0 blocks -> the w4a8 kernels' layout
+  if (options.weights == WeightFormat::q4_0)
+    for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   return m;

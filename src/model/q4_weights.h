@@ -18,6 +18,7 @@ namespace ringlm::model {
 struct QuantizedWeightsInfo {
   std::size_t matrices = 0, skipped = 0;
   std::size_t bytes = 0;  // packed bytes owned
+  double seconds = 0.0;   // wall time spent
 };
 
 // Quantizes in place (rows split over the default kernel thread pool); the returned buffers
@@ -25,5 +26,14 @@ struct QuantizedWeightsInfo {
 // are handed back to the kernel afterwards (madvise MADV_PAGEOUT), so the resident set holds
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+
+// Plain ggml q4_0 matrices (as a GGUF file stores them) among the same matrices -> q4p16, in
+// place, so they run on the w4a8 kernels. Exact and cheap: the code bytes are regrouped 4 at
+// a time and the fp16 scales copied (kernels::q4_pack_row), 16-row groups split over the
+// default kernel thread pool; then the file's pages of each repacked matrix are handed back
+// as above. A tied LM head gets its own packed copy (the embedding lookup keeps the file's
+// rows). Matrices of any other type are left alone (no-op on float checkpoints).
+// quantize_weights_q4_0 skips matrices that are already packed.
+std::vector<kernels::Q4PackedBuffer> repack_q4_0_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
 }  // namespace ringlm::model

@@ -7,9 +7,11 @@
 #include <random>
 #include <vector>
 
+#include "../ggml_test_support.h"
 #include "../test_support.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
+#include "kernels/ggml_quant_gemm.h"
 #include "kernels/q4_gemm.h"
 
 using namespace ringlm::kernels;
@@ -100,6 +102,28 @@ int main() {
         }
         check(std::fabs(yf[r] - 0.01 * ef) <= 1e-6 * 0.01 * mf * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_f32", isa, r);
         check(std::fabs(yq[r] - 0.01 * eq) <= 1e-6 * 0.01 * mq * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_q8", isa, r);
+      }
+    }
+  }
+  // ggml-block kernels (Q8_0 / Q4_K / Q5_K / Q6_K; on aarch64 the scalar path serves them).
+  for (GgmlQuant type : {GgmlQuant::q8_0, GgmlQuant::q4_k, GgmlQuant::q5_k, GgmlQuant::q6_k}) {
+    const std::size_t rows = 19, cols = 512, m = 3;
+    const auto w = testing::random_blocks(type, rows, cols, rng);
+    const GgmlQuantMatrix wm{type, w.data(), rows, cols};
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      for (bool two : {false, true}) {
+        Q8ActBuffer act;
+        quantize_act(x.data(), m, cols, cols, act, two);
+        std::vector<float> y(m * rows);
+        ggml_quant_matmul(wm, act.view(), y.data(), rows, &pool);
+        for (std::size_t t = 0; t < m; ++t)
+          for (std::size_t r = 0; r < rows; ++r) {
+            const auto ref = testing::ref_ggml_dot(type, w.data() + r * wm.row_bytes(), act.view(), t);
+            check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), ggml_quant_name(type),
+                  isa, t * rows + r);
+          }
       }
     }
   }

@@ -1,0 +1,27 @@
+// Internal: per-ISA kernels behind ggml_quant_gemm.h. Each function computes rows [r0, r1)
+// of y for every activation row (both planes when x.qs2 is set); `w` is the matrix start
+// and `row_bytes` its row stride.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/q8_act.h"
+
+namespace ringlm::kernels {
+
+using GgmlRowsFn = void (*)(const std::uint8_t* w, std::size_t row_bytes, std::size_t r0, std::size_t r1,
+                            const Q8ActView& x, float* y, std::size_t ldy);
+
+struct GgmlKernelTable {
+  GgmlRowsFn q8_0, q4_k, q5_k, q6_k;
+};
+
+extern const GgmlKernelTable kGgmlScalarKernels;
+#if defined(__x86_64__)
+extern const GgmlKernelTable kGgmlAvx2Kernels;
+extern const GgmlKernelTable kGgmlAvx512Kernels;
+extern const GgmlKernelTable kGgmlAvx512VnniKernels;
+#endif
+
+}  // namespace ringlm::kernels

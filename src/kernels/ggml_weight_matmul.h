@@ -1,0 +1,23 @@
+// Glue between the model's WeightMatrix (ref_matmul.h) and ggml_quant_gemm.h: a matrix of
+// plain ggml Q8_0 / Q4_K / Q5_K / Q6_K blocks, as a GGUF file stores it, runs on the
+// int8-activation kernels. ref_matmul's matmul() forwards such matrices here unless the
+// activation mode (q4_weight_matmul.h, shared with the q4_0 kernels) is f32.
+#pragma once
+
+#include <optional>
+
+#include "io/tensor.h"
+#include "kernels/ggml_quant_gemm.h"
+#include "kernels/ref_matmul.h"
+
+namespace ringlm::kernels {
+
+// The kernel type of a storage dtype, or nullopt when there is no direct kernel for it.
+std::optional<GgmlQuant> ggml_quant_of(io::DType t);
+
+// out[t][r] = W[r, :] . in[t, :] for t < n_tokens (out row stride w.rows), on the default
+// thread pool, activations quantized per q4_activations() (int8 or int8x2). Keeps one
+// quantized-activation buffer per calling thread (grown, never shrunk).
+void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out);
+
+}  // namespace ringlm::kernels
