@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/q4k_packed.h"
 #include "kernels/q8_act.h"
 
 namespace ringlm::kernels {
@@ -13,8 +14,13 @@ namespace ringlm::kernels {
 using GgmlRowsFn = void (*)(const std::uint8_t* w, std::size_t row_bytes, std::size_t r0, std::size_t r1,
                             const Q8ActView& x, float* y, std::size_t ldy);
 
+// Rows of q4kp16 groups [g0, g1) for all activation rows (q4k_packed.h).
+using Q4KGroupsFn = void (*)(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                             std::size_t ldy);
+
 struct GgmlKernelTable {
-  GgmlRowsFn q8_0, q4_k, q5_k, q6_k;
+  GgmlRowsFn q8_0, q4_k, q5_k, q6_k;  // ggml blocks as stored
+  Q4KGroupsFn q4k_groups;             // Q4_K repacked at load
 };
 
 extern const GgmlKernelTable kGgmlScalarKernels;

@@ -9,14 +9,17 @@
 #pragma GCC target("avx2,fma,f16c")
 #define RINGLM_GGML_VNNI 0
 #include "kernels/ggml_kernels_x86_impl.h"
+#define RINGLM_GGML_AVX512 0
+#include "kernels/q4k_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
 const GgmlKernelTable kGgmlAvx2Kernels = {
-    rows<dot_q8_0>,
-    rows<dot_k4or5<false>>,
-    rows<dot_k4or5<true>>,
-    rows<dot_q6_k>,
+    rows<Q8_0>,
+    rows<QK45<false>>,
+    rows<QK45<true>>,
+    rows<Q6K>,
+    q4k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -6,17 +6,24 @@
 
 #if defined(__x86_64__)
 #pragma GCC push_options
+// GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized (false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
 #define RINGLM_GGML_VNNI 0
 #include "kernels/ggml_kernels_x86_impl.h"
+#define RINGLM_GGML_AVX512 1
+#include "kernels/q4k_kernels_x86_impl.h"
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
 const GgmlKernelTable kGgmlAvx512Kernels = {
-    rows<dot_q8_0>,
-    rows<dot_k4or5<false>>,
-    rows<dot_k4or5<true>>,
-    rows<dot_q6_k>,
+    rows<Q8_0>,
+    rows<QK45<false>>,
+    rows<QK45<true>>,
+    rows<Q6K>,
+    q4k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

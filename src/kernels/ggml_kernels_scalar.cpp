@@ -104,6 +104,44 @@ void rows(const std::uint8_t* w, std::size_t row_bytes, std::size_t r0, std::siz
   }
 }
 
+// q4kp16 groups: per row and sub-block, the integer dot of the codes with the activation
+// codes, then (d*sc) * d_x * S - (dmin*mn) * d_x * sum(q), summed in order (both planes).
+void q4k_groups(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kQ4KGroupRows; ++r) {
+        const std::size_t n = g * kQ4KGroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < w.superblocks(); ++s) {
+          const std::uint8_t* sp = w.super(g, s);
+          std::uint16_t dh, dmh;
+          std::memcpy(&dh, sp + Q4KPacked::kDOffset + 2 * r, 2);
+          std::memcpy(&dmh, sp + Q4KPacked::kDminOffset + 2 * r, 2);
+          const float dd = fp16_to_f32(dh), dm = fp16_to_f32(dmh);
+          for (std::size_t j = 0; j < 8; ++j) {
+            const std::size_t b = s * 8 + j, xb = m * nb + b;
+            const float sc = sp[Q4KPacked::kScOffset + j * 16 + r], mn = sp[Q4KPacked::kMnOffset + j * 16 + r];
+            for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+              const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+              std::int32_t isum = 0;
+              for (int t = 0; t < 4; ++t)
+                for (int i = 0; i < 4; ++i) {
+                  const std::uint8_t c = sp[j * 256 + t * 64 + r * 4 + i];
+                  isum += (c & 0x0f) * a[4 * t + i] + (c >> 4) * a[16 + 4 * t + i];
+                }
+              const float dx = plane ? x.d2[xb] : x.d[xb];
+              const auto sumq = static_cast<float>(-(plane ? x.bias2[xb] : x.bias[xb]) / 8);
+              acc += ((dd * sc) * dx) * static_cast<float>(isum);
+              acc -= ((dm * mn) * dx) * sumq;
+            }
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 }  // namespace
 
 const GgmlKernelTable kGgmlScalarKernels = {
@@ -111,6 +149,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     rows<dot_k4or5<false>>,
     rows<dot_k4or5<true>>,
     rows<dot_q6_k>,
+    q4k_groups,
 };
 
 }  // namespace ringlm::kernels

@@ -74,4 +74,12 @@ void ggml_quant_matmul(const GgmlQuantMatrix& w, const Q8ActView& x, float* y, s
   });
 }
 
+void q4k_matmul(const Q4KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool) {
+  if (w.cols != x.cols) fail("q4k_matmul: weight has ", w.cols, " input features, activations ", x.cols);
+  if (ldy < w.rows) fail("q4k_matmul: output row stride ", ldy, " < weight rows ", w.rows);
+  const Q4KGroupsFn fn = active_ggml_kernels().q4k_groups;
+  if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
+  pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
+}
+
 }  // namespace ringlm::kernels

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/q4k_packed.h"
 #include "kernels/q8_act.h"
 #include "kernels/thread_pool.h"
 
@@ -41,5 +42,10 @@ struct GgmlQuantMatrix {
 // (nullptr: the calling thread). Throws ringlm::Error if cols is not a multiple of the block
 // size, w.cols != x.cols or ldy < w.rows.
 void ggml_quant_matmul(const GgmlQuantMatrix& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
+
+// The same for a Q4_K matrix repacked into q4kp16 (q4k_packed.h): 16 rows per SIMD step like
+// the q4_0 kernels, same numerics as the Q4_K line above. 16-row groups are split over the
+// pool. Throws ringlm::Error if w.cols != x.cols or ldy < w.rows.
+void q4k_matmul(const Q4KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
 
 }  // namespace ringlm::kernels

@@ -1,5 +1,8 @@
 #include "kernels/ggml_weight_matmul.h"
 
+#include <vector>
+
+#include "kernels/dequant_ggml.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q8_act.h"
 #include "kernels/thread_pool.h"
@@ -24,8 +27,21 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
   const auto cols = static_cast<std::size_t>(w.cols);
   quantize_act(in, static_cast<std::size_t>(n_tokens), cols, cols, act,
                q4_activations() == Q4Activations::int8x2);
-  const GgmlQuantMatrix m{*type, w.data, static_cast<std::size_t>(w.rows), cols};
-  ggml_quant_matmul(m, act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
+  const auto rows = static_cast<std::size_t>(w.rows);
+  if (w.packed) {
+    if (*type != GgmlQuant::q4_k) fail("ggml_weight_matmul: only Q4_K has a packed layout");
+    return q4k_matmul(Q4KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+  }
+  ggml_quant_matmul(GgmlQuantMatrix{*type, w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+}
+
+void q4k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
+  thread_local std::vector<BlockQ4_K> blocks;
+  const std::size_t nb = static_cast<std::size_t>(w.cols) / 256;
+  if (blocks.size() < nb) blocks.resize(nb);
+  q4k_unpack_row(Q4KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
+                 static_cast<std::size_t>(r), blocks.data());
+  dequantize_row_q4_k(blocks.data(), out, w.cols);
 }
 
 }  // namespace ringlm::kernels

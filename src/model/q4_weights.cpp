@@ -11,6 +11,7 @@
 
 #include "kernels/dequant_ggml.h"
 #include "kernels/q4_formats.h"
+#include "kernels/q4k_packed.h"
 #include "kernels/thread_pool.h"
 
 namespace ringlm::model {
@@ -98,6 +99,33 @@ void repack_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& 
   owned.push_back(std::move(buf));
 }
 
+bool plain_q4_k(const kernels::WeightMatrix& w) {
+  return w.dtype == io::DType::Q4_K && !w.packed && w.rows > 0 && w.cols > 0 && w.cols % 256 == 0;
+}
+
+// Q4_K -> q4kp16 (kernels/q4k_packed.h): the same regrouping in 16-row groups.
+void repack_one_q4_k(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
+                     QuantizedWeightsInfo& info) {
+  if (!plain_q4_k(w)) return;
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  const std::size_t bytes = kernels::q4k_packed_bytes(rows, cols);
+  auto buf = kernels::Q4PackedBuffer::raw(bytes);
+  std::uint8_t* dst = buf.data();
+  const auto* src = reinterpret_cast<const kernels::BlockQ4_K*>(w.data);
+  const std::size_t nsb = cols / 256;
+  const std::size_t groups = (rows + kernels::kQ4KGroupRows - 1) / kernels::kQ4KGroupRows;
+  kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
+    for (std::size_t r = g0 * kernels::kQ4KGroupRows; r < std::min(rows, g1 * kernels::kQ4KGroupRows); ++r)
+      kernels::q4k_pack_row(src + r * nsb, r, rows, cols, dst);
+  });
+  release_pages(w.data, stored_bytes(w));
+  w.packed = true;
+  w.data = dst;
+  info.bytes += bytes;
+  ++info.matrices;
+  owned.push_back(std::move(buf));
+}
+
 template <typename Fn>
 void for_each_linear(ModelWeights& weights, Fn&& fn) {
   for (LayerWeights& l : weights.layers)
@@ -110,11 +138,14 @@ void for_each_linear(ModelWeights& weights, Fn&& fn) {
 
 }  // namespace
 
-std::vector<kernels::Q4PackedBuffer> repack_q4_0_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
-  for_each_linear(weights, [&](kernels::WeightMatrix& w) { repack_one(w, owned, info); });
+  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    repack_one(w, owned, info);
+    repack_one_q4_k(w, owned, info);
+  });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;
   return owned;

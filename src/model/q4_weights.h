@@ -27,13 +27,14 @@ struct QuantizedWeightsInfo {
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
-// Plain ggml q4_0 matrices (as a GGUF file stores them) among the same matrices -> q4p16, in
-// place, so they run on the w4a8 kernels. Exact and cheap: the code bytes are regrouped 4 at
-// a time and the fp16 scales copied (kernels::q4_pack_row), 16-row groups split over the
-// default kernel thread pool; then the file's pages of each repacked matrix are handed back
-// as above. A tied LM head gets its own packed copy (the embedding lookup keeps the file's
-// rows). Matrices of any other type are left alone (no-op on float checkpoints).
+// Plain ggml Q4_0 and Q4_K matrices (as a GGUF file stores them) among the same matrices ->
+// the kernels' layouts, in place: Q4_0 -> q4p16 (kernels/q4_packed.h, w4a8 kernels), Q4_K ->
+// q4kp16 (kernels/q4k_packed.h). Exact and cheap: code nibbles regrouped, scales copied;
+// 16-row groups split over the default kernel thread pool; then the file's pages of each
+// repacked matrix are handed back as above. A tied LM head gets its own packed copy (the
+// embedding lookup keeps the file's rows). Other types are left alone (no-op on float
+// checkpoints; Q8_0 / Q5_K / Q6_K run on kernels that read the file's blocks directly).
 // quantize_weights_q4_0 skips matrices that are already packed.
-std::vector<kernels::Q4PackedBuffer> repack_q4_0_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
 }  // namespace ringlm::model

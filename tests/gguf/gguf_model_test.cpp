@@ -213,6 +213,15 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
     // dequantizer inside the matmul; Q4_0 after its repack into the kernels' layout) gives
     // the same logits bit for bit.
     const auto direct_model = model::load_gguf_model(path, {.threads = 1});
+    if (type == io::DType::Q4_0 || type == io::DType::Q4_K) {  // repacked at load, every one
+      const auto& mw = direct_model->weights();
+      int packed = 0, plain = 0;
+      for (const auto& l : mw.layers)
+        for (const auto* w : {&l.q_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+          if (w->dtype == type) (w->packed ? packed : plain) += 1;
+      EXPECT_GT(packed, 0) << io::dtype_name(type);
+      EXPECT_EQ(plain, 0) << io::dtype_name(type);
+    }
     const ActivationsMode f32_mode(kernels::Q4Activations::f32);
     const auto direct = all_logits(direct_model, ids);
     ASSERT_EQ(direct.size(), got.size());

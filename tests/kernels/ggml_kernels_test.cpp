@@ -16,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/ggml_weight_matmul.h"
+#include "kernels/q4k_packed.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q8_act.h"
 #include "kernels/ref_matmul.h"
@@ -103,6 +104,71 @@ TEST(GgmlKernels, EveryPathMatchesFloat64OnExtremeBlocks) {
             }
           for (std::size_t t = 0; t < c.tokens; ++t)  // padding columns untouched
             for (std::size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], -7.0f);
+        }
+      }
+    }
+  }
+}
+
+TEST(Q4KPacked, PackUnpackRoundTripsIncludingPaddedGroups) {
+  std::mt19937 rng(29);
+  for (std::size_t rows : {1, 15, 16, 17, 45})
+    for (std::size_t cols : {256, 768}) {
+      const auto blocks = random_blocks(GgmlQuant::q4_k, rows, cols, rng);
+      const std::size_t rb = cols / 256 * sizeof(BlockQ4_K);
+      const std::size_t bytes = q4k_packed_bytes(rows, cols);
+      EXPECT_EQ(bytes, (rows + 15) / 16 * 16 * (cols / 256) * 148);
+      std::vector<std::uint8_t> packed(bytes, 0);
+      for (std::size_t r = rows; r-- > 0;)  // any order
+        q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(blocks.data() + r * rb), r, rows, cols, packed.data());
+      const Q4KPacked w{packed.data(), rows, cols};
+      std::vector<BlockQ4_K> back(cols / 256);
+      for (std::size_t r = 0; r < rows; ++r) {
+        q4k_unpack_row(w, r, back.data());
+        ASSERT_EQ(std::memcmp(back.data(), blocks.data() + r * rb, rb), 0) << rows << "x" << cols << " row " << r;
+      }
+      EXPECT_THROW(q4k_unpack_row(w, rows, back.data()), Error);
+    }
+  EXPECT_THROW(q4k_packed_bytes(4, 384), Error);
+  EXPECT_THROW(q4k_packed_bytes(0, 256), Error);
+}
+
+TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) {
+  std::mt19937 rng(31);
+  ThreadPool pool(2);
+  IsaGuard guard;
+  struct Shape {
+    std::size_t rows, cols, tokens;
+  };
+  // 2560 columns = 10 super-blocks: more than one K chunk when tokens > 4.
+  for (Shape sh : {Shape{37, 256, 1}, Shape{16, 512, 3}, Shape{33, 2560, 6}, Shape{7, 1024, 9}}) {
+    const auto blocks = random_blocks(GgmlQuant::q4_k, sh.rows, sh.cols, rng);
+    const std::size_t rb = sh.cols / 256 * sizeof(BlockQ4_K);
+    std::vector<std::uint8_t> packed(q4k_packed_bytes(sh.rows, sh.cols), 0);
+    for (std::size_t r = 0; r < sh.rows; ++r)
+      q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(blocks.data() + r * rb), r, sh.rows, sh.cols, packed.data());
+    const Q4KPacked w{packed.data(), sh.rows, sh.cols};
+    const auto x = testing::random_activations(sh.tokens, sh.cols, rng);
+    for (bool two_planes : {false, true}) {
+      Q8ActBuffer act;
+      force_isa(Isa::scalar);
+      quantize_act(x.data(), sh.tokens, sh.cols, sh.cols, act, two_planes);
+      const Q8ActView xv = act.view();
+      for (Isa isa : available_isas()) {
+        force_isa(isa);
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const std::size_t ldy = sh.rows + 2;
+          std::vector<float> y(sh.tokens * ldy, -7.0f);
+          q4k_matmul(w, xv, y.data(), ldy, p);
+          for (std::size_t t = 0; t < sh.tokens; ++t) {
+            for (std::size_t r = 0; r < sh.rows; ++r) {
+              const auto ref = testing::ref_ggml_dot(GgmlQuant::q4_k, blocks.data() + r * rb, xv, t);
+              ASSERT_LE(std::fabs(y[t * ldy + r] - ref.value), testing::ggml_tolerance(ref, sh.cols))
+                  << isa_name(isa) << (two_planes ? " two planes" : "") << " " << sh.rows << "x" << sh.cols
+                  << " token " << t << " row " << r << " got " << y[t * ldy + r] << " want " << ref.value;
+            }
+            for (std::size_t r = sh.rows; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], -7.0f);
+          }
         }
       }
     }
