@@ -30,9 +30,12 @@ void q4k_pack_row(const BlockQ4_K* blocks, std::size_t row, std::size_t rows, st
     for (int j = 0; j < 8; ++j) {
       const std::uint8_t* q = blk.qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
-      for (int e = 0; e < 16; ++e) {
-        const int lo = (q[e] >> shift) & 0x0f, hi = (q[e + 16] >> shift) & 0x0f;
-        sp[j * 256 + (e / 4) * 64 + r * 4 + e % 4] = static_cast<std::uint8_t>(lo | (hi << 4));
+      for (int t = 0; t < 4; ++t) {  // 4 bytes (values 4t..4t+3 and their +16 partners) at a time
+        std::uint32_t lo, hi;
+        std::memcpy(&lo, q + 4 * t, 4);
+        std::memcpy(&hi, q + 16 + 4 * t, 4);
+        const std::uint32_t packed = ((lo >> shift) & 0x0f0f0f0fu) | (((hi >> shift) & 0x0f0f0f0fu) << 4);
+        std::memcpy(sp + j * 256 + t * 64 + r * 4, &packed, 4);
       }
       int sc, mn;
       k_scale_min(j, blk.scales, &sc, &mn);
