@@ -4,11 +4,14 @@
 // because no u8 operand exceeds 128 and activations lie in [-127, 127], so a pair sum is at
 // most 2 * 128 * 127 = 32512 < 2^15 (no int16 saturation).
 //
-// One output = one weight row against one activation row, 32 values per step in a 256-bit
-// vector (8 int32 partial sums -> float -> FMA with the block's combined scale), one
-// horizontal sum per output. The matrices these serve are memory-bound at decode, so
-// 256-bit vectors keep up with DRAM; the includer must have included <cstring>,
-// "kernels/dequant_ggml.h" and "kernels/ggml_kernel_table.h" before its pragma.
+// One weight row at a time against up to four activation rows (the row's blocks are loaded
+// and unpacked once per four tokens), 32 values per step in a 256-bit vector (8 int32
+// partial sums -> float -> FMA with the block's combined scale), one horizontal sum per
+// output. These are compute-bound at ~6-7 GB/s of weights per core (measured,
+// docs/bench/gguf.md): the per-row layout needs a float conversion and FMA per 32 values
+// per token, where the 16-row layouts (q4p16, q4kp16) serve 16 rows per instruction. The
+// includer must have included <cstring>, "kernels/dequant_ggml.h" and
+// "kernels/ggml_kernel_table.h" before its pragma.
 #include <immintrin.h>
 
 #ifndef RINGLM_GGML_VNNI
