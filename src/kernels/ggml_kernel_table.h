@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/q8_act.h"
 
 namespace ringlm::kernels {
@@ -18,9 +19,14 @@ using GgmlRowsFn = void (*)(const std::uint8_t* w, std::size_t row_bytes, std::s
 using Q4KGroupsFn = void (*)(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                              std::size_t ldy);
 
+// The same for q6kp16 (q6k_packed.h).
+using Q6KGroupsFn = void (*)(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                             std::size_t ldy);
+
 struct GgmlKernelTable {
   GgmlRowsFn q8_0, q4_k, q5_k, q6_k;  // ggml blocks as stored
   Q4KGroupsFn q4k_groups;             // Q4_K repacked at load
+  Q6KGroupsFn q6k_groups;             // Q6_K repacked at load
 };
 
 extern const GgmlKernelTable kGgmlScalarKernels;

@@ -11,6 +11,7 @@
 #include "kernels/ggml_kernels_x86_impl.h"
 #define RINGLM_GGML_AVX512 0
 #include "kernels/q4k_kernels_x86_impl.h"
+#include "kernels/q6k_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
@@ -20,6 +21,7 @@ const GgmlKernelTable kGgmlAvx2Kernels = {
     rows<QK45<true>>,
     rows<Q6K>,
     q4k_groups,
+    q6k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -14,6 +14,7 @@
 #include "kernels/ggml_kernels_x86_impl.h"
 #define RINGLM_GGML_AVX512 1
 #include "kernels/q4k_kernels_x86_impl.h"
+#include "kernels/q6k_kernels_x86_impl.h"
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
@@ -24,6 +25,7 @@ const GgmlKernelTable kGgmlAvx512VnniKernels = {
     rows<QK45<true>>,
     rows<Q6K>,
     q4k_groups,
+    q6k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

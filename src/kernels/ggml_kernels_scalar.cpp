@@ -142,6 +142,50 @@ void q4k_groups(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActV
       }
 }
 
+// q6kp16 groups: per row and block, the integer dots of the 6-bit codes with the activation
+// codes over each half (sub-blocks 2j and 2j+1), less 32 * the half's activation sum, times
+// d * sc * d_x, summed in order (both planes).
+void q6k_groups(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kQ6KGroupRows; ++r) {
+        const std::size_t n = g * kQ6KGroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < w.superblocks(); ++s) {
+          const std::uint8_t* sp = w.super(g, s);
+          std::uint16_t dh;
+          std::memcpy(&dh, sp + Q6KPacked::kDOffset + 2 * r, 2);
+          const float dd = fp16_to_f32(dh);
+          for (std::size_t j = 0; j < 8; ++j) {
+            const std::uint8_t* bp = sp + j * Q6KPacked::kBlockBytes;
+            const std::size_t b = s * 8 + j, xb = m * nb + b;
+            const auto scl = static_cast<float>(static_cast<std::int8_t>(sp[Q6KPacked::kScOffset + 2 * j * 16 + r]));
+            const auto sch = static_cast<float>(static_cast<std::int8_t>(sp[Q6KPacked::kScOffset + (2 * j + 1) * 16 + r]));
+            for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+              const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+              std::int32_t s_lo = 0, s_hi = 0;
+              for (int t = 0; t < 4; ++t)
+                for (int i = 0; i < 4; ++i) {
+                  const std::uint8_t c = bp[t * 64 + r * 4 + i];
+                  const std::uint8_t hb = bp[256 + (t / 2) * 64 + r * 4 + i];
+                  const int sh = 4 * (t & 1);
+                  const int q_lo = (c & 0x0f) | (((hb >> sh) & 3) << 4);
+                  const int q_hi = (c >> 4) | (((hb >> (sh + 2)) & 3) << 4);
+                  s_lo += (q_lo - 32) * a[4 * t + i];
+                  s_hi += (q_hi - 32) * a[16 + 4 * t + i];
+                }
+              const float dx = plane ? x.d2[xb] : x.d[xb];
+              acc += ((dd * scl) * dx) * static_cast<float>(s_lo);
+              acc += ((dd * sch) * dx) * static_cast<float>(s_hi);
+            }
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 }  // namespace
 
 const GgmlKernelTable kGgmlScalarKernels = {
@@ -150,6 +194,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     rows<dot_k4or5<true>>,
     rows<dot_q6_k>,
     q4k_groups,
+    q6k_groups,
 };
 
 }  // namespace ringlm::kernels

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/q8_act.h"
 #include "kernels/thread_pool.h"
 
@@ -47,5 +48,8 @@ void ggml_quant_matmul(const GgmlQuantMatrix& w, const Q8ActView& x, float* y, s
 // the q4_0 kernels, same numerics as the Q4_K line above. 16-row groups are split over the
 // pool. Throws ringlm::Error if w.cols != x.cols or ldy < w.rows.
 void q4k_matmul(const Q4KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
+
+// The same for a Q6_K matrix repacked into q6kp16 (q6k_packed.h), numerics of the Q6_K line.
+void q6k_matmul(const Q6KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
 
 }  // namespace ringlm::kernels

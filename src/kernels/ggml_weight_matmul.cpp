@@ -29,8 +29,9 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
                q4_activations() == Q4Activations::int8x2);
   const auto rows = static_cast<std::size_t>(w.rows);
   if (w.packed) {
-    if (*type != GgmlQuant::q4_k) fail("ggml_weight_matmul: only Q4_K has a packed layout");
-    return q4k_matmul(Q4KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    if (*type == GgmlQuant::q4_k) return q4k_matmul(Q4KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    if (*type == GgmlQuant::q6_k) return q6k_matmul(Q6KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    fail("ggml_weight_matmul: only Q4_K and Q6_K have a packed layout");
   }
   ggml_quant_matmul(GgmlQuantMatrix{*type, w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
 }
@@ -42,6 +43,15 @@ void q4k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
   q4k_unpack_row(Q4KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
                  static_cast<std::size_t>(r), blocks.data());
   dequantize_row_q4_k(blocks.data(), out, w.cols);
+}
+
+void q6k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
+  thread_local std::vector<BlockQ6_K> blocks;
+  const std::size_t nb = static_cast<std::size_t>(w.cols) / 256;
+  if (blocks.size() < nb) blocks.resize(nb);
+  q6k_unpack_row(Q6KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
+                 static_cast<std::size_t>(r), blocks.data());
+  dequantize_row_q6_k(blocks.data(), out, w.cols);
 }
 
 }  // namespace ringlm::kernels

@@ -12,6 +12,7 @@
 #include "kernels/dequant_ggml.h"
 #include "kernels/q4_formats.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/thread_pool.h"
 
 namespace ringlm::model {
@@ -99,24 +100,22 @@ void repack_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& 
   owned.push_back(std::move(buf));
 }
 
-bool plain_q4_k(const kernels::WeightMatrix& w) {
-  return w.dtype == io::DType::Q4_K && !w.packed && w.rows > 0 && w.cols > 0 && w.cols % 256 == 0;
-}
-
-// Q4_K -> q4kp16 (kernels/q4k_packed.h): the same regrouping in 16-row groups.
-void repack_one_q4_k(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
-                     QuantizedWeightsInfo& info) {
-  if (!plain_q4_k(w)) return;
+// Q4_K -> q4kp16 and Q6_K -> q6kp16 (kernels/q4k_packed.h, q6k_packed.h): the same kind of
+// regrouping in 16-row groups.
+template <typename Block, std::size_t (*Bytes)(std::size_t, std::size_t),
+          void (*PackRow)(const Block*, std::size_t, std::size_t, std::size_t, std::uint8_t*)>
+void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
+                  QuantizedWeightsInfo& info) {
+  if (w.dtype != type || w.packed || w.rows <= 0 || w.cols <= 0 || w.cols % 256 != 0) return;
   const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
-  const std::size_t bytes = kernels::q4k_packed_bytes(rows, cols);
+  const std::size_t bytes = Bytes(rows, cols);
   auto buf = kernels::Q4PackedBuffer::raw(bytes);
   std::uint8_t* dst = buf.data();
-  const auto* src = reinterpret_cast<const kernels::BlockQ4_K*>(w.data);
-  const std::size_t nsb = cols / 256;
-  const std::size_t groups = (rows + kernels::kQ4KGroupRows - 1) / kernels::kQ4KGroupRows;
+  const auto* src = reinterpret_cast<const Block*>(w.data);
+  const std::size_t nsb = cols / 256, group = 16;
+  const std::size_t groups = (rows + group - 1) / group;
   kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
-    for (std::size_t r = g0 * kernels::kQ4KGroupRows; r < std::min(rows, g1 * kernels::kQ4KGroupRows); ++r)
-      kernels::q4k_pack_row(src + r * nsb, r, rows, cols, dst);
+    for (std::size_t r = g0 * group; r < std::min(rows, g1 * group); ++r) PackRow(src + r * nsb, r, rows, cols, dst);
   });
   release_pages(w.data, stored_bytes(w));
   w.packed = true;
@@ -144,7 +143,8 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
   QuantizedWeightsInfo info;
   for_each_linear(weights, [&](kernels::WeightMatrix& w) {
     repack_one(w, owned, info);
-    repack_one_q4_k(w, owned, info);
+    repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row>(io::DType::Q4_K, w, owned, info);
+    repack_one_k<kernels::BlockQ6_K, kernels::q6k_packed_bytes, kernels::q6k_pack_row>(io::DType::Q6_K, w, owned, info);
   });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;

@@ -17,6 +17,7 @@
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q8_act.h"
 #include "kernels/ref_matmul.h"
@@ -110,30 +111,63 @@ TEST(GgmlKernels, EveryPathMatchesFloat64OnExtremeBlocks) {
   }
 }
 
-TEST(Q4KPacked, PackUnpackRoundTripsIncludingPaddedGroups) {
+// The two repacked layouts (q4k_packed.h, q6k_packed.h), tested the same way.
+struct Q4KLayout {
+  using Block = BlockQ4_K;
+  using Packed = Q4KPacked;
+  static constexpr GgmlQuant kType = GgmlQuant::q4_k;
+  static constexpr std::size_t kRowBytes = 148;
+  static std::size_t bytes(std::size_t r, std::size_t c) { return q4k_packed_bytes(r, c); }
+  static void pack(const Block* b, std::size_t row, std::size_t r, std::size_t c, std::uint8_t* d) {
+    q4k_pack_row(b, row, r, c, d);
+  }
+  static void unpack(const Packed& w, std::size_t row, Block* out) { q4k_unpack_row(w, row, out); }
+  static void matmul(const Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* p) {
+    q4k_matmul(w, x, y, ldy, p);
+  }
+};
+struct Q6KLayout {
+  using Block = BlockQ6_K;
+  using Packed = Q6KPacked;
+  static constexpr GgmlQuant kType = GgmlQuant::q6_k;
+  static constexpr std::size_t kRowBytes = 210;
+  static std::size_t bytes(std::size_t r, std::size_t c) { return q6k_packed_bytes(r, c); }
+  static void pack(const Block* b, std::size_t row, std::size_t r, std::size_t c, std::uint8_t* d) {
+    q6k_pack_row(b, row, r, c, d);
+  }
+  static void unpack(const Packed& w, std::size_t row, Block* out) { q6k_unpack_row(w, row, out); }
+  static void matmul(const Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* p) {
+    q6k_matmul(w, x, y, ldy, p);
+  }
+};
+
+template <class L>
+void check_round_trip() {
   std::mt19937 rng(29);
   for (std::size_t rows : {1, 15, 16, 17, 45})
     for (std::size_t cols : {256, 768}) {
-      const auto blocks = random_blocks(GgmlQuant::q4_k, rows, cols, rng);
-      const std::size_t rb = cols / 256 * sizeof(BlockQ4_K);
-      const std::size_t bytes = q4k_packed_bytes(rows, cols);
-      EXPECT_EQ(bytes, (rows + 15) / 16 * 16 * (cols / 256) * 148);
+      const auto blocks = random_blocks(L::kType, rows, cols, rng);
+      const std::size_t rb = cols / 256 * sizeof(typename L::Block);
+      const std::size_t bytes = L::bytes(rows, cols);
+      EXPECT_EQ(bytes, (rows + 15) / 16 * 16 * (cols / 256) * L::kRowBytes);
       std::vector<std::uint8_t> packed(bytes, 0);
       for (std::size_t r = rows; r-- > 0;)  // any order
-        q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(blocks.data() + r * rb), r, rows, cols, packed.data());
-      const Q4KPacked w{packed.data(), rows, cols};
-      std::vector<BlockQ4_K> back(cols / 256);
+        L::pack(reinterpret_cast<const typename L::Block*>(blocks.data() + r * rb), r, rows, cols, packed.data());
+      const typename L::Packed w{packed.data(), rows, cols};
+      std::vector<typename L::Block> back(cols / 256);
       for (std::size_t r = 0; r < rows; ++r) {
-        q4k_unpack_row(w, r, back.data());
-        ASSERT_EQ(std::memcmp(back.data(), blocks.data() + r * rb, rb), 0) << rows << "x" << cols << " row " << r;
+        L::unpack(w, r, back.data());
+        ASSERT_EQ(std::memcmp(back.data(), blocks.data() + r * rb, rb), 0)
+            << ggml_quant_name(L::kType) << " " << rows << "x" << cols << " row " << r;
       }
-      EXPECT_THROW(q4k_unpack_row(w, rows, back.data()), Error);
+      EXPECT_THROW(L::unpack(w, rows, back.data()), Error);
     }
-  EXPECT_THROW(q4k_packed_bytes(4, 384), Error);
-  EXPECT_THROW(q4k_packed_bytes(0, 256), Error);
+  EXPECT_THROW(L::bytes(4, 384), Error);
+  EXPECT_THROW(L::bytes(0, 256), Error);
 }
 
-TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) {
+template <class L>
+void check_every_path() {
   std::mt19937 rng(31);
   ThreadPool pool(2);
   IsaGuard guard;
@@ -142,12 +176,12 @@ TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) {
   };
   // 2560 columns = 10 super-blocks: more than one K chunk when tokens > 4.
   for (Shape sh : {Shape{37, 256, 1}, Shape{16, 512, 3}, Shape{33, 2560, 6}, Shape{7, 1024, 9}}) {
-    const auto blocks = random_blocks(GgmlQuant::q4_k, sh.rows, sh.cols, rng);
-    const std::size_t rb = sh.cols / 256 * sizeof(BlockQ4_K);
-    std::vector<std::uint8_t> packed(q4k_packed_bytes(sh.rows, sh.cols), 0);
+    const auto blocks = random_blocks(L::kType, sh.rows, sh.cols, rng);
+    const std::size_t rb = sh.cols / 256 * sizeof(typename L::Block);
+    std::vector<std::uint8_t> packed(L::bytes(sh.rows, sh.cols), 0);
     for (std::size_t r = 0; r < sh.rows; ++r)
-      q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(blocks.data() + r * rb), r, sh.rows, sh.cols, packed.data());
-    const Q4KPacked w{packed.data(), sh.rows, sh.cols};
+      L::pack(reinterpret_cast<const typename L::Block*>(blocks.data() + r * rb), r, sh.rows, sh.cols, packed.data());
+    const typename L::Packed w{packed.data(), sh.rows, sh.cols};
     const auto x = testing::random_activations(sh.tokens, sh.cols, rng);
     for (bool two_planes : {false, true}) {
       Q8ActBuffer act;
@@ -159,13 +193,14 @@ TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
           const std::size_t ldy = sh.rows + 2;
           std::vector<float> y(sh.tokens * ldy, -7.0f);
-          q4k_matmul(w, xv, y.data(), ldy, p);
+          L::matmul(w, xv, y.data(), ldy, p);
           for (std::size_t t = 0; t < sh.tokens; ++t) {
             for (std::size_t r = 0; r < sh.rows; ++r) {
-              const auto ref = testing::ref_ggml_dot(GgmlQuant::q4_k, blocks.data() + r * rb, xv, t);
+              const auto ref = testing::ref_ggml_dot(L::kType, blocks.data() + r * rb, xv, t);
               ASSERT_LE(std::fabs(y[t * ldy + r] - ref.value), testing::ggml_tolerance(ref, sh.cols))
-                  << isa_name(isa) << (two_planes ? " two planes" : "") << " " << sh.rows << "x" << sh.cols
-                  << " token " << t << " row " << r << " got " << y[t * ldy + r] << " want " << ref.value;
+                  << ggml_quant_name(L::kType) << " " << isa_name(isa) << (two_planes ? " two planes" : "") << " "
+                  << sh.rows << "x" << sh.cols << " token " << t << " row " << r << " got " << y[t * ldy + r]
+                  << " want " << ref.value;
             }
             for (std::size_t r = sh.rows; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], -7.0f);
           }
@@ -174,6 +209,11 @@ TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) {
     }
   }
 }
+
+TEST(Q4KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q4KLayout>(); }
+TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q4KLayout>(); }
+TEST(Q6KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q6KLayout>(); }
+TEST(Q6KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q6KLayout>(); }
 
 TEST(GgmlKernels, RefusesBadShapes) {
   std::vector<std::uint8_t> w(210 * 4);

@@ -13,6 +13,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/q4_gemm.h"
 
 using namespace ringlm::kernels;
@@ -146,6 +147,28 @@ int main() {
         for (std::size_t r = 0; r < rows; ++r) {
           const auto ref = testing::ref_ggml_dot(GgmlQuant::q4_k, w.data() + r * rb, act.view(), t);
           check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q4k_matmul", isa,
+                t * rows + r);
+        }
+    }
+  }
+  {  // Q6_K repacked into q6kp16
+    const std::size_t rows = 21, cols = 2560, m = 6;
+    const auto w = testing::random_blocks(GgmlQuant::q6_k, rows, cols, rng);
+    const std::size_t rb = cols / 256 * sizeof(BlockQ6_K);
+    std::vector<std::uint8_t> packed(q6k_packed_bytes(rows, cols), 0);
+    for (std::size_t r = 0; r < rows; ++r)
+      q6k_pack_row(reinterpret_cast<const BlockQ6_K*>(w.data() + r * rb), r, rows, cols, packed.data());
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act);
+      std::vector<float> y(m * rows);
+      q6k_matmul(Q6KPacked{packed.data(), rows, cols}, act.view(), y.data(), rows, &pool);
+      for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const auto ref = testing::ref_ggml_dot(GgmlQuant::q6_k, w.data() + r * rb, act.view(), t);
+          check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q6k_matmul", isa,
                 t * rows + r);
         }
     }
