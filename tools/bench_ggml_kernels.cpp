@@ -22,6 +22,7 @@
 #include "kernels/q4_packed.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
 #include "kernels/ref_matmul.h"
 #include "util/float16.h"
 
@@ -138,18 +139,26 @@ int main(int argc, char** argv) {
         std::printf("<!-- q4_0 %zux%zu repack (q4_pack, 1 thread): %.0f us per matrix, %.2f GB/s -->\n", sh.rows,
                     sh.cols, repack_us / copies, bytes / (repack_us / copies) / 1e3);
       // Q4_K: also repacked into q4kp16 (what the GGUF loader does), timed.
+      // Q4_K / Q6_K: also repacked into q4kp16 / q6kp16 (what the GGUF loader does), timed.
       std::vector<Q4PackedBuffer> packed_k;
-      if (dt == io::DType::Q4_K) {
+      const bool k4 = dt == io::DType::Q4_K, k6 = dt == io::DType::Q6_K;
+      if (k4 || k6) {
         double us = 0;
         for (std::size_t c = 0; c < copies; ++c) {
-          packed_k.push_back(Q4PackedBuffer::raw(q4k_packed_bytes(sh.rows, sh.cols)));
+          packed_k.push_back(
+              Q4PackedBuffer::raw(k4 ? q4k_packed_bytes(sh.rows, sh.cols) : q6k_packed_bytes(sh.rows, sh.cols)));
           const auto a = Clock::now();
-          for (std::size_t r = 0; r < sh.rows; ++r)
-            q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(base.data() + r * rb), r, sh.rows, sh.cols,
-                         packed_k.back().data());
+          for (std::size_t r = 0; r < sh.rows; ++r) {
+            if (k4)
+              q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(base.data() + r * rb), r, sh.rows, sh.cols,
+                           packed_k.back().data());
+            else
+              q6k_pack_row(reinterpret_cast<const BlockQ6_K*>(base.data() + r * rb), r, sh.rows, sh.cols,
+                           packed_k.back().data());
+          }
           us += std::chrono::duration<double, std::micro>(Clock::now() - a).count();
         }
-        std::printf("<!-- q4_k %zux%zu repack (q4k_pack_row, 1 thread): %.0f us per matrix, %.2f GB/s -->\n", sh.rows,
+        std::printf("<!-- %s %zux%zu repack (1 thread): %.0f us per matrix, %.2f GB/s -->\n", tname.c_str(), sh.rows,
                     sh.cols, us / copies, bytes / (us / copies) / 1e3);
       }
       std::vector<float> x(64 * sh.cols), y(64 * sh.rows);
@@ -177,12 +186,16 @@ int main(int argc, char** argv) {
                       2.0 * 64 * sh.rows * sh.cols / gm.first / 1e3);
           if (!packed_k.empty()) {
             auto run_k = [&](const Q8ActView& a) {
-              q4k_matmul(Q4KPacked{packed_k[next++ % copies].data(), sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
+              std::uint8_t* d = packed_k[next++ % copies].data();
+              if (k4)
+                q4k_matmul(Q4KPacked{d, sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
+              else
+                q6k_matmul(Q6KPacked{d, sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
             };
             const auto kv = time_us(min_ms, [&] { run_k(act1.view()); });
             const auto km = time_us(min_ms, [&] { run_k(act64.view()); });
-            std::printf("| q4_k repacked | %zux%zu | %s | %s | %zu | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
-                        sh.rows, sh.cols, sh.what, isa_name(isa), threads[ti], kv.first, kv.second,
+            std::printf("| %s repacked | %zux%zu | %s | %s | %zu | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f |\n",
+                        tname.c_str(), sh.rows, sh.cols, sh.what, isa_name(isa), threads[ti], kv.first, kv.second,
                         bytes / kv.first / 1e3, km.first / 1e3, km.second / 1e3,
                         2.0 * 64 * sh.rows * sh.cols / km.first / 1e3);
           }

@@ -14,12 +14,6 @@ void check_shape(std::size_t rows, std::size_t cols) {
 }
 
 // Value v (0..255) of a Q6_K block, 0..63 (layout in dequant_ggml.cpp).
-int q6_value(const BlockQ6_K& b, int v) {
-  const int half = v / 128, g = v % 128 / 32, l = v % 32;
-  const std::uint8_t lo = b.ql[64 * half + l + 32 * (g & 1)];
-  return ((g < 2 ? lo : lo >> 4) & 0x0f) | (((b.qh[32 * half + l] >> (2 * g)) & 3) << 4);
-}
-
 void set_q6_value(BlockQ6_K& b, int v, int q) {
   const int half = v / 128, g = v % 128 / 32, l = v % 32;
   std::uint8_t& lo = b.ql[64 * half + l + 32 * (g & 1)];
@@ -52,11 +46,30 @@ void q6k_pack_row(const BlockQ6_K* blocks, std::size_t row, std::size_t rows, st
     const BlockQ6_K& blk = blocks[s];
     std::uint8_t* sp = dst + g * w.group_bytes() + s * Q6KPacked::kSuperBytes;
     for (int j = 0; j < 8; ++j) {
+      // Block j's 32 values are l = 0..31 of one (half, g) stripe of ql / qh: four at a time
+      // as the bytes of 32-bit words (4-bit parts in lw, 2-bit parts in hw).
+      const int half = j / 4, g = j % 4;
+      const std::uint8_t* ql = blk.ql + 64 * half + 32 * (g & 1);
+      const std::uint8_t* qh = blk.qh + 32 * half;
+      auto lw = [&](int e) {
+        std::uint32_t v;
+        std::memcpy(&v, ql + e, 4);
+        return (v >> (g < 2 ? 0 : 4)) & 0x0f0f0f0fu;
+      };
+      auto hw = [&](int e) {
+        std::uint32_t v;
+        std::memcpy(&v, qh + e, 4);
+        return (v >> (2 * g)) & 0x03030303u;
+      };
       std::uint8_t* bp = sp + j * Q6KPacked::kBlockBytes;
-      for (int e = 0; e < 32; ++e) {
-        const int q = q6_value(blk, 32 * j + e);
-        bp[low_at(e, r)] |= static_cast<std::uint8_t>((q & 0x0f) << low_shift(e));
-        bp[high_at(e, r)] |= static_cast<std::uint8_t>((q >> 4) << high_shift(e));
+      for (int t = 0; t < 4; ++t) {
+        const std::uint32_t low = lw(4 * t) | (lw(16 + 4 * t) << 4);
+        std::memcpy(bp + t * 64 + r * 4, &low, 4);
+      }
+      for (int u = 0; u < 2; ++u) {
+        const std::uint32_t high =
+            hw(8 * u) | (hw(16 + 8 * u) << 2) | (hw(8 * u + 4) << 4) | (hw(16 + 8 * u + 4) << 6);
+        std::memcpy(bp + 256 + u * 64 + r * 4, &high, 4);
       }
     }
     for (int k = 0; k < 16; ++k) sp[Q6KPacked::kScOffset + k * 16 + r] = static_cast<std::uint8_t>(blk.scales[k]);
