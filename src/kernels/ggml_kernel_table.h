@@ -8,6 +8,7 @@
 
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/q8_act.h"
 
 namespace ringlm::kernels {
@@ -23,10 +24,15 @@ using Q4KGroupsFn = void (*)(const Q4KPacked& w, std::size_t g0, std::size_t g1,
 using Q6KGroupsFn = void (*)(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                              std::size_t ldy);
 
+// The same for q8p16 (q8p16_packed.h).
+using Q8P16GroupsFn = void (*)(const Q8P16Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                               std::size_t ldy);
+
 struct GgmlKernelTable {
   GgmlRowsFn q8_0, q4_k, q5_k, q6_k;  // ggml blocks as stored
   Q4KGroupsFn q4k_groups;             // Q4_K repacked at load
   Q6KGroupsFn q6k_groups;             // Q6_K repacked at load
+  Q8P16GroupsFn q8p16_groups;         // Q8_0 repacked at load
 };
 
 extern const GgmlKernelTable kGgmlScalarKernels;

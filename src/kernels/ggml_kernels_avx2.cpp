@@ -12,6 +12,7 @@
 #define RINGLM_GGML_AVX512 0
 #include "kernels/q4k_kernels_x86_impl.h"
 #include "kernels/q6k_kernels_x86_impl.h"
+#include "kernels/q8p16_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
@@ -22,6 +23,7 @@ const GgmlKernelTable kGgmlAvx2Kernels = {
     rows<Q6K>,
     q4k_groups,
     q6k_groups,
+    q8p16_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -15,6 +15,7 @@
 #define RINGLM_GGML_AVX512 1
 #include "kernels/q4k_kernels_x86_impl.h"
 #include "kernels/q6k_kernels_x86_impl.h"
+#include "kernels/q8p16_kernels_x86_impl.h"
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
@@ -26,6 +27,7 @@ const GgmlKernelTable kGgmlAvx512VnniKernels = {
     rows<Q6K>,
     q4k_groups,
     q6k_groups,
+    q8p16_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -186,6 +186,35 @@ void q6k_groups(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActV
       }
 }
 
+// q8p16 groups: per row and block the integer dot, times d_w * d_x, summed in order.
+void q8p16_groups(const Q8P16Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                  std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kQ8GroupRows; ++r) {
+        const std::size_t n = g * kQ8GroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t b = 0; b < w.blocks(); ++b) {
+          const std::uint8_t* bp = w.block(g, b);
+          std::uint16_t dh;
+          std::memcpy(&dh, bp + Q8P16Packed::kDOffset + 2 * r, 2);
+          const float dw = fp16_to_f32(dh);
+          const std::size_t xb = m * nb + b;
+          for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+            const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+            std::int32_t isum = 0;
+            for (int t = 0; t < 8; ++t)
+              for (int i = 0; i < 4; ++i)
+                isum += static_cast<std::int8_t>(bp[t * 64 + r * 4 + i]) * a[4 * t + i];
+            acc += (dw * (plane ? x.d2[xb] : x.d[xb])) * static_cast<float>(isum);
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 }  // namespace
 
 const GgmlKernelTable kGgmlScalarKernels = {
@@ -195,6 +224,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     rows<dot_q6_k>,
     q4k_groups,
     q6k_groups,
+    q8p16_groups,
 };
 
 }  // namespace ringlm::kernels

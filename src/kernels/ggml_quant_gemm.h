@@ -20,6 +20,7 @@
 
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/q8_act.h"
 #include "kernels/thread_pool.h"
 
@@ -51,5 +52,8 @@ void q4k_matmul(const Q4KPacked& w, const Q8ActView& x, float* y, std::size_t ld
 
 // The same for a Q6_K matrix repacked into q6kp16 (q6k_packed.h), numerics of the Q6_K line.
 void q6k_matmul(const Q6KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
+
+// The same for a Q8_0 matrix repacked into q8p16 (q8p16_packed.h), numerics of the Q8_0 line.
+void q8p16_matmul(const Q8P16Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
 
 }  // namespace ringlm::kernels

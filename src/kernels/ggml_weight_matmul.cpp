@@ -31,7 +31,8 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
   if (w.packed) {
     if (*type == GgmlQuant::q4_k) return q4k_matmul(Q4KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
     if (*type == GgmlQuant::q6_k) return q6k_matmul(Q6KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
-    fail("ggml_weight_matmul: only Q4_K and Q6_K have a packed layout");
+    if (*type == GgmlQuant::q8_0) return q8p16_matmul(Q8P16Packed{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    fail("ggml_weight_matmul: Q5_K has no packed layout");
   }
   ggml_quant_matmul(GgmlQuantMatrix{*type, w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
 }
@@ -52,6 +53,15 @@ void q6k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
   q6k_unpack_row(Q6KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
                  static_cast<std::size_t>(r), blocks.data());
   dequantize_row_q6_k(blocks.data(), out, w.cols);
+}
+
+void q8p16_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
+  thread_local std::vector<BlockQ8_0> blocks;
+  const std::size_t nb = static_cast<std::size_t>(w.cols) / 32;
+  if (blocks.size() < nb) blocks.resize(nb);
+  q8p16_unpack_row(Q8P16Packed{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
+                   static_cast<std::size_t>(r), blocks.data());
+  dequantize_row_q8_0(blocks.data(), out, w.cols);
 }
 
 }  // namespace ringlm::kernels

@@ -80,6 +80,10 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
         q6k_load_row_f32(w, r, out);
         break;
       }
+      if (w.dtype == io::DType::Q8_0 && w.packed) {  // repacked at load (q8p16_packed.h layout)
+        q8p16_load_row_f32(w, r, out);
+        break;
+      }
       // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
       dequantize_row(w.dtype, w.data + r * row_bytes(w.dtype, n), out, n);
   }
@@ -194,7 +198,7 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
       return;
     }
     if (ggml_quant_of(w.dtype)) {
-      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K (Q4_K, Q6_K repacked)
+      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K (all but Q5_K repacked)
       return;
     }
   }

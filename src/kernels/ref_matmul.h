@@ -18,9 +18,9 @@ struct WeightMatrix {
   const std::uint8_t* data = nullptr;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  // Q4_0: true = the q4p16 layout of q4_packed.h (quantized or repacked at load); Q4_K / Q6_K:
-  // true = the q4kp16 / q6kp16 layout of q4k_packed.h / q6k_packed.h (repacked at load);
-  // false = plain ggml blocks as stored in a GGUF file.
+  // Q4_0: true = the q4p16 layout of q4_packed.h (quantized or repacked at load); Q4_K / Q6_K /
+  // Q8_0: true = the q4kp16 / q6kp16 / q8p16 layout of q4k_packed.h / q6k_packed.h /
+  // q8p16_packed.h (repacked at load); false = plain ggml blocks as stored in a GGUF file.
   bool packed = false;
 };
 

@@ -13,6 +13,7 @@
 #include "kernels/q4_formats.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/thread_pool.h"
 
 namespace ringlm::model {
@@ -100,19 +101,19 @@ void repack_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& 
   owned.push_back(std::move(buf));
 }
 
-// Q4_K -> q4kp16 and Q6_K -> q6kp16 (kernels/q4k_packed.h, q6k_packed.h): the same kind of
-// regrouping in 16-row groups.
+// Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16 (kernels/q4k_packed.h, q6k_packed.h,
+// q8p16_packed.h): the same kind of regrouping in 16-row groups.
 template <typename Block, std::size_t (*Bytes)(std::size_t, std::size_t),
-          void (*PackRow)(const Block*, std::size_t, std::size_t, std::size_t, std::uint8_t*)>
+          void (*PackRow)(const Block*, std::size_t, std::size_t, std::size_t, std::uint8_t*), std::size_t kElems>
 void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
                   QuantizedWeightsInfo& info) {
-  if (w.dtype != type || w.packed || w.rows <= 0 || w.cols <= 0 || w.cols % 256 != 0) return;
+  if (w.dtype != type || w.packed || w.rows <= 0 || w.cols <= 0 || w.cols % kElems != 0) return;
   const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
   const std::size_t bytes = Bytes(rows, cols);
   auto buf = kernels::Q4PackedBuffer::raw(bytes);
   std::uint8_t* dst = buf.data();
   const auto* src = reinterpret_cast<const Block*>(w.data);
-  const std::size_t nsb = cols / 256, group = 16;
+  const std::size_t nsb = cols / kElems, group = 16;
   const std::size_t groups = (rows + group - 1) / group;
   kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
     for (std::size_t r = g0 * group; r < std::min(rows, g1 * group); ++r) PackRow(src + r * nsb, r, rows, cols, dst);
@@ -143,8 +144,12 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
   QuantizedWeightsInfo info;
   for_each_linear(weights, [&](kernels::WeightMatrix& w) {
     repack_one(w, owned, info);
-    repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row>(io::DType::Q4_K, w, owned, info);
-    repack_one_k<kernels::BlockQ6_K, kernels::q6k_packed_bytes, kernels::q6k_pack_row>(io::DType::Q6_K, w, owned, info);
+    repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row, 256>(io::DType::Q4_K, w, owned,
+                                                                                          info);
+    repack_one_k<kernels::BlockQ6_K, kernels::q6k_packed_bytes, kernels::q6k_pack_row, 256>(io::DType::Q6_K, w, owned,
+                                                                                          info);
+    repack_one_k<kernels::BlockQ8_0, kernels::q8p16_packed_bytes, kernels::q8p16_pack_row, 32>(io::DType::Q8_0, w,
+                                                                                             owned, info);
   });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;

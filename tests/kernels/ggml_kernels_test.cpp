@@ -18,6 +18,7 @@
 #include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q8_act.h"
 #include "kernels/ref_matmul.h"
@@ -111,7 +112,7 @@ TEST(GgmlKernels, EveryPathMatchesFloat64OnExtremeBlocks) {
   }
 }
 
-// The two repacked layouts (q4k_packed.h, q6k_packed.h), tested the same way.
+// The repacked layouts (q4k_packed.h, q6k_packed.h, q8p16_packed.h), tested the same way.
 struct Q4KLayout {
   using Block = BlockQ4_K;
   using Packed = Q4KPacked;
@@ -141,20 +142,41 @@ struct Q6KLayout {
   }
 };
 
+struct Q8Layout {
+  using Block = BlockQ8_0;
+  using Packed = Q8P16Packed;
+  static constexpr GgmlQuant kType = GgmlQuant::q8_0;
+  static constexpr std::size_t kRowBytes = 8 * 34;  // per 256 values
+  static std::size_t bytes(std::size_t r, std::size_t c) { return q8p16_packed_bytes(r, c); }
+  static void pack(const Block* b, std::size_t row, std::size_t r, std::size_t c, std::uint8_t* d) {
+    q8p16_pack_row(b, row, r, c, d);
+  }
+  static void unpack(const Packed& w, std::size_t row, Block* out) { q8p16_unpack_row(w, row, out); }
+  static void matmul(const Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* p) {
+    q8p16_matmul(w, x, y, ldy, p);
+  }
+};
+
+// Bytes of one row of `cols` values of the layout's ggml blocks.
+template <class L>
+std::size_t block_row_bytes(std::size_t cols) {
+  return cols / ggml_quant_block_elems(L::kType) * sizeof(typename L::Block);
+}
+
 template <class L>
 void check_round_trip() {
   std::mt19937 rng(29);
   for (std::size_t rows : {1, 15, 16, 17, 45})
     for (std::size_t cols : {256, 768}) {
       const auto blocks = random_blocks(L::kType, rows, cols, rng);
-      const std::size_t rb = cols / 256 * sizeof(typename L::Block);
+      const std::size_t rb = block_row_bytes<L>(cols);
       const std::size_t bytes = L::bytes(rows, cols);
       EXPECT_EQ(bytes, (rows + 15) / 16 * 16 * (cols / 256) * L::kRowBytes);
       std::vector<std::uint8_t> packed(bytes, 0);
       for (std::size_t r = rows; r-- > 0;)  // any order
         L::pack(reinterpret_cast<const typename L::Block*>(blocks.data() + r * rb), r, rows, cols, packed.data());
       const typename L::Packed w{packed.data(), rows, cols};
-      std::vector<typename L::Block> back(cols / 256);
+      std::vector<typename L::Block> back(cols / ggml_quant_block_elems(L::kType));
       for (std::size_t r = 0; r < rows; ++r) {
         L::unpack(w, r, back.data());
         ASSERT_EQ(std::memcmp(back.data(), blocks.data() + r * rb, rb), 0)
@@ -162,7 +184,7 @@ void check_round_trip() {
       }
       EXPECT_THROW(L::unpack(w, rows, back.data()), Error);
     }
-  EXPECT_THROW(L::bytes(4, 384), Error);
+  EXPECT_THROW(L::bytes(4, 16), Error);
   EXPECT_THROW(L::bytes(0, 256), Error);
 }
 
@@ -177,7 +199,7 @@ void check_every_path() {
   // 2560 columns = 10 super-blocks: more than one K chunk when tokens > 4.
   for (Shape sh : {Shape{37, 256, 1}, Shape{16, 512, 3}, Shape{33, 2560, 6}, Shape{7, 1024, 9}}) {
     const auto blocks = random_blocks(L::kType, sh.rows, sh.cols, rng);
-    const std::size_t rb = sh.cols / 256 * sizeof(typename L::Block);
+    const std::size_t rb = block_row_bytes<L>(sh.cols);
     std::vector<std::uint8_t> packed(L::bytes(sh.rows, sh.cols), 0);
     for (std::size_t r = 0; r < sh.rows; ++r)
       L::pack(reinterpret_cast<const typename L::Block*>(blocks.data() + r * rb), r, sh.rows, sh.cols, packed.data());
@@ -214,6 +236,8 @@ TEST(Q4KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q4
 TEST(Q4KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q4KLayout>(); }
 TEST(Q6KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q6KLayout>(); }
 TEST(Q6KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q6KLayout>(); }
+TEST(Q8P16Packed, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q8Layout>(); }
+TEST(Q8P16Packed, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q8Layout>(); }
 
 TEST(GgmlKernels, RefusesBadShapes) {
   std::vector<std::uint8_t> w(210 * 4);

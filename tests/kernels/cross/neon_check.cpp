@@ -14,6 +14,7 @@
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/q4_gemm.h"
 
 using namespace ringlm::kernels;
@@ -147,6 +148,28 @@ int main() {
         for (std::size_t r = 0; r < rows; ++r) {
           const auto ref = testing::ref_ggml_dot(GgmlQuant::q4_k, w.data() + r * rb, act.view(), t);
           check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q4k_matmul", isa,
+                t * rows + r);
+        }
+    }
+  }
+  {  // Q8_0 repacked into q8p16
+    const std::size_t rows = 21, cols = 1280, m = 6;
+    const auto w = testing::random_blocks(GgmlQuant::q8_0, rows, cols, rng);
+    const std::size_t rb = cols / 32 * sizeof(BlockQ8_0);
+    std::vector<std::uint8_t> packed(q8p16_packed_bytes(rows, cols), 0);
+    for (std::size_t r = 0; r < rows; ++r)
+      q8p16_pack_row(reinterpret_cast<const BlockQ8_0*>(w.data() + r * rb), r, rows, cols, packed.data());
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act);
+      std::vector<float> y(m * rows);
+      q8p16_matmul(Q8P16Packed{packed.data(), rows, cols}, act.view(), y.data(), rows, &pool);
+      for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const auto ref = testing::ref_ggml_dot(GgmlQuant::q8_0, w.data() + r * rb, act.view(), t);
+          check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q8p16_matmul", isa,
                 t * rows + r);
         }
     }
