@@ -23,6 +23,7 @@
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/ref_matmul.h"
 #include "util/float16.h"
 
@@ -141,20 +142,24 @@ int main(int argc, char** argv) {
       // Q4_K: also repacked into q4kp16 (what the GGUF loader does), timed.
       // Q4_K / Q6_K: also repacked into q4kp16 / q6kp16 (what the GGUF loader does), timed.
       std::vector<Q4PackedBuffer> packed_k;
-      const bool k4 = dt == io::DType::Q4_K, k6 = dt == io::DType::Q6_K;
-      if (k4 || k6) {
+      const bool k4 = dt == io::DType::Q4_K, k6 = dt == io::DType::Q6_K, k8 = dt == io::DType::Q8_0;
+      if (k4 || k6 || k8) {
         double us = 0;
         for (std::size_t c = 0; c < copies; ++c) {
-          packed_k.push_back(
-              Q4PackedBuffer::raw(k4 ? q4k_packed_bytes(sh.rows, sh.cols) : q6k_packed_bytes(sh.rows, sh.cols)));
+          packed_k.push_back(Q4PackedBuffer::raw(k4   ? q4k_packed_bytes(sh.rows, sh.cols)
+                                                 : k6 ? q6k_packed_bytes(sh.rows, sh.cols)
+                                                      : q8p16_packed_bytes(sh.rows, sh.cols)));
           const auto a = Clock::now();
           for (std::size_t r = 0; r < sh.rows; ++r) {
             if (k4)
               q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(base.data() + r * rb), r, sh.rows, sh.cols,
                            packed_k.back().data());
-            else
+            else if (k6)
               q6k_pack_row(reinterpret_cast<const BlockQ6_K*>(base.data() + r * rb), r, sh.rows, sh.cols,
                            packed_k.back().data());
+            else
+              q8p16_pack_row(reinterpret_cast<const BlockQ8_0*>(base.data() + r * rb), r, sh.rows, sh.cols,
+                             packed_k.back().data());
           }
           us += std::chrono::duration<double, std::micro>(Clock::now() - a).count();
         }
@@ -189,8 +194,10 @@ int main(int argc, char** argv) {
               std::uint8_t* d = packed_k[next++ % copies].data();
               if (k4)
                 q4k_matmul(Q4KPacked{d, sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
-              else
+              else if (k6)
                 q6k_matmul(Q6KPacked{d, sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
+              else
+                q8p16_matmul(Q8P16Packed{d, sh.rows, sh.cols}, a, y.data(), sh.rows, pool);
             };
             const auto kv = time_us(min_ms, [&] { run_k(act1.view()); });
             const auto km = time_us(min_ms, [&] { run_k(act64.view()); });
