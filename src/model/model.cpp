@@ -24,7 +24,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   m->source_ = std::move(source);
   m->weights_ = bind_weights(*m->source_, m->config_);
   if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
-  m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0 / Q4_K blocks -> the kernels' layouts
+  m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
