@@ -84,8 +84,9 @@ bool Generator::collect_allowed_rows() {
   if (head_row_limit_ == 0) return false;
   // A head computes single rows or whole 16-row groups (each the half of a mask word).
   static_assert(kernels::kQ4GroupRows == 16);
-  const bool grouped = session_.head_row_granularity() != 1;
   const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
+  if (session_.head_row_granularity() >= vocab) return false;  // this head only runs whole
+  const bool grouped = session_.head_row_granularity() != 1;
   std::size_t cost = 0;  // rows the subset head computes
   for (std::size_t w = 0; w < mask_.size(); ++w) {
     std::uint32_t bits = mask_[w];

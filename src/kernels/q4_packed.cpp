@@ -73,4 +73,10 @@ void q4_unpack_row(const Q4Packed& w, std::size_t row, BlockQ4_0* out) {
 Q4PackedBuffer::Q4PackedBuffer(std::size_t rows, std::size_t cols)
     : storage_((q4_packed_bytes(rows, cols) + 63) / 64), rows_(rows), cols_(cols) {}
 
+Q4PackedBuffer Q4PackedBuffer::raw(std::size_t bytes) {
+  Q4PackedBuffer b;
+  b.storage_.resize((bytes + 63) / 64);
+  return b;
+}
+
 }  // namespace ringlm::kernels

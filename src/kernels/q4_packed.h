@@ -67,6 +67,10 @@ class Q4PackedBuffer {
  public:
   Q4PackedBuffer() = default;
   Q4PackedBuffer(std::size_t rows, std::size_t cols);
+  // Zeroed storage of `bytes` bytes for a matrix in another packed layout (q4k_packed.h,
+  // q6k_packed.h, q8p16_packed.h);
+  // view() is then empty, data() is what counts.
+  static Q4PackedBuffer raw(std::size_t bytes);
   std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(storage_.data()); }
   Q4Packed view() const { return {reinterpret_cast<const std::uint8_t*>(storage_.data()), rows_, cols_}; }
 

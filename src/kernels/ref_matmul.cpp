@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/dequant_ggml.h"
+#include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4_formats.h"
 #include "kernels/q4_weight_matmul.h"
 #include "util/error.h"
@@ -76,6 +77,18 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
     default:
       if (w.dtype == io::DType::Q4_0 && w.packed) {  // quantized at load (q4_packed.h layout)
         q4_load_row_f32(w, r, out);
+        break;
+      }
+      if (w.dtype == io::DType::Q4_K && w.packed) {  // repacked at load (q4k_packed.h layout)
+        q4k_load_row_f32(w, r, out);
+        break;
+      }
+      if (w.dtype == io::DType::Q6_K && w.packed) {  // repacked at load (q6k_packed.h layout)
+        q6k_load_row_f32(w, r, out);
+        break;
+      }
+      if (w.dtype == io::DType::Q8_0 && w.packed) {  // repacked at load (q8p16_packed.h layout)
+        q8p16_load_row_f32(w, r, out);
         break;
       }
       // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
@@ -182,11 +195,20 @@ void matmul_rows(const WeightMatrix& w, const float* in, int n_tokens, float* ou
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool) {
-  // Float rows are read directly; ggml block rows go through the scalar dequantizer.
+  // Float rows are read directly; packed q4_0 and ggml Q8_0/K-quant rows go to the int8-activation
+  // kernels (unless the activation mode is f32, or a converted model runs on the float path);
+  // other block rows (Q4_1, and all of them in f32 mode) and I8 rows through the scalar
+  // dequantizer.
   if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");
-  if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && q4_activations() != Q4Activations::f32) {
-    q4_weight_matmul(w, in, n_tokens, out);  // w4a8 kernels on their own thread pool
-    return;
+  if (q4_activations() != Q4Activations::f32) {  // int8-activation kernels on their own thread pool
+    if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path) {
+      q4_weight_matmul(w, in, n_tokens, out);  // q4p16 (w4a8)
+      return;
+    }
+    if (ggml_quant_of(w.dtype)) {
+      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K (all but Q5_K repacked)
+      return;
+    }
   }
   if (!pool || pool->size() <= 1) {
     matmul_rows(w, in, n_tokens, out, 0, w.rows);
@@ -197,8 +219,8 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 
 void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
                      float* out, ParallelFor* pool) {
-  if (w.dtype == io::DType::I8) fail("reference matmul: unsupported weight dtype I8");
-  if (w.dtype == io::DType::Q4_0 && w.packed && q4_activations() != Q4Activations::f32)
+  if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");
+  if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && q4_activations() != Q4Activations::f32)
     fail("matmul_row_list: packed q4_0 on the w4a8 kernels runs whole 16-row groups (q4_weight_matmul_groups)");
   const std::int64_t C = w.cols;
   // The same per-row paths as matmul_rows() with one token: F32 and BF16 rows read in place,

@@ -19,8 +19,9 @@ struct WeightMatrix {
   const std::uint8_t* data = nullptr;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  // Q4_0 only: true = the q4p16 layout of q4_packed.h (weights quantized at load), false =
-  // plain ggml blocks as stored in a GGUF file.
+  // Q4_0: true = the q4p16 layout of q4_packed.h (quantized or repacked at load); Q4_K / Q6_K /
+  // Q8_0: true = the q4kp16 / q6kp16 / q8p16 layout of q4k_packed.h / q6k_packed.h /
+  // q8p16_packed.h (repacked at load); false = plain ggml blocks as stored in a GGUF file.
   bool packed = false;
   // I8 only: one f32 scale per row, value = row_scales[r] * code (the sidecar's int8 tables).
   const float* row_scales = nullptr;
@@ -32,10 +33,12 @@ struct WeightMatrix {
 // Converts row `r` of `w` to float32 into `out[0..cols)`. I8 needs row_scales.
 void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 
-// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly,
-// plain ggml block rows (GGUF) through the scalar dequantizer, and packed q4_0 matrices go
-// to the w4a8 kernels (q4_weight_matmul.h) unless float_path is set; I8 rows with
-// row_scales are dequantized like block rows. Throws ringlm::Error for I8 without scales.
+// out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly;
+// packed q4_0 matrices go to the w4a8 kernels (q4_weight_matmul.h) unless float_path is set,
+// and Q8_0 / Q4_K / Q5_K / Q6_K matrices (GGUF, plain or repacked) to the int8-activation
+// kernels (ggml_weight_matmul.h), unless q4_activations() is f32; other ggml block rows
+// (Q4_1, or any in f32 mode) go through the scalar dequantizer, and I8 rows with row_scales
+// are dequantized like block rows. Throws ringlm::Error for I8 without scales.
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
 

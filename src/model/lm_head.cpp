@@ -1,6 +1,8 @@
 #include "model/lm_head.h"
 
+#include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4_packed.h"
+#include "kernels/ref_matmul.h"
 #include "kernels/q4_weight_matmul.h"
 #include "kernels/ref_ops.h"
 #include "util/error.h"
@@ -11,7 +13,13 @@ namespace {
 // The full head runs such a matrix through q4_weight_matmul (see kernels::matmul), so the
 // subset must run the same group kernel to give the same values.
 bool runs_q4_groups(const kernels::WeightMatrix& w) {
-  return w.dtype == io::DType::Q4_0 && w.packed && kernels::q4_activations() != kernels::Q4Activations::f32;
+  return w.dtype == io::DType::Q4_0 && w.packed && !w.float_path &&
+         kernels::q4_activations() != kernels::Q4Activations::f32;
+}
+// GGUF Q8_0 / K-quant heads run whole on the int8-activation kernels (ggml_weight_matmul.h),
+// which have no row-list entry: a subset is the full head, read off at the listed rows.
+bool runs_ggml_kernels(const kernels::WeightMatrix& w) {
+  return kernels::ggml_quant_of(w.dtype).has_value() && kernels::q4_activations() != kernels::Q4Activations::f32;
 }
 }  // namespace
 
@@ -23,13 +31,19 @@ LmHeadRows::LmHeadRows(const kernels::WeightMatrix& head, float softcap) : head_
   }
 }
 
-std::size_t LmHeadRows::granularity() const { return runs_q4_groups(head_) ? kernels::kQ4GroupRows : 1; }
+std::size_t LmHeadRows::granularity() const {
+  if (runs_ggml_kernels(head_)) return static_cast<std::size_t>(head_.rows);  // never cheaper than the full head
+  return runs_q4_groups(head_) ? kernels::kQ4GroupRows : 1;
+}
 
 void LmHeadRows::compute(const float* h, std::span<const std::int32_t> ids, float* out, float* landing,
                          kernels::ParallelFor* pool) {
   for (std::int32_t id : ids)
     if (id < 0 || id >= head_.rows) fail("LM head row ", id, " is outside the vocabulary (", head_.rows, ")");
-  if (runs_q4_groups(head_)) {
+  if (runs_ggml_kernels(head_)) {
+    kernels::matmul(head_, h, 1, landing, pool);
+    for (std::size_t i = 0; i < ids.size(); ++i) out[i] = landing[ids[i]];
+  } else if (runs_q4_groups(head_)) {
     groups_.clear();
     for (std::int32_t id : ids) {
       const std::uint32_t g = static_cast<std::uint32_t>(id) / kernels::kQ4GroupRows;

@@ -30,16 +30,18 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   m->config_ = std::move(config);
   m->source_ = std::move(source);
   m->weights_ = bind_weights(*m->source_, m->config_);
-  if (options.weights == WeightFormat::q4_0) {
-    if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
-    m->quantized_ = quantize_weights_q4_0(m->weights_);
-  } else {
+  if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
+  if (options.weights != WeightFormat::q4_0) {
     // Stored weights that are already q4p16 (a converted directory): the float path over the
-    // same dequantized rows, the reference for the kernels.
+    // same dequantized rows, the reference for the kernels. (Marked before the GGUF repack:
+    // GGUF blocks keep running as their --activations say.)
     for_each_matrix(m->weights_, [](kernels::WeightMatrix& w) {
       if (w.dtype == io::DType::Q4_0 && w.packed) w.float_path = true;
     });
   }
+  m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
+  if (options.weights == WeightFormat::q4_0)
+    for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   return m;

@@ -1,5 +1,7 @@
 #include "model/q4_weights.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #if defined(__linux__)
@@ -7,7 +9,11 @@
 #include <unistd.h>
 #endif
 
+#include "kernels/dequant_ggml.h"
 #include "kernels/q4_formats.h"
+#include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/thread_pool.h"
 
 namespace ringlm::model {
@@ -15,6 +21,8 @@ namespace ringlm::model {
 namespace {
 
 std::size_t stored_bytes(const kernels::WeightMatrix& w) {
+  if (w.dtype != io::DType::F32 && w.dtype != io::DType::F16 && w.dtype != io::DType::BF16)
+    return static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(kernels::row_bytes(w.dtype, w.cols));
   const std::size_t esize = w.dtype == io::DType::F32 ? 4 : 2;
   return static_cast<std::size_t>(w.rows) * static_cast<std::size_t>(w.cols) * esize;
 }
@@ -67,17 +75,98 @@ void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>
   owned.push_back(std::move(buf));
 }
 
-}  // namespace
+bool plain_q4_0(const kernels::WeightMatrix& w) {
+  return w.dtype == io::DType::Q4_0 && !w.packed && w.rows > 0 && w.cols > 0 &&
+         w.cols % static_cast<std::int64_t>(kernels::kQBlock) == 0;
+}
 
-std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
-  std::vector<kernels::Q4PackedBuffer> owned;
-  QuantizedWeightsInfo info;
+void repack_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned, QuantizedWeightsInfo& info) {
+  if (!plain_q4_0(w)) return;
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  const std::size_t nb = cols / kernels::kQBlock;
+  kernels::Q4PackedBuffer buf(rows, cols);
+  std::uint8_t* dst = buf.data();
+  const auto* src = reinterpret_cast<const kernels::BlockQ4_0*>(w.data);
+  const std::size_t groups = buf.view().groups();
+  // Whole 16-row groups per participant, so no two threads write the same cache line.
+  kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
+    for (std::size_t r = g0 * kernels::kQ4GroupRows; r < std::min(rows, g1 * kernels::kQ4GroupRows); ++r)
+      kernels::q4_pack_row(src + r * nb, r, rows, cols, dst);
+  });
+  release_pages(w.data, stored_bytes(w));
+  w.packed = true;
+  w.data = buf.view().data;
+  info.bytes += buf.view().bytes();
+  ++info.matrices;
+  owned.push_back(std::move(buf));
+}
+
+// Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16 (kernels/q4k_packed.h, q6k_packed.h,
+// q8p16_packed.h): the same kind of regrouping in 16-row groups.
+template <typename Block, std::size_t (*Bytes)(std::size_t, std::size_t),
+          void (*PackRow)(const Block*, std::size_t, std::size_t, std::size_t, std::uint8_t*), std::size_t kElems>
+void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
+                  QuantizedWeightsInfo& info) {
+  if (w.dtype != type || w.packed || w.rows <= 0 || w.cols <= 0 || w.cols % kElems != 0) return;
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  const std::size_t bytes = Bytes(rows, cols);
+  auto buf = kernels::Q4PackedBuffer::raw(bytes);
+  std::uint8_t* dst = buf.data();
+  const auto* src = reinterpret_cast<const Block*>(w.data);
+  const std::size_t nsb = cols / kElems, group = 16;
+  const std::size_t groups = (rows + group - 1) / group;
+  kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
+    for (std::size_t r = g0 * group; r < std::min(rows, g1 * group); ++r) PackRow(src + r * nsb, r, rows, cols, dst);
+  });
+  release_pages(w.data, stored_bytes(w));
+  w.packed = true;
+  w.data = dst;
+  info.bytes += bytes;
+  ++info.matrices;
+  owned.push_back(std::move(buf));
+}
+
+template <typename Fn>
+void for_each_linear(ModelWeights& weights, Fn&& fn) {
   for (LayerWeights& l : weights.layers)
     for (kernels::WeightMatrix* w : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
                                      &l.down_proj, &l.ple_gate, &l.ple_projection})
-      quantize_one(*w, owned, info);
-  quantize_one(weights.ple_model_projection, owned, info);
-  quantize_one(weights.lm_head, owned, info);  // embed_tokens keeps its stored rows
+      fn(*w);
+  fn(weights.ple_model_projection);
+  fn(weights.lm_head);  // embed_tokens keeps its stored rows
+}
+
+}  // namespace
+
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<kernels::Q4PackedBuffer> owned;
+  QuantizedWeightsInfo info;
+  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    repack_one(w, owned, info);
+    repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row, 256>(io::DType::Q4_K, w, owned,
+                                                                                          info);
+    repack_one_k<kernels::BlockQ6_K, kernels::q6k_packed_bytes, kernels::q6k_pack_row, 256>(io::DType::Q6_K, w, owned,
+                                                                                          info);
+    repack_one_k<kernels::BlockQ8_0, kernels::q8p16_packed_bytes, kernels::q8p16_pack_row, 32>(io::DType::Q8_0, w,
+                                                                                             owned, info);
+  });
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (info_out) *info_out = info;
+  return owned;
+}
+
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<kernels::Q4PackedBuffer> owned;
+  QuantizedWeightsInfo info;
+  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    if (plain_q4_0(w))
+      repack_one(w, owned, info);  // already q4_0: regroup, do not re-quantize
+    else
+      quantize_one(w, owned, info);
+  });
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;
   return owned;
 }

@@ -18,6 +18,7 @@ namespace ringlm::model {
 struct QuantizedWeightsInfo {
   std::size_t matrices = 0, skipped = 0;
   std::size_t bytes = 0;  // packed bytes owned
+  double seconds = 0.0;   // wall time spent
 };
 
 // Quantizes in place (rows split over the default kernel thread pool); the returned buffers
@@ -25,5 +26,16 @@ struct QuantizedWeightsInfo {
 // are handed back to the kernel afterwards (madvise MADV_PAGEOUT), so the resident set holds
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+
+// Plain ggml Q4_0, Q4_K, Q6_K and Q8_0 matrices (as a GGUF file stores them) among the same
+// matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16 (kernels/q4_packed.h, w4a8
+// kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16 (kernels/q4k_packed.h,
+// q6k_packed.h, q8p16_packed.h). Exact and cheap: code bits regrouped, scales copied; 16-row
+// groups split over the default kernel thread pool; then the file's pages of each repacked
+// matrix are handed back as above. A tied LM head gets its own packed copy (the embedding
+// lookup keeps the file's rows). Other types are left alone (no-op on float checkpoints;
+// Q5_K runs on kernels that read the file's blocks directly, Q4_1 on the scalar decoder).
+// quantize_weights_q4_0 skips packed matrices.
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
 }  // namespace ringlm::model

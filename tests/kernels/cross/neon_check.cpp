@@ -7,9 +7,14 @@
 #include <random>
 #include <vector>
 
+#include "../ggml_test_support.h"
 #include "../test_support.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
+#include "kernels/ggml_quant_gemm.h"
+#include "kernels/q4k_packed.h"
+#include "kernels/q6k_packed.h"
+#include "kernels/q8p16_packed.h"
 #include "kernels/q4_gemm.h"
 
 using namespace ringlm::kernels;
@@ -101,6 +106,94 @@ int main() {
         check(std::fabs(yf[r] - 0.01 * ef) <= 1e-6 * 0.01 * mf * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_f32", isa, r);
         check(std::fabs(yq[r] - 0.01 * eq) <= 1e-6 * 0.01 * mq * (1 + s.cols / 64.0) + 1e-30, "i8_gemv_q8", isa, r);
       }
+    }
+  }
+  // ggml-block kernels (Q8_0 / Q4_K / Q5_K / Q6_K; on aarch64 the scalar path serves them).
+  for (GgmlQuant type : {GgmlQuant::q8_0, GgmlQuant::q4_k, GgmlQuant::q5_k, GgmlQuant::q6_k}) {
+    const std::size_t rows = 19, cols = 512, m = 3;
+    const auto w = testing::random_blocks(type, rows, cols, rng);
+    const GgmlQuantMatrix wm{type, w.data(), rows, cols};
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      for (bool two : {false, true}) {
+        Q8ActBuffer act;
+        quantize_act(x.data(), m, cols, cols, act, two);
+        std::vector<float> y(m * rows);
+        ggml_quant_matmul(wm, act.view(), y.data(), rows, &pool);
+        for (std::size_t t = 0; t < m; ++t)
+          for (std::size_t r = 0; r < rows; ++r) {
+            const auto ref = testing::ref_ggml_dot(type, w.data() + r * wm.row_bytes(), act.view(), t);
+            check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), ggml_quant_name(type),
+                  isa, t * rows + r);
+          }
+      }
+    }
+  }
+  {  // Q4_K repacked into q4kp16
+    const std::size_t rows = 21, cols = 2560, m = 6;
+    const auto w = testing::random_blocks(GgmlQuant::q4_k, rows, cols, rng);
+    const std::size_t rb = cols / 256 * sizeof(BlockQ4_K);
+    std::vector<std::uint8_t> packed(q4k_packed_bytes(rows, cols), 0);
+    for (std::size_t r = 0; r < rows; ++r)
+      q4k_pack_row(reinterpret_cast<const BlockQ4_K*>(w.data() + r * rb), r, rows, cols, packed.data());
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act);
+      std::vector<float> y(m * rows);
+      q4k_matmul(Q4KPacked{packed.data(), rows, cols}, act.view(), y.data(), rows, &pool);
+      for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const auto ref = testing::ref_ggml_dot(GgmlQuant::q4_k, w.data() + r * rb, act.view(), t);
+          check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q4k_matmul", isa,
+                t * rows + r);
+        }
+    }
+  }
+  {  // Q8_0 repacked into q8p16
+    const std::size_t rows = 21, cols = 1280, m = 6;
+    const auto w = testing::random_blocks(GgmlQuant::q8_0, rows, cols, rng);
+    const std::size_t rb = cols / 32 * sizeof(BlockQ8_0);
+    std::vector<std::uint8_t> packed(q8p16_packed_bytes(rows, cols), 0);
+    for (std::size_t r = 0; r < rows; ++r)
+      q8p16_pack_row(reinterpret_cast<const BlockQ8_0*>(w.data() + r * rb), r, rows, cols, packed.data());
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act);
+      std::vector<float> y(m * rows);
+      q8p16_matmul(Q8P16Packed{packed.data(), rows, cols}, act.view(), y.data(), rows, &pool);
+      for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const auto ref = testing::ref_ggml_dot(GgmlQuant::q8_0, w.data() + r * rb, act.view(), t);
+          check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q8p16_matmul", isa,
+                t * rows + r);
+        }
+    }
+  }
+  {  // Q6_K repacked into q6kp16
+    const std::size_t rows = 21, cols = 2560, m = 6;
+    const auto w = testing::random_blocks(GgmlQuant::q6_k, rows, cols, rng);
+    const std::size_t rb = cols / 256 * sizeof(BlockQ6_K);
+    std::vector<std::uint8_t> packed(q6k_packed_bytes(rows, cols), 0);
+    for (std::size_t r = 0; r < rows; ++r)
+      q6k_pack_row(reinterpret_cast<const BlockQ6_K*>(w.data() + r * rb), r, rows, cols, packed.data());
+    const auto x = testing::random_activations(m, cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act);
+      std::vector<float> y(m * rows);
+      q6k_matmul(Q6KPacked{packed.data(), rows, cols}, act.view(), y.data(), rows, &pool);
+      for (std::size_t t = 0; t < m; ++t)
+        for (std::size_t r = 0; r < rows; ++r) {
+          const auto ref = testing::ref_ggml_dot(GgmlQuant::q6_k, w.data() + r * rb, act.view(), t);
+          check(std::fabs(y[t * rows + r] - ref.value) <= testing::ggml_tolerance(ref, cols), "q6k_matmul", isa,
+                t * rows + r);
+        }
     }
   }
   std::printf("paths checked:");
