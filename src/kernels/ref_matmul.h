@@ -45,9 +45,10 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 // Selected rows against one input vector (a subset LM head): out[i] = w[rows[i]] . in for
 // i < n_rows (rows in [0, w.rows), any order, repeats allowed). Each output uses exactly the
 // arithmetic matmul() uses for that row with n_tokens = 1, so it is bit-identical to it.
-// Covers F32/F16/BF16 rows, plain ggml block rows and packed q4_0 while q4_activations() is
-// f32; packed q4_0 on the w4a8 kernels computes whole 16-row groups instead
-// (q4_weight_matmul_groups) and is refused here, as is I8.
+// Covers F32/F16/BF16 rows, I8 rows with scales, and ggml block rows and packed q4_0 while
+// q4_activations() is f32 (or float_path is set); packed q4_0 on the w4a8 kernels computes
+// whole 16-row groups instead (q4_weight_matmul_groups), and Q8_0/K-quant matrices on the
+// int8 kernels only run whole: both are refused here.
 void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
                      float* out, ParallelFor* pool);
 

@@ -78,6 +78,14 @@ TEST(RowSubset, StoredAndBlockRowsMatchTheFullMatmulBitForBit) {
       {"Q8_0", {io::DType::Q8_0, q8.data(), R, C}},
   };
   ParallelFor pool(3);
+  // Block rows take the float row path only with f32 activations (with int8 ones matmul()
+  // sends Q8_0 to the int8 kernels, which matmul_row_list refuses: checked below).
+  const Q4Activations saved = q4_activations();
+  set_q4_activations(Q4Activations::f32);
+  struct Restore {
+    Q4Activations m;
+    ~Restore() { set_q4_activations(m); }
+  } restore{saved};
   for (const Kind& k : kinds) {
     std::vector<float> full(R);
     matmul(k.w, in.data(), 1, full.data(), &pool);
@@ -144,4 +152,16 @@ TEST(RowSubset, PackedQ4GroupsMatchTheFullMatmulOnEveryPath) {
   // The row-list kernel refuses packed q4_0 on the integer kernels (it would not match them).
   const std::int32_t one = 3;
   EXPECT_THROW(matmul_row_list(w, in.data(), &one, 1, out.data(), nullptr), Error);
+}
+
+TEST(RowSubset, Q8BlocksOnTheInt8KernelsAreRefused) {
+  const std::int64_t R = 32, C = 64;
+  std::vector<std::uint8_t> q8(static_cast<std::size_t>(R) * row_bytes(io::DType::Q8_0, C), 0);
+  const WeightMatrix w{io::DType::Q8_0, q8.data(), R, C};
+  const Q4Activations saved = q4_activations();
+  set_q4_activations(Q4Activations::int8);
+  std::vector<float> in(C, 1.0f), out(1);
+  const std::int32_t id = 3;
+  EXPECT_THROW(matmul_row_list(w, in.data(), &id, 1, out.data(), nullptr), ringlm::Error);
+  set_q4_activations(saved);
 }
