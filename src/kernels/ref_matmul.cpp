@@ -223,7 +223,7 @@ void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t*
   if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && q4_activations() != Q4Activations::f32)
     fail("matmul_row_list: packed q4_0 on the w4a8 kernels runs whole 16-row groups (q4_weight_matmul_groups)");
   if (ggml_quant_of(w.dtype) && q4_activations() != Q4Activations::f32)
-    fail("matmul_row_list: ", io::dtype_name(w.dtype), " on the int8-activation kernels runs whole matrices only");
+    fail("matmul_row_list: Q8_0/K-quant matrices on the int8-activation kernels run whole matrices only");
   const std::int64_t C = w.cols;
   // The same per-row paths as matmul_rows() with one token: F32 and BF16 rows read in place,
   // everything else converted to a float32 row first.

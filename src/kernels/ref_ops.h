@@ -16,6 +16,8 @@ void rms_norm(const float* x, const float* weight, int n, float eps, float* y);
 void rope_angles(const double* inv_freq, int half_dim, std::int64_t pos, float* cos_sin);
 void rope_apply(float* x, int d, const float* cos_sin);
 
+// tanh to ~2e-7 absolute, vectorizable (see ref_ops.cpp); used by gelu_tanh and soft_cap.
+float tanh_fast(float u);
 // gelu with the tanh approximation (PyTorch's gelu(approximate="tanh")).
 float gelu_tanh(float x);
 // out[i] = gelu_tanh(gate[i]) * up[i]; out may alias gate.

@@ -101,3 +101,31 @@ TEST(Attention, HeadSplitsAreBitIdentical) {
     for (std::size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], split[i]) << "cut " << cut << " i " << i;
   }
 }
+
+// The vectorizable tanh behind gelu and the logit soft cap, against float64 std::tanh over
+// the whole float range that matters (and beyond), including signed zero and huge inputs.
+TEST(FastTanh, MatchesFloat64) {
+  double worst = 0;
+  for (double u = -50.0; u <= 50.0; u += 0.000731) {
+    const double got = tanh_fast(static_cast<float>(u));
+    worst = std::max(worst, std::abs(got - std::tanh(static_cast<double>(static_cast<float>(u)))));
+  }
+  EXPECT_LT(worst, 3e-7);
+  for (float tiny : {1e-30f, 1e-8f, 1e-4f}) {
+    EXPECT_NEAR(tanh_fast(tiny), tiny, 1e-7 * tiny + 1e-12);
+    EXPECT_NEAR(tanh_fast(-tiny), -tiny, 1e-7 * tiny + 1e-12);
+  }
+  EXPECT_EQ(tanh_fast(1e30f), 1.0f);
+  EXPECT_EQ(tanh_fast(-1e30f), -1.0f);
+  EXPECT_EQ(tanh_fast(0.0f), 0.0f);
+  // gelu_mul and soft_cap give the same value for an element wherever it sits in the array
+  // (vector body or scalar tail): the subset LM head relies on this.
+  std::vector<float> xs(37), cap(37), one(1);
+  for (int i = 0; i < 37; ++i) xs[i] = cap[i] = -9.0f + 0.5f * i;
+  soft_cap(cap.data(), 37, 30.0f);
+  for (int i = 0; i < 37; ++i) {
+    one[0] = xs[i];
+    soft_cap(one.data(), 1, 30.0f);
+    ASSERT_EQ(one[0], cap[i]) << i;
+  }
+}
