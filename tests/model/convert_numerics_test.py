@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import packed_reader  # noqa: E402
+import logits_cli  # noqa: E402
 import reference_forward as ref  # noqa: E402
 
 RINGLM = os.environ["RINGLM"]
@@ -104,20 +105,10 @@ def check_files(hf, out):
 
 
 def run_cpp(model, ids, decode_from, *flags):
-    out = os.path.join(TMP, "logits.bin")
-    ids_file = os.path.join(TMP, "ids.txt")
-    with open(ids_file, "w") as f:
-        f.write(",".join(map(str, ids)))
-    r = subprocess.run([RINGLM, "logits", "--model", model, "--ids-file", ids_file, "--out", out,
-                        "--decode-from", str(decode_from), *flags], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"ringlm logits failed: {r.stderr}")
-    return np.fromfile(out, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
+    return logits_cli.run_logits(RINGLM, TMP, model, ids, decode_from, *flags)
 
 
-def stats(got, want):
-    cos = (got * want).sum(-1) / (np.linalg.norm(got, axis=-1) * np.linalg.norm(want, axis=-1))
-    return cos, got.argmax(-1) == want.argmax(-1)
+stats = logits_cli.cosine_and_argmax
 
 
 def main():
