@@ -72,7 +72,14 @@ std::span<const std::uint8_t> MappedFile::range(std::uint64_t offset, std::uint6
 }
 
 void MappedFile::advise_sequential() const {
-  if (data_) ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_SEQUENTIAL | MADV_WILLNEED);
+  if (!data_) return;
+  // Advice values are not flags: two calls.
+  ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_SEQUENTIAL);
+  ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_WILLNEED);
+}
+
+void MappedFile::advise_random() const {
+  if (data_) ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_RANDOM);
 }
 
 }  // namespace ringlm::io

@@ -31,6 +31,10 @@ class MappedFile {
 
   // Hint that the whole file will be read soon (e.g. while converting weights).
   void advise_sequential() const;
+  // Hint that reads are scattered rows (a gather table): the kernel then maps just the
+  // faulting page instead of also mapping its neighbours (fault-around / readahead), so the
+  // resident set grows by the rows actually used.
+  void advise_random() const;
 
  private:
   void reset() noexcept;

@@ -152,6 +152,7 @@ class PackedDirSource : public io::TensorSource {
                  std::int64_t cols) {
     // Moving a MappedFile keeps its mapping, so the views stay valid inside mapped_.
     io::MappedFile codes(dir / (stem + ".i8")), scales(dir / (stem + ".scale.f32"));
+    codes.advise_random();  // rows of the tokens seen, not their neighbours
     io::TensorView v;
     v.name = name;
     v.dtype = io::DType::I8;
