@@ -89,6 +89,46 @@ inline VecI vadd16(VecI a, VecI b) { return _mm256_add_epi16(a, b); }
 
 constexpr int kHalves = static_cast<int>(kQ4KGroupRows) / kLanes;  // 1 (AVX-512) or 2 (AVX2)
 
+// The accumulators of one 16-row tile (q4kp16, q6kp16 and q8p16 all group 16 rows) for
+// activation rows m0..m0+MT: zero, or the partial sums y already holds (later K chunks).
+// Only the group's `valid` rows of y are read or written, so a padded last group never
+// touches y past the matrix.
+static_assert(kQ4KGroupRows == 16 && kQ6KGroupRows == 16 && kQ8GroupRows == 16);
+template <int MT>
+inline void load_tile_acc(VecF (&acc)[MT][kHalves], bool accumulate, const float* y, std::size_t ldy,
+                          std::size_t m0, std::size_t n0, std::size_t valid) {
+  alignas(64) float tmp[16];
+  for (int i = 0; i < MT; ++i) {
+    if (!accumulate) {
+      for (int h = 0; h < kHalves; ++h) acc[i][h] = vzero();
+      continue;
+    }
+    std::memset(tmp, 0, sizeof tmp);
+    std::memcpy(tmp, y + (m0 + i) * ldy + n0, valid * sizeof(float));
+#if RINGLM_GGML_AVX512
+    acc[i][0] = _mm512_load_ps(tmp);
+#else
+    acc[i][0] = _mm256_load_ps(tmp);
+    acc[i][1] = _mm256_load_ps(tmp + 8);
+#endif
+  }
+}
+
+template <int MT>
+inline void store_tile_acc(const VecF (&acc)[MT][kHalves], float* y, std::size_t ldy, std::size_t m0,
+                           std::size_t n0, std::size_t valid) {
+  alignas(64) float tmp[16];
+  for (int i = 0; i < MT; ++i) {
+#if RINGLM_GGML_AVX512
+    _mm512_store_ps(tmp, acc[i][0]);
+#else
+    _mm256_store_ps(tmp, acc[i][0]);
+    _mm256_store_ps(tmp + 8, acc[i][1]);
+#endif
+    std::memcpy(y + (m0 + i) * ldy + n0, tmp, valid * sizeof(float));
+  }
+}
+
 // Integer dot of one sub-block (codes lo[t] / hi[t] of kLanes rows) with activation bytes a.
 inline VecI sub_dot(const VecI lo[4], const VecI hi[4], const std::int8_t* a) {
   VecI s0 = vzeroi(), s1 = vzeroi();
@@ -113,21 +153,7 @@ void q4k_tile(const Q4KPacked& w, std::size_t g, std::size_t s0, std::size_t s1,
   const std::size_t nb = x.cols / 32;
   const VecI mask = vset8(0x0f);
   VecF acc[MT][kHalves];
-  alignas(64) float tmp[kQ4KGroupRows];
-  for (int i = 0; i < MT; ++i)
-    for (int h = 0; h < kHalves; ++h) {
-      if (!accumulate) {
-        acc[i][h] = vzero();
-        continue;
-      }
-      std::memset(tmp, 0, sizeof tmp);
-      std::memcpy(tmp, y + (m0 + i) * ldy + n0, valid * sizeof(float));
-#if RINGLM_GGML_AVX512
-      acc[i][h] = _mm512_load_ps(tmp);
-#else
-      acc[i][h] = _mm256_load_ps(tmp + 8 * h);
-#endif
-    }
+  load_tile_acc<MT>(acc, accumulate, y, ldy, m0, n0, valid);
   for (std::size_t s = s0; s < s1; ++s) {
     const std::uint8_t* sp = w.super(g, s);
     for (int h = 0; h < kHalves; ++h) {
@@ -166,15 +192,7 @@ void q4k_tile(const Q4KPacked& w, std::size_t g, std::size_t s0, std::size_t s1,
       }
     }
   }
-  for (int i = 0; i < MT; ++i) {
-#if RINGLM_GGML_AVX512
-    _mm512_store_ps(tmp, acc[i][0]);
-#else
-    _mm256_store_ps(tmp, acc[i][0]);
-    _mm256_store_ps(tmp + 8, acc[i][1]);
-#endif
-    std::memcpy(y + (m0 + i) * ldy + n0, tmp, valid * sizeof(float));
-  }
+  store_tile_acc<MT>(acc, y, ldy, m0, n0, valid);
 }
 
 void q4k_groups(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {

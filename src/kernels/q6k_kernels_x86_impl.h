@@ -57,21 +57,7 @@ void q6k_tile(const Q6KPacked& w, std::size_t g, std::size_t s0, std::size_t s1,
   const std::size_t nb = x.cols / 32;
   const VecI m4 = vset8(0x0f), m2 = vset8(3);
   VecF acc[MT][kHalves];
-  alignas(64) float tmp[kQ6KGroupRows];
-  for (int i = 0; i < MT; ++i)
-    for (int h = 0; h < kHalves; ++h) {
-      if (!accumulate) {
-        acc[i][h] = vzero();
-        continue;
-      }
-      std::memset(tmp, 0, sizeof tmp);
-      std::memcpy(tmp, y + (m0 + i) * ldy + n0, valid * sizeof(float));
-#if RINGLM_GGML_AVX512
-      acc[i][h] = _mm512_load_ps(tmp);
-#else
-      acc[i][h] = _mm256_load_ps(tmp + 8 * h);
-#endif
-    }
+  load_tile_acc<MT>(acc, accumulate, y, ldy, m0, n0, valid);
   for (std::size_t s = s0; s < s1; ++s) {
     const std::uint8_t* sp = w.super(g, s);
     for (int h = 0; h < kHalves; ++h) {
@@ -114,15 +100,7 @@ void q6k_tile(const Q6KPacked& w, std::size_t g, std::size_t s0, std::size_t s1,
       }
     }
   }
-  for (int i = 0; i < MT; ++i) {
-#if RINGLM_GGML_AVX512
-    _mm512_store_ps(tmp, acc[i][0]);
-#else
-    _mm256_store_ps(tmp, acc[i][0]);
-    _mm256_store_ps(tmp + 8, acc[i][1]);
-#endif
-    std::memcpy(y + (m0 + i) * ldy + n0, tmp, valid * sizeof(float));
-  }
+  store_tile_acc<MT>(acc, y, ldy, m0, n0, valid);
 }
 
 void q6k_groups(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {

@@ -21,21 +21,7 @@ void q8p16_tile(const Q8P16Packed& w, std::size_t g, std::size_t b0, std::size_t
   const std::size_t valid = w.rows - n0 < kQ8GroupRows ? w.rows - n0 : kQ8GroupRows;
   const std::size_t nb = x.cols / 32;
   VecF acc[MT][kHalves];
-  alignas(64) float tmp[kQ8GroupRows];
-  for (int i = 0; i < MT; ++i)
-    for (int h = 0; h < kHalves; ++h) {
-      if (!accumulate) {
-        acc[i][h] = vzero();
-        continue;
-      }
-      std::memset(tmp, 0, sizeof tmp);
-      std::memcpy(tmp, y + (m0 + i) * ldy + n0, valid * sizeof(float));
-#if RINGLM_GGML_AVX512
-      acc[i][h] = _mm512_load_ps(tmp);
-#else
-      acc[i][h] = _mm256_load_ps(tmp + 8 * h);
-#endif
-    }
+  load_tile_acc<MT>(acc, accumulate, y, ldy, m0, n0, valid);
   for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* bp = w.block(g, b);
     for (int l = 0; l < 9; ++l)
@@ -85,15 +71,7 @@ void q8p16_tile(const Q8P16Packed& w, std::size_t g, std::size_t b0, std::size_t
       }
     }
   }
-  for (int i = 0; i < MT; ++i) {
-#if RINGLM_GGML_AVX512
-    _mm512_store_ps(tmp, acc[i][0]);
-#else
-    _mm256_store_ps(tmp, acc[i][0]);
-    _mm256_store_ps(tmp + 8, acc[i][1]);
-#endif
-    std::memcpy(y + (m0 + i) * ldy + n0, tmp, valid * sizeof(float));
-  }
+  store_tile_acc<MT>(acc, y, ldy, m0, n0, valid);
 }
 
 void q8p16_groups(const Q8P16Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
