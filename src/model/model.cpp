@@ -252,7 +252,18 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
                a_.data() + static_cast<std::size_t>(t) * H);
     matmul(lw.gate_proj, a_.data(), n, gate_.data(), pool);
     matmul(lw.up_proj, a_.data(), n, up_.data(), pool);
-    gelu_mul(gate_.data(), up_.data(), n * L.mlp_width, gate_.data());
+    {
+      // Element-wise, so split by tokens over the threads (a prefill chunk has up to
+      // 64 x 12288 of them).
+      const std::size_t W = static_cast<std::size_t>(L.mlp_width);
+      auto gelu_rows = [&](std::int64_t t0, std::int64_t t1) {
+        const std::size_t off = static_cast<std::size_t>(t0) * W;
+        gelu_mul(gate_.data() + off, up_.data() + off, static_cast<int>(static_cast<std::size_t>(t1 - t0) * W),
+                 gate_.data() + off);
+      };
+      if (pool && n > 1) pool->run(n, gelu_rows);
+      else gelu_rows(0, n);
+    }
     matmul(lw.down_proj, gate_.data(), n, o_.data(), pool);
     for (int t = 0; t < n; ++t) {
       float* ot = o_.data() + static_cast<std::size_t>(t) * H;
@@ -266,7 +277,7 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
       for (int t = 0; t < n; ++t) {
         float* g = ple_g_.data() + static_cast<std::size_t>(t) * P;
         const float* in = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
-        for (int j = 0; j < P; ++j) g[j] = gelu_tanh(g[j]) * in[j];
+        gelu_mul(g, in, P, g);
       }
       matmul(lw.ple_projection, ple_g_.data(), n, o_.data(), pool);
       for (int t = 0; t < n; ++t) {
