@@ -49,6 +49,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
     : model_(std::move(model)), cfg_(model_->config()), w_(model_->weights()) {
+  full_prefill_ = options.full_prefill;
   capacity_ = options.context_tokens == 0 ? std::min(kDefaultContext, cfg_.max_position_embeddings)
                                           : options.context_tokens;
   if (capacity_ < 1 || capacity_ > cfg_.max_position_embeddings)
@@ -241,7 +242,17 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
                   rope_full_.data() + static_cast<std::size_t>(t) * cfg_.global_head_dim);
   }
 
+  // From the first KV-shared layer on, only the rows that want logits matter (see
+  // SessionOptions::full_prefill): move them to the front and run the rest on them alone.
+  const int first_shared = cfg_.num_kv_shared_layers > 0 ? cfg_.first_shared_layer() : cfg_.num_layers;
   for (int l = 0; l < cfg_.num_layers; ++l) {
+    if (l == first_shared && !full_prefill_ && first_logits_row > 0) {
+      if (first_logits_row >= n) return;  // no row wants logits: nothing past here is kept
+      keep_tail_rows(first_logits_row, n);
+      positions += first_logits_row;
+      n -= first_logits_row;
+      first_logits_row = 0;
+    }
     const LayerConfig& L = cfg_.layers[l];
     const LayerWeights& lw = w_.layers[l];
     attention_block(l, n, positions);
@@ -304,6 +315,19 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
   if (cfg_.final_logit_softcapping > 0)
     soft_cap(logits_.data(), static_cast<std::int64_t>(rows) * cfg_.vocab_size,
              static_cast<float>(cfg_.final_logit_softcapping));
+}
+
+void Session::keep_tail_rows(int first, int n) {
+  // Every per-token scratch the later layers read: hidden states, per-layer inputs, angles.
+  auto shift = [&](std::vector<float>& buf, std::size_t row) {
+    if (buf.empty()) return;
+    std::copy(buf.begin() + static_cast<std::ptrdiff_t>(first * row), buf.begin() + static_cast<std::ptrdiff_t>(n * row),
+              buf.begin());
+  };
+  shift(h_, static_cast<std::size_t>(cfg_.hidden_size));
+  if (cfg_.ple_dim > 0) shift(ple_all_, static_cast<std::size_t>(cfg_.num_layers) * cfg_.ple_dim);
+  if (!cfg_.rope_sliding.inv_freq.empty()) shift(rope_sliding_, static_cast<std::size_t>(cfg_.head_dim));
+  if (!cfg_.rope_full.inv_freq.empty()) shift(rope_full_, static_cast<std::size_t>(cfg_.global_head_dim));
 }
 
 void Session::attention_block(int l, int n, const std::int64_t* positions) {
