@@ -36,6 +36,7 @@ class GgufTensorSource : public TensorSource {
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;
   std::string describe() const override;
+  bool drop_pages(const void* p, std::size_t n) const override { return file_->mapping().drop_pages(p, n); }
 
   const GgufFile& file() const { return *file_; }
   // GGUF tensors that have no canonical name (ignored by the loader).

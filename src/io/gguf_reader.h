@@ -107,6 +107,8 @@ class GgufFile {
   const GgufArray& get_array(std::string_view key) const;
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  // The file mapping (empty when the bytes were handed in by the caller).
+  const MappedFile& mapping() const { return mapping_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
  private:

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -80,6 +81,20 @@ void MappedFile::advise_sequential() const {
 
 void MappedFile::advise_random() const {
   if (data_) ::madvise(const_cast<std::uint8_t*>(data_), size_, MADV_RANDOM);
+}
+
+bool MappedFile::drop_pages(const void* p, std::size_t n) const {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const auto base = reinterpret_cast<std::uintptr_t>(data_);
+  if (!data_ || n == 0 || begin < base || begin - base > size_ || n > size_ - (begin - base)) return false;
+  // Whole pages covering the range, clipped to the mapping (which starts on a page).
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = begin & ~(page - 1);
+  const std::uintptr_t last = std::min(begin + n, base + size_);
+  // MADV_DONTNEED on a read-only file mapping only unmaps: nothing is lost, a later read
+  // faults the page back in from the page cache (or the file).
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
 }
 
 }  // namespace ringlm::io

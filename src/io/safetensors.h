@@ -35,6 +35,7 @@ class SafetensorsFile {
   explicit SafetensorsFile(const std::filesystem::path& path);
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::string& path() const { return file_.path(); }
+  const MappedFile& mapping() const { return file_; }
 
  private:
   MappedFile file_;
@@ -48,6 +49,11 @@ class SafetensorsSource : public TensorSource {
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;
   std::string describe() const override { return dir_; }
+  bool drop_pages(const void* p, std::size_t n) const override {
+    for (const auto& f : files_)
+      if (f->mapping().drop_pages(p, n)) return true;
+    return false;
+  }
 
  private:
   void add_file(const std::filesystem::path& path);

@@ -45,6 +45,9 @@ class TensorSource {
   virtual std::vector<std::string> names() const = 0;
   // Human-readable description of where the tensors come from (directory or file).
   virtual std::string describe() const = 0;
+  // MappedFile::drop_pages on whichever of this source's file mappings holds [p, p + n);
+  // false (nothing done) when none does, e.g. for memory the loader converted into.
+  virtual bool drop_pages(const void* p, std::size_t n) const { return false; }
 };
 
 }  // namespace ringlm::io

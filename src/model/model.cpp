@@ -44,7 +44,19 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
+  // Tables the forward pass only gathers rows from, read where the source stores them.
+  auto gather_only = [&](const char* name, const kernels::WeightMatrix& w) {
+    const io::TensorView* v = m->source_->find(name);
+    if (v && w.data == v->data && m->weights_.lm_head.data != v->data)
+      m->gather_only_.push_back({v->data, static_cast<std::size_t>(v->nbytes)});
+  };
+  gather_only("embed_tokens_per_layer.weight", m->weights_.embed_tokens_ple);
+  gather_only("embed_tokens.weight", m->weights_.embed_tokens);
   return m;
+}
+
+void Model::release_gather_pages() const {
+  for (const ByteRange& r : gather_only_) source_->drop_pages(r.data, r.bytes);
 }
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
@@ -231,6 +243,9 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
         for (int j = 0; j < P; ++j) ctx[j] = (ctx[j] + tok[j]) * mix;
       }
   }
+
+  // The rows are copied out: give the table pages back (see Model::release_gather_pages).
+  model_->release_gather_pages();
 
   // Rotation angles for this chunk, per attention kind.
   for (int t = 0; t < n; ++t) {

@@ -66,6 +66,11 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const io::TensorSource& source() const { return *source_; }
   kernels::ParallelFor* pool() const { return pool_.get(); }
+  // Unmaps the resident pages of the embedding tables that are only gathered from (the
+  // per-layer table, and the token table unless it is also the LM head) when they are read
+  // from a file mapping. Sessions call it after each chunk's gathers, so those tables add
+  // nothing to the resident set however many distinct tokens a long run sees.
+  void release_gather_pages() const;
 
  private:
   Model() = default;
@@ -74,6 +79,11 @@ class Model {
   ModelWeights weights_;
   std::vector<kernels::Q4PackedBuffer> quantized_;  // owns the q4_0 copies (WeightFormat::q4_0)
   std::unique_ptr<kernels::ParallelFor> pool_;
+  struct ByteRange {
+    const void* data;
+    std::size_t bytes;
+  };
+  std::vector<ByteRange> gather_only_;  // see release_gather_pages()
 };
 
 // None: no logits. Last: the last token's logits. All: every token's (through the callback).

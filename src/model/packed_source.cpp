@@ -40,6 +40,12 @@ class PackedDirSource : public io::TensorSource {
     return out;
   }
   std::string describe() const override { return dir_; }
+  bool drop_pages(const void* p, std::size_t n) const override {
+    if (pack_.drop_pages(p, n)) return true;
+    for (const auto& m : mapped_)
+      if (m.drop_pages(p, n)) return true;
+    return false;
+  }
 
  private:
   void add(io::TensorView v) {
