@@ -44,7 +44,10 @@ TEST_F(HttpConcurrency, MoreClientsThanSlotsAllComplete) {
 TEST_F(HttpConcurrency, FullQueueGives429) {
   FakeBackendOptions fo;
   fo.slots = 1;
-  fo.token_delay = std::chrono::milliseconds(5);
+  // 40 tokens x 20 ms = 0.8 s per request: the six clients' requests must overlap even when
+  // a loaded 2-core CI box starts their threads late (at 5 ms a token this failed ~1 in 30
+  // runs under load: the requests arrived one after the other and all fit).
+  fo.token_delay = std::chrono::milliseconds(20);
   ServerOptions so;
   so.queue = 1;
   start(fo, so);
@@ -65,7 +68,7 @@ TEST_F(HttpConcurrency, FullQueueGives429) {
   }
   EXPECT_EQ(ok + busy, kClients);
   EXPECT_GE(ok, 2);    // the running one and the queued one
-  EXPECT_GE(busy, 1);  // 6 requests of 200 ms each cannot all fit in 1 slot + 1 queue place
+  EXPECT_GE(busy, 1);  // 6 requests of 0.8 s each cannot all fit in 1 slot + 1 queue place
   EXPECT_EQ(backend_->generations(), ok);
   // Capacity comes back once the queue drains.
   EXPECT_EQ(post("/v1/chat/completions", chat("after")).status, 200);
