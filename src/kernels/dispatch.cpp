@@ -17,6 +17,7 @@ const KernelTable* table_for(Isa isa) {
     case Isa::scalar: return &kScalarKernels;
 #if defined(__x86_64__)
     case Isa::avx2: return &kAvx2Kernels;
+    case Isa::avxvnni: return &kAvxVnniKernels;
     case Isa::avx512: return &kAvx512Kernels;
     case Isa::avx512vnni: return &kAvx512VnniKernels;
 #endif
@@ -47,6 +48,7 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
+    case Isa::avxvnni: return "avxvnni";
     case Isa::avx512: return "avx512";
     case Isa::avx512vnni: return "avx512vnni";
     case Isa::amx: return "amx";
@@ -56,9 +58,9 @@ const char* isa_name(Isa isa) {
 }
 
 Isa parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
     if (name == isa_name(isa)) return isa;
-  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avx512, avx512vnni, amx or neon)");
+  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avxvnni, avx512, avx512vnni, amx or neon)");
 }
 
 bool isa_available(Isa isa) {
@@ -67,6 +69,7 @@ bool isa_available(Isa isa) {
   switch (isa) {
     case Isa::scalar: return true;
     case Isa::avx2: return f.avx2;
+    case Isa::avxvnni: return f.avxvnni;
     case Isa::avx512: return f.avx512;
     case Isa::avx512vnni: return f.avx512vnni;
     case Isa::amx: return false;
@@ -77,7 +80,7 @@ bool isa_available(Isa isa) {
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
     if (isa_available(isa)) out.push_back(isa);
   return out;
 }

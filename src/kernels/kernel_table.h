@@ -44,6 +44,7 @@ void soft_cap_avx512(float* x, std::size_t n, float cap);
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
 extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvxVnniKernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
 #endif
