@@ -276,8 +276,11 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
     for (int t = 0; t < n; ++t)
       rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.pre_feedforward_norm.data(), H, eps,
                a_.data() + static_cast<std::size_t>(t) * H);
-    matmul(lw.gate_proj, a_.data(), n, gate_.data(), pool);
-    matmul(lw.up_proj, a_.data(), n, up_.data(), pool);
+    {
+      const WeightMatrix* ws[] = {&lw.gate_proj, &lw.up_proj};
+      float* outs[] = {gate_.data(), up_.data()};
+      matmul_shared_input(ws, outs, 2, a_.data(), n, pool);
+    }
     {
       // Element-wise, so split by tokens over the threads (a prefill chunk has up to
       // 64 x 12288 of them).
@@ -358,7 +361,13 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   for (int t = 0; t < n; ++t)
     rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.input_norm.data(), H, eps,
              a_.data() + static_cast<std::size_t>(t) * H);
-  matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
+  if (L.owns_kv) {  // q, k and v read the same normed input: one quantization, one pool call
+    const WeightMatrix* ws[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
+    float* outs[] = {q_.data(), k_.data(), v_.data()};
+    matmul_shared_input(ws, outs, 3, a_.data(), n, pool);
+  } else {
+    matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
+  }
   for (int t = 0; t < n; ++t)
     for (int h = 0; h < nh; ++h) {
       float* qh = q_.data() + (static_cast<std::size_t>(t) * nh + h) * d;
@@ -368,8 +377,6 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
 
   kv::LayerCache& cache = cache_.layer(cache_index_[l]);
   if (L.owns_kv) {
-    matmul(lw.k_proj, a_.data(), n, k_.data(), pool);
-    matmul(lw.v_proj, a_.data(), n, v_.data(), pool);
     for (int t = 0; t < n; ++t) {
       const int slot = cache.slot_of(positions[t]);
       float* ks = cache.key(slot);
