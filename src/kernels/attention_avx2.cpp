@@ -18,6 +18,7 @@ namespace {
 struct VecAvx2 {
   using R = __m256;
   static constexpr int W = 8;
+  static constexpr int kSlots = 2, kCols = 2;  // 4 rows x 2 = 8 accumulators of 16 registers
   static R zero() { return _mm256_setzero_ps(); }
   static R set1(float x) { return _mm256_set1_ps(x); }
   static R load(const float* p) { return _mm256_loadu_ps(p); }

@@ -10,9 +10,11 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-// GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized (false positive).
+// GCC 12 reports its own _mm512_undefined_* helpers (behind _mm512_reduce_*) as
+// (maybe-)uninitialized: a false positive.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
 
 namespace ringlm::kernels {
@@ -21,6 +23,7 @@ namespace {
 struct VecAvx512 {
   using R = __m512;
   static constexpr int W = 16;
+  static constexpr int kSlots = 4, kCols = 4;  // 16 accumulators of 32 registers
   static R zero() { return _mm512_setzero_ps(); }
   static R set1(float x) { return _mm512_set1_ps(x); }
   static R load(const float* p) { return _mm512_loadu_ps(p); }

@@ -57,77 +57,144 @@ struct AttnImpl {
     for (std::size_t j = i; j < n; ++j) y[j] = buf[j - i];
   }
 
-  // out[c] = q . k_c for four key rows (four independent FMA chains; q loaded once).
-  static void dot4(const float* q, const float* k0, const float* k1, const float* k2, const float* k3, int d,
-                   float* out) {
-    R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
-    int i = 0;
-    for (; i + W <= d; i += W) {
-      const R qv = V::load(q + i);
-      a0 = V::fma(qv, V::load(k0 + i), a0);
-      a1 = V::fma(qv, V::load(k1 + i), a1);
-      a2 = V::fma(qv, V::load(k2 + i), a2);
-      a3 = V::fma(qv, V::load(k3 + i), a3);
+  // Register blocks: NQ query rows (heads of one token, sharing the K/V tile and its mask)
+  // x KS key slots for the scores, NQ rows x NC registers of columns for P.V; V::kSlots and
+  // V::kCols are chosen per ISA so the accumulators fit the register file (AVX-512 and NEON:
+  // 4 x 4 = 16 of 32 registers; AVX2: 4 x 2 = 8 of 16). Each K or V load feeds NQ FMAs.
+  static constexpr int KS = V::kSlots;
+  static constexpr int NC = V::kCols;
+
+  // sc[r][i + s] = q_r . k_{i+s} for s < NS. Per element: one FMA chain over the d/W register
+  // steps, the horizontal sum, then the scalar tail; the same order whatever NQ and NS are,
+  // so a row's scores do not depend on how rows and slots are blocked.
+  template <int NQ, int NS>
+  static void scores_block(const float* const* qr, const float* kt, std::int64_t stride, int i, int d,
+                           float (*sc)[kAttnTile]) {
+    R acc[NQ][NS];
+#pragma GCC unroll 16
+    for (int r = 0; r < NQ; ++r)
+#pragma GCC unroll 16
+      for (int s = 0; s < NS; ++s) acc[r][s] = V::zero();
+    const float* k[NS];
+#pragma GCC unroll 16
+    for (int s = 0; s < NS; ++s) k[s] = kt + (i + s) * stride;
+    int c = 0;
+    for (; c + W <= d; c += W) {
+      R kv[NS];
+#pragma GCC unroll 16
+      for (int s = 0; s < NS; ++s) kv[s] = V::load(k[s] + c);
+#pragma GCC unroll 16
+      for (int r = 0; r < NQ; ++r) {
+        const R qv = V::load(qr[r] + c);
+#pragma GCC unroll 16
+        for (int s = 0; s < NS; ++s) acc[r][s] = V::fma(qv, kv[s], acc[r][s]);
+      }
     }
-    float s0 = V::hsum(a0), s1 = V::hsum(a1), s2 = V::hsum(a2), s3 = V::hsum(a3);
-    for (; i < d; ++i) {
-      s0 += q[i] * k0[i];
-      s1 += q[i] * k1[i];
-      s2 += q[i] * k2[i];
-      s3 += q[i] * k3[i];
-    }
-    out[0] = s0;
-    out[1] = s1;
-    out[2] = s2;
-    out[3] = s3;
+    for (int r = 0; r < NQ; ++r)
+      for (int s = 0; s < NS; ++s) {
+        float t = V::hsum(acc[r][s]);
+        for (int cc = c; cc < d; ++cc) t += qr[r][cc] * k[s][cc];
+        sc[r][i + s] = t;
+      }
   }
 
-  static float dot1(const float* q, const float* k, int d) {
-    R a = V::zero();
-    int i = 0;
-    for (; i + W <= d; i += W) a = V::fma(V::load(q + i), V::load(k + i), a);
-    float s = V::hsum(a);
-    for (; i < d; ++i) s += q[i] * k[i];
-    return s;
-  }
-
-  // acc[c] = acc[c] * corr + sum_s p[s] v_s[c] for columns [c0, c0 + NR * W): NR accumulator
-  // registers held across the tile's slots, so acc is read and written once per tile.
-  template <int NR>
-  static void pv_cols(float* acc, R corr, const float* p, const float* v, std::int64_t stride, int ts, int c0) {
-    R a[NR];
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) a[r] = V::mul(V::load(acc + c0 + r * W), corr);
+  // acc_r[c] = acc_r[c] * corr_r + sum_s p_r[s] v_s[c] for columns [c0, c0 + NCB * W): the
+  // accumulators stay in registers across the tile's slots, so acc is read and written once
+  // per tile and each V load feeds NQ rows.
+  template <int NQ, int NCB>
+  static void pv_block(float* const* acc, const float* corr, const float (*p)[kAttnTile], const float* vt,
+                       std::int64_t stride, int ts, const bool* any, int c0) {
+    R a[NQ][NCB];
+#pragma GCC unroll 16
+    for (int r = 0; r < NQ; ++r) {
+      const R cr = V::set1(corr[r]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NCB; ++j) a[r][j] = V::mul(V::load(acc[r] + c0 + j * W), cr);
+    }
     for (int s = 0; s < ts; ++s) {
-      if (p[s] == 0.0f) continue;  // invisible slot (or a weight below 2^-126)
-      const R ps = V::set1(p[s]);
-      const float* vs = v + s * stride + c0;
-#pragma GCC unroll 8
-      for (int r = 0; r < NR; ++r) a[r] = V::fma(ps, V::load(vs + r * W), a[r]);
+      if (!any[s]) continue;  // masked for the whole token (all its rows have p = 0)
+      const float* vs = vt + s * stride + c0;
+      R vv[NCB];
+#pragma GCC unroll 16
+      for (int j = 0; j < NCB; ++j) vv[j] = V::load(vs + j * W);
+#pragma GCC unroll 16
+      for (int r = 0; r < NQ; ++r) {
+        const R ps = V::set1(p[r][s]);
+#pragma GCC unroll 16
+        for (int j = 0; j < NCB; ++j) a[r][j] = V::fma(ps, vv[j], a[r][j]);
+      }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) V::store(acc + c0 + r * W, a[r]);
+#pragma GCC unroll 16
+    for (int r = 0; r < NQ; ++r)
+#pragma GCC unroll 16
+      for (int j = 0; j < NCB; ++j) V::store(acc[r] + c0 + j * W, a[r][j]);
   }
 
-  static void pv(float* acc, float corr, const float* p, const float* v, std::int64_t stride, int ts, int d) {
-    const R c = V::set1(corr);
-    int i = 0;
-    for (; i + 8 * W <= d; i += 8 * W) pv_cols<8>(acc, c, p, v, stride, ts, i);
-    for (; i + W <= d; i += W) pv_cols<1>(acc, c, p, v, stride, ts, i);
-    for (; i < d; ++i) {
-      float s = acc[i] * corr;
-      for (int j = 0; j < ts; ++j) s += p[j] * v[j * stride + i];
-      acc[i] = s;
+  template <int NQ>
+  static void pv(float* const* acc, const float* corr, const float (*p)[kAttnTile], const float* vt,
+                 std::int64_t stride, int ts, const bool* any, int d) {
+    int c = 0;
+    for (; c + NC * W <= d; c += NC * W) pv_block<NQ, NC>(acc, corr, p, vt, stride, ts, any, c);
+    for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c);
+    for (; c < d; ++c)
+      for (int r = 0; r < NQ; ++r) {
+        float t = acc[r][c] * corr[r];
+        for (int s = 0; s < ts; ++s)
+          if (any[s]) t += p[r][s] * vt[s * stride + c];
+        acc[r][c] = t;
+      }
+  }
+
+  // Query heads [j0, j0 + NQ) of the group for token t against one tile: scores, the online
+  // softmax update of each row's (m, l), then acc = acc * e^(m_old - m_new) + P.V.
+  template <int NQ>
+  static void rows(const AttnBlock& b, int t, int j0, const float* kt, const float* vt, std::int64_t stride, int ts,
+                   const bool* vis) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    const int d = b.kv.head_dim;
+    const float* qr[NQ];
+    float* acc[NQ];
+    std::int64_t row[NQ];
+    for (int r = 0; r < NQ; ++r) {
+      row[r] = static_cast<std::int64_t>(t) * b.n_heads + b.kv_head * b.group + j0 + r;
+      qr[r] = b.q + row[r] * d;
+      acc[r] = b.acc + row[r] * d;
     }
+    alignas(64) float sc[NQ][kAttnTile];
+    int i = 0;
+    for (; i + KS <= ts; i += KS) scores_block<NQ, KS>(qr, kt, stride, i, d, sc);
+    for (; i < ts; ++i) scores_block<NQ, 1>(qr, kt, stride, i, d, sc);
+    float corr[NQ];
+    for (int r = 0; r < NQ; ++r) {
+      float tmax = kNegInf;
+      for (i = 0; i < kAttnTile; ++i) {
+        sc[r][i] = i < ts && vis[i] ? b.scale * sc[r][i] : kNegInf;
+        tmax = std::max(tmax, sc[r][i]);
+      }
+      float& m = b.m[row[r]];
+      float& l = b.l[row[r]];
+      const float m_new = std::max(m, tmax);
+      // e^(old max - new max) rescales the state; exactly 1 when the max did not move and
+      // exactly 0 on the first visible tile (m = -inf), where l and acc are still 0.
+      corr[r] = exp1(m - m_new);
+      const R mv = V::set1(m_new);
+      R sum = V::zero();
+      for (i = 0; i < kAttnTile; i += W) {
+        const R pw = exp(V::sub(V::load(sc[r] + i), mv));  // masked: e^-inf = 0
+        V::store(sc[r] + i, pw);
+        sum = V::add(sum, pw);
+      }
+      l = l * corr[r] + V::hsum(sum);
+      m = m_new;
+    }
+    pv<NQ>(acc, corr, sc, vt, stride, ts, vis, d);
   }
 
   static void block(const AttnBlock& b) {
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     const int d = b.kv.head_dim;
     const std::int64_t stride = static_cast<std::int64_t>(b.kv.n_kv_heads) * d;
     const float* kbase = b.kv.k + static_cast<std::int64_t>(b.kv_head) * d;
     const float* vbase = b.kv.v + static_cast<std::int64_t>(b.kv_head) * d;
-    alignas(64) float sc[kAttnTile];
     bool vis[kAttnTile];
     for (int s0 = b.s_begin; s0 < b.s_end; s0 += kAttnTile) {
       const int ts = std::min(kAttnTile, b.s_end - s0);
@@ -153,34 +220,13 @@ struct AttnImpl {
           n_vis += vis[i];
         }
         if (n_vis == 0) continue;
-        for (int j = 0; j < b.group; ++j) {
-          const std::int64_t row = static_cast<std::int64_t>(t) * b.n_heads + b.kv_head * b.group + j;
-          const float* qr = b.q + row * d;
-          int i = 0;
-          for (; i + 4 <= ts; i += 4)
-            dot4(qr, kt + i * stride, kt + (i + 1) * stride, kt + (i + 2) * stride, kt + (i + 3) * stride, d, sc + i);
-          for (; i < ts; ++i) sc[i] = dot1(qr, kt + i * stride, d);
-          float tmax = kNegInf;
-          for (i = 0; i < kAttnTile; ++i) {
-            sc[i] = i < ts && vis[i] ? b.scale * sc[i] : kNegInf;
-            tmax = std::max(tmax, sc[i]);
-          }
-          float& m = b.m[row];
-          float& l = b.l[row];
-          const float m_new = std::max(m, tmax);
-          // e^(old max - new max) rescales the state; exactly 1 when the max did not move and
-          // exactly 0 on the first visible tile (m = -inf), where l and acc are still 0.
-          const float corr = exp1(m - m_new);
-          const R mv = V::set1(m_new);
-          R sum = V::zero();
-          for (i = 0; i < kAttnTile; i += W) {
-            const R pw = exp(V::sub(V::load(sc + i), mv));  // masked: e^-inf = 0
-            V::store(sc + i, pw);
-            sum = V::add(sum, pw);
-          }
-          l = l * corr + V::hsum(sum);
-          m = m_new;
-          pv(b.acc + row * d, corr, sc, vt, stride, ts, d);
+        int j = 0;
+        for (; j + 4 <= b.group; j += 4) rows<4>(b, t, j, kt, vt, stride, ts, vis);
+        switch (b.group - j) {
+          case 3: rows<3>(b, t, j, kt, vt, stride, ts, vis); break;
+          case 2: rows<2>(b, t, j, kt, vt, stride, ts, vis); break;
+          case 1: rows<1>(b, t, j, kt, vt, stride, ts, vis); break;
+          default: break;
         }
       }
     }

@@ -16,6 +16,7 @@ namespace {
 struct VecNeon {
   using R = float32x4_t;
   static constexpr int W = 4;
+  static constexpr int kSlots = 4, kCols = 4;  // 16 accumulators of 32 registers
   static R zero() { return vdupq_n_f32(0.0f); }
   static R set1(float x) { return vdupq_n_f32(x); }
   static R load(const float* p) { return vld1q_f32(p); }

@@ -15,6 +15,7 @@ namespace {
 struct VecScalar {
   using R = float;
   static constexpr int W = 1;
+  static constexpr int kSlots = 4, kCols = 4;
   static R zero() { return 0.0f; }
   static R set1(float x) { return x; }
   static R load(const float* p) { return *p; }
