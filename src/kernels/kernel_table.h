@@ -25,7 +25,21 @@ struct KernelTable {
   // Same with x as one q8 act row (x.rows >= 1, row 0 used).
   void (*i8_gemv_q8)(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
                      std::size_t r1, const Q8ActView& x, float* y);
+  // out[i] = gelu_tanh(gate[i]) * up[i] and x[i] = cap * tanh(x[i] / cap) (ref_ops.h),
+  // bit-identical to the scalar forms on x86.
+  void (*gelu_mul)(const float* gate, const float* up, std::size_t n, float* out);
+  void (*soft_cap)(float* x, std::size_t n, float cap);
 };
+
+// The element-wise activations per path (ref_ops.cpp: scalar; activation_kernels_x86.cpp).
+void gelu_mul_scalar(const float* gate, const float* up, std::size_t n, float* out);
+void soft_cap_scalar(float* x, std::size_t n, float cap);
+#if defined(__x86_64__)
+void gelu_mul_avx2(const float* gate, const float* up, std::size_t n, float* out);
+void soft_cap_avx2(float* x, std::size_t n, float cap);
+void gelu_mul_avx512(const float* gate, const float* up, std::size_t n, float* out);
+void soft_cap_avx512(float* x, std::size_t n, float cap);
+#endif
 
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)

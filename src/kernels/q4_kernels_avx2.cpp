@@ -215,6 +215,8 @@ const KernelTable kAvx2Kernels = {
     q4_matmul_groups_avx2,
     i8_gemv_f32_avx2,
     i8_gemv_q8_avx2,
+    gelu_mul_avx2,
+    soft_cap_avx2,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -20,6 +20,8 @@ const KernelTable kAvx512Kernels = {
     q4_matmul_groups_avx512,
     i8_gemv_f32_avx512,
     i8_gemv_q8_avx512,
+    gelu_mul_avx512,
+    soft_cap_avx512,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -150,6 +150,8 @@ const KernelTable kNeonKernels = {
     q4_matmul_groups_neon,
     i8_gemv_f32_neon,
     i8_gemv_q8_neon,
+    gelu_mul_scalar,
+    soft_cap_scalar,
 };
 }  // namespace ringlm::kernels
 #endif

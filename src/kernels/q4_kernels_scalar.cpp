@@ -78,6 +78,8 @@ const KernelTable kScalarKernels = {
     q4_matmul_groups_scalar,
     i8_gemv_f32_scalar,
     i8_gemv_q8_scalar,
+    gelu_mul_scalar,
+    soft_cap_scalar,
 };
 
 }  // namespace ringlm::kernels

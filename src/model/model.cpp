@@ -67,6 +67,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& options)
     : model_(std::move(model)), cfg_(model_->config()), w_(model_->weights()) {
+  full_prefill_ = options.full_prefill;
   capacity_ = options.context_tokens == 0 ? std::min(kDefaultContext, cfg_.max_position_embeddings)
                                           : options.context_tokens;
   if (capacity_ < 1 || capacity_ > cfg_.max_position_embeddings)
@@ -259,7 +260,17 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
                   rope_full_.data() + static_cast<std::size_t>(t) * cfg_.global_head_dim);
   }
 
+  // From the first KV-shared layer on, only the rows that want logits matter (see
+  // SessionOptions::full_prefill): move them to the front and run the rest on them alone.
+  const int first_shared = cfg_.num_kv_shared_layers > 0 ? cfg_.first_shared_layer() : cfg_.num_layers;
   for (int l = 0; l < cfg_.num_layers; ++l) {
+    if (l == first_shared && !full_prefill_ && first_logits_row > 0) {
+      if (first_logits_row >= n) return;  // no row wants logits: nothing past here is kept
+      keep_tail_rows(first_logits_row, n);
+      positions += first_logits_row;
+      n -= first_logits_row;
+      first_logits_row = 0;
+    }
     const LayerConfig& L = cfg_.layers[l];
     const LayerWeights& lw = w_.layers[l];
     attention_block(l, n, positions);
@@ -270,7 +281,18 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
                a_.data() + static_cast<std::size_t>(t) * H);
     matmul(lw.gate_proj, a_.data(), n, gate_.data(), pool);
     matmul(lw.up_proj, a_.data(), n, up_.data(), pool);
-    gelu_mul(gate_.data(), up_.data(), n * L.mlp_width, gate_.data());
+    {
+      // Element-wise, so split by tokens over the threads (a prefill chunk has up to
+      // 64 x 12288 of them).
+      const std::size_t W = static_cast<std::size_t>(L.mlp_width);
+      auto gelu_rows = [&](std::int64_t t0, std::int64_t t1) {
+        const std::size_t off = static_cast<std::size_t>(t0) * W;
+        gelu_mul(gate_.data() + off, up_.data() + off, static_cast<int>(static_cast<std::size_t>(t1 - t0) * W),
+                 gate_.data() + off);
+      };
+      if (pool && n > 1) pool->run(n, gelu_rows);
+      else gelu_rows(0, n);
+    }
     matmul(lw.down_proj, gate_.data(), n, o_.data(), pool);
     for (int t = 0; t < n; ++t) {
       float* ot = o_.data() + static_cast<std::size_t>(t) * H;
@@ -284,7 +306,7 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
       for (int t = 0; t < n; ++t) {
         float* g = ple_g_.data() + static_cast<std::size_t>(t) * P;
         const float* in = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
-        for (int j = 0; j < P; ++j) g[j] = gelu_tanh(g[j]) * in[j];
+        gelu_mul(g, in, P, g);
       }
       matmul(lw.ple_projection, ple_g_.data(), n, o_.data(), pool);
       for (int t = 0; t < n; ++t) {
@@ -311,6 +333,19 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
   if (cfg_.final_logit_softcapping > 0)
     soft_cap(logits_.data(), static_cast<std::int64_t>(rows) * cfg_.vocab_size,
              static_cast<float>(cfg_.final_logit_softcapping));
+}
+
+void Session::keep_tail_rows(int first, int n) {
+  // Every per-token scratch the later layers read: hidden states, per-layer inputs, angles.
+  auto shift = [&](std::vector<float>& buf, std::size_t row) {
+    if (buf.empty()) return;
+    std::copy(buf.begin() + static_cast<std::ptrdiff_t>(first * row), buf.begin() + static_cast<std::ptrdiff_t>(n * row),
+              buf.begin());
+  };
+  shift(h_, static_cast<std::size_t>(cfg_.hidden_size));
+  if (cfg_.ple_dim > 0) shift(ple_all_, static_cast<std::size_t>(cfg_.num_layers) * cfg_.ple_dim);
+  if (!cfg_.rope_sliding.inv_freq.empty()) shift(rope_sliding_, static_cast<std::size_t>(cfg_.head_dim));
+  if (!cfg_.rope_full.inv_freq.empty()) shift(rope_full_, static_cast<std::size_t>(cfg_.global_head_dim));
 }
 
 void Session::attention_block(int l, int n, const std::int64_t* positions) {

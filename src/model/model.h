@@ -85,6 +85,13 @@ using SessionSnapshot = kv::KvSnapshot;
 struct SessionOptions {
   // Full-attention KV capacity in tokens; 0: min(8192, max_position_embeddings).
   int context_tokens = 0;
+  // The KV-shared layers (Gemma 4's last num_kv_shared_layers) write no cache, so a prompt
+  // token whose logits nobody asked for needs only the KV-owning layers: prefill() runs the
+  // shared layers on the rows that want logits alone (LogitsMode::Last / Hidden: the last
+  // token; All: every token). Exact: a row's result does not depend on the others (on the
+  // q4_0 path it is bit-identical; see tests/model). On E2B that skips 20 of 35 layers,
+  // ~70% of the prompt's matmul work. true runs every layer for every token (for tests).
+  bool full_prefill = false;
 };
 
 class Session {
@@ -155,6 +162,8 @@ class Session {
                      bool run_head);
   void require_hidden() const;
   void attention_block(int layer, int n, const std::int64_t* positions);
+  // Moves the per-token rows [first, n) of the chunk scratch to rows [0, n - first).
+  void keep_tail_rows(int first, int n);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
@@ -162,6 +171,7 @@ class Session {
   kv::KvCache cache_;
   std::vector<int> cache_index_;  // per layer: the KV cache it reads
   int capacity_ = 0;
+  bool full_prefill_ = false;
   std::int64_t next_position_ = 0;
 
   // Scratch, sized once for kMaxChunk tokens.

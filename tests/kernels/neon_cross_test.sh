@@ -15,7 +15,7 @@ out="${RINGLM_TMP:-$(mktemp -d)}"
 mkdir -p "$out"
 # Only the quantized-kernel layer (not the float reference kernels, which need io/).
 kernel_srcs=()
-for pattern in q4_ q4k_ q6k_ q8_ q8p16_ ggml_quant ggml_kernels cpu_features dispatch thread_pool mem_read; do
+for pattern in activation_ q4_ q4k_ q6k_ q8_ q8p16_ ggml_quant ggml_kernels cpu_features dispatch thread_pool mem_read; do
   kernel_srcs+=("$src"/src/kernels/${pattern}*.cpp)
 done
 # -O1 keeps the cross build quick on a 2-core CI box; static so qemu needs no sysroot.

@@ -82,15 +82,16 @@ TEST(Q8Act, EveryPathIsBitIdenticalToTheReference) {
   }
 }
 
-// q4_matmul on each path vs float64; shapes cover padded groups, 1..9 activation rows
-// (GEMV and every GEMM tile remainder) and a strided output.
+// q4_matmul on each path vs float64; shapes cover padded groups, 1..17 activation rows
+// (GEMV, full tiles of 4 or 8 rows and every remainder) and a strided output.
 TEST(Q4Matmul, EveryPathMatchesFloat64OnExtremeBlocks) {
   std::mt19937 rng(2024);
   IsaGuard guard;
   ThreadPool pool(3);
   struct Shape { std::size_t rows, cols, m; };
   for (Shape s : {Shape{16, 32, 1}, Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{64, 160, 9}, Shape{5, 64, 4},
-                  Shape{48, 384, 2}, Shape{20, 2560, 6} /* 80 blocks: K split in chunks */}) {
+                  Shape{48, 384, 2}, Shape{20, 2560, 6} /* 80 blocks: K split in chunks */, Shape{24, 128, 15},
+                  Shape{17, 2080, 17}, Shape{16, 64, 7}, Shape{16, 64, 3}}) {
     const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
     Q4PackedBuffer wbuf(s.rows, s.cols);
     q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());
@@ -156,7 +157,7 @@ TEST(Q4Matmul, TwoPlaneActivationsMatchFloat64OnEveryPath) {
   IsaGuard guard;
   ThreadPool pool(2);
   struct Shape { std::size_t rows, cols, m; };
-  for (Shape s : {Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{20, 2560, 6}}) {
+  for (Shape s : {Shape{37, 96, 1}, Shape{33, 256, 5}, Shape{20, 2560, 6}, Shape{18, 2080, 17}, Shape{16, 64, 11}}) {
     const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
     Q4PackedBuffer wbuf(s.rows, s.cols);
     q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());

@@ -16,16 +16,19 @@ using model::Session;
 
 namespace {
 
-std::shared_ptr<const model::Model> tiny_model(const std::string& preset = "tiny") {
+std::shared_ptr<const model::Model> tiny_model(const std::string& preset = "tiny",
+                                               model::WeightFormat weights = model::WeightFormat::stored) {
   static std::map<std::string, std::shared_ptr<const model::Model>> cache;
-  auto& m = cache[preset];
+  auto& m = cache[preset + (weights == model::WeightFormat::q4_0 ? "/q4_0" : "")];
   if (!m) {
-    const fs::path dir = fs::temp_directory_path() / ("ringlm_session_test_" + preset + "_" + std::to_string(::getpid()));
+    const fs::path dir = fs::temp_directory_path() /
+                         ("ringlm_session_test_" + preset + "_" + std::to_string(static_cast<int>(weights)) + "_" +
+                          std::to_string(::getpid()));
     model::testing::TestCheckpointOptions o;
     o.preset = preset;
     o.seed = 42;
     model::testing::write_test_checkpoint(dir, o);
-    m = model::Model::load(dir, {.threads = 2});
+    m = model::Model::load(dir, {.threads = 2, .weights = weights});
     // The mapping keeps the data alive after the files are unlinked.
     fs::remove_all(dir);
   }
@@ -171,4 +174,53 @@ TEST(Session, GqaModelRuns) {
   Session a(m), b(m);
   auto rows = all_logits(a, ids, 0);
   for (int i = 0; i < 70; ++i) EXPECT_LT(max_diff(b.decode(ids[i], i), rows[i]), 1e-4f);
+}
+
+// Prompt rows whose logits nobody wants skip the KV-shared layers (SessionOptions::
+// full_prefill = false, the default). That must not change the logits that are returned,
+// the hidden state kept for the deferred head, or anything later decoding sees (the cache
+// the shared layers read is written by the owning layers, which still run every row). On
+// the q4_0 path a row's arithmetic does not depend on the other rows of its chunk, so the
+// results are bit-identical; the float path's 4-token dot grouping may round differently.
+TEST(Session, SkippingSharedLayersForPromptRowsChangesNoResult) {
+  for (auto weights : {model::WeightFormat::stored, model::WeightFormat::q4_0}) {
+    const bool exact = weights == model::WeightFormat::q4_0;
+    auto m = tiny_model("tiny", weights);
+    ASSERT_GT(m->config().num_kv_shared_layers, 0);
+    const int V = m->config().vocab_size;
+    const auto ids = random_ids(150, V, 11);  // chunks of 64, 64 and 22
+    const auto pos = iota_positions(0, 150);
+    auto same = [&](std::span<const float> x, std::span<const float> y, const char* what) {
+      ASSERT_EQ(x.size(), y.size()) << what;
+      if (exact) {
+        for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << what << " index " << i;
+      } else {
+        EXPECT_LT(max_diff(x, y), 1e-5f) << what;
+      }
+    };
+    Session fast(m), full(m, {.full_prefill = true});
+    const auto fast_last = fast.prefill(ids, pos, LogitsMode::Last);
+    const std::vector<float> kept(fast_last.begin(), fast_last.end());
+    same(kept, full.prefill(ids, pos, LogitsMode::Last), "prompt's last logits");
+    // Decoding after the prompt reads the caches the prompt wrote.
+    std::int32_t next = 5;
+    for (int i = 0; i < 6; ++i) {
+      const auto f = fast.decode(next, 150 + i);
+      const std::vector<float> fv(f.begin(), f.end());
+      same(fv, full.decode(next, 150 + i), "decoded logits");
+      next = static_cast<std::int32_t>(std::max_element(fv.begin(), fv.end()) - fv.begin());
+    }
+    // The deferred head (guided decoding) keeps the same hidden state.
+    Session fast_h(m), full_h(m, {.full_prefill = true});
+    fast_h.prefill(ids, pos, LogitsMode::Hidden);
+    full_h.prefill(ids, pos, LogitsMode::Hidden);
+    same(fast_h.head_input(), full_h.head_input(), "hidden state for the deferred head");
+    // LogitsMode::All still runs every row through every layer.
+    Session all_a(m), all_b(m, {.full_prefill = true});
+    auto rows_a = all_logits(all_a, ids, 0);
+    auto rows_b = all_logits(all_b, ids, 0);
+    ASSERT_EQ(rows_a.size(), 150u);
+    for (int i = 0; i < 150; i += 37) same(rows_a[i], rows_b[i], "LogitsMode::All row");
+    same(rows_a.back(), kept, "All's last row vs Last");
+  }
 }

@@ -1,0 +1,109 @@
+// AVX2 and AVX-512 forms of the element-wise activations gelu_mul and soft_cap (ref_ops.h):
+// the operations of the scalar tanh_inline in ref_ops.cpp, lane by lane and in the same
+// order (separate multiplies and adds, no FMA contraction), so on x86 every path returns
+// the same bits as the scalar code (the kernel tests check equality). Why SIMD at all: GELU
+// over 64 x 6144..12288 elements per layer was 8.6% of E2B prefill as a scalar loop.
+#include "kernels/kernel_table.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace ringlm::kernels {
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#if !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")  // keep mul + add separate, as the scalar code
+#endif
+namespace avx2_activations {
+struct V8 {
+  using F = __m256;
+  static constexpr std::size_t kLanes = 8;
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F set(float v) { return _mm256_set1_ps(v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F abs(F a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  static F trunc_to_int_float(F a, __m256i& i) {
+    i = _mm256_cvttps_epi32(a);
+    return _mm256_cvtepi32_ps(i);
+  }
+  static F pow2(__m256i k) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+  }
+  static F select_lt(F a, F bound, F if_less, F otherwise) {
+    return _mm256_blendv_ps(otherwise, if_less, _mm256_cmp_ps(a, bound, _CMP_LT_OQ));
+  }
+  static F copysign(F mag, F sign_of) {
+    return _mm256_or_ps(mag, _mm256_and_ps(sign_of, _mm256_set1_ps(-0.0f)));
+  }
+  using I = __m256i;
+};
+
+#include "kernels/activation_simd_impl.h"
+}  // namespace avx2_activations
+#pragma GCC pop_options
+
+#pragma GCC push_options
+// GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized (false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx2,avx512f,avx512dq")
+#if !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+namespace avx512_activations {
+struct V16 {
+  using F = __m512;
+  static constexpr std::size_t kLanes = 16;
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F set(float v) { return _mm512_set1_ps(v); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F abs(F a) { return _mm512_abs_ps(a); }
+  // Truncation toward zero, as static_cast<int>; then back to float.
+  static F trunc_to_int_float(F a, __m512i& i) {
+    i = _mm512_cvttps_epi32(a);
+    return _mm512_cvtepi32_ps(i);
+  }
+  static F pow2(__m512i k) {  // 2^k from the exponent bits, k + 127 in [1, 254]
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23));
+  }
+  static F select_lt(F a, F bound, F if_less, F otherwise) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, bound, _CMP_LT_OQ), otherwise, if_less);
+  }
+  static F copysign(F mag, F sign_of) {
+    const __m512i sign = _mm512_and_si512(_mm512_castps_si512(sign_of), _mm512_set1_epi32(INT32_MIN));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
+  }
+  using I = __m512i;
+};
+
+#include "kernels/activation_simd_impl.h"
+}  // namespace avx512_activations
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+void gelu_mul_avx512(const float* gate, const float* up, std::size_t n, float* out) {
+  avx512_activations::gelu_mul_v<avx512_activations::V16>(gate, up, n, out);
+}
+void soft_cap_avx512(float* x, std::size_t n, float cap) {
+  avx512_activations::soft_cap_v<avx512_activations::V16>(x, n, cap);
+}
+void gelu_mul_avx2(const float* gate, const float* up, std::size_t n, float* out) {
+  avx2_activations::gelu_mul_v<avx2_activations::V8>(gate, up, n, out);
+}
+void soft_cap_avx2(float* x, std::size_t n, float cap) { avx2_activations::soft_cap_v<avx2_activations::V8>(x, n, cap); }
+
+}  // namespace ringlm::kernels
+#endif
