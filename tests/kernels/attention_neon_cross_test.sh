@@ -15,7 +15,7 @@ out="${RINGLM_TMP:-$(mktemp -d)}"
 mkdir -p "$out"
 # The dispatch references every kernel table, so the quantized-kernel layer comes along.
 kernel_srcs=()
-for pattern in attention ref_ops ref_parallel q4_ q4k_ q6k_ q8_ q8p16_ ggml_quant ggml_kernels cpu_features dispatch \
+for pattern in attention ref_ops ref_parallel activation_ q4_ q4k_ q6k_ q8_ q8p16_ ggml_quant ggml_kernels cpu_features dispatch \
   thread_pool mem_read; do
   kernel_srcs+=("$src"/src/kernels/${pattern}*.cpp)
 done
