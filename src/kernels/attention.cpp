@@ -127,6 +127,12 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
 
   const int threads = pool ? pool->size() : 1;
   const int parts = std::min(threads, kv.n_slots / kMinSlotsPerPart);
+  if (n_tokens == 1 && threads > 1) {
+    // Size the split's scratch on the first decode call even while the cache is still too
+    // short to split, so a context growing past the threshold does not allocate mid-decode.
+    scratch_floats(static_cast<std::size_t>(threads) * (static_cast<std::size_t>(n_heads) * d + 2 * n_heads) +
+                   2 * static_cast<std::size_t>(threads));
+  }
   if (n_tokens == 1 && parts > 1) {
     attend_split_slots(k, base, parts, out, *pool);
     return;
