@@ -30,6 +30,12 @@ static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must match ggml's 34 bytes");
 // round-to-nearest-even of d, but the codes are computed with the float d (as ggml does).
 // k must be a multiple of 32. Non-finite inputs give unspecified codes.
 void quantize_row_q4_0_ref(const float* x, BlockQ4_0* y, std::size_t k);
+// The same rule, bit-identical, on the fastest path the CPU has (AVX-512 when the active
+// kernel path is avx512 or avx512vnni, else the reference loop): load-time quantization.
+void quantize_row_q4_0_fast(const float* x, BlockQ4_0* y, std::size_t k);
+#if defined(__x86_64__)
+void quantize_row_q4_0_avx512(const float* x, BlockQ4_0* y, std::size_t k);
+#endif
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, std::size_t k);
 
 // q8_0: d = amax / 127, id = 1/d (0 when amax == 0), q = round-half-even(x * id).

@@ -55,7 +55,7 @@ void q4_quantize_pack(const float* src, std::size_t rows, std::size_t cols, std:
   check_shape(rows, cols);
   std::vector<BlockQ4_0> blocks(rows * (cols / kQBlock));
   for (std::size_t r = 0; r < rows; ++r)
-    quantize_row_q4_0_ref(src + r * cols, blocks.data() + r * (cols / kQBlock), cols);
+    quantize_row_q4_0_fast(src + r * cols, blocks.data() + r * (cols / kQBlock), cols);
   q4_pack(blocks.data(), rows, cols, dst);
 }
 

@@ -113,7 +113,7 @@ void write_q4p16(AtomicFile& out, const kernels::WeightMatrix& w) {
       std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
       for (std::size_t i = a; i < b; ++i) {
         kernels::load_row_f32(w, static_cast<std::int64_t>(r0 + i), row.data());
-        kernels::quantize_row_q4_0_ref(row.data(), blocks.data(), cols);
+        kernels::quantize_row_q4_0_fast(row.data(), blocks.data(), cols);
         kernels::q4_pack_row(blocks.data(), i, n, cols, buf.data());
       }
     });

@@ -62,7 +62,7 @@ void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>
     std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
     for (std::size_t r = r0; r < r1; ++r) {
       kernels::load_row_f32(src, static_cast<std::int64_t>(r), row.data());
-      kernels::quantize_row_q4_0_ref(row.data(), blocks.data(), cols);
+      kernels::quantize_row_q4_0_fast(row.data(), blocks.data(), cols);
       kernels::q4_pack_row(blocks.data(), r, rows, cols, dst);
     }
   });

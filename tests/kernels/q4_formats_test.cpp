@@ -2,11 +2,15 @@
 // blocks against a float64 restatement of the rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "kernels/dispatch.h"
 #include "kernels/q4_formats.h"
+#include "test_support.h"
 #include "util/float16.h"
 
 namespace ringlm::kernels {
@@ -123,3 +127,41 @@ TEST(I8Rows, ScaleIsAmaxOver127AndCodesRoundToNearest) {
 
 }  // namespace
 }  // namespace ringlm::kernels
+
+using namespace ringlm::kernels;
+
+// quantize_row_q4_0_fast on every ISA path gives the reference's bytes: random rows with
+// blocks built to hit the corner cases (ties between +m and -m, repeated maxima, all-zero
+// and signed-zero blocks, tiny and huge magnitudes, exact .5 boundaries of x * id + 8.5).
+TEST(Q4Formats, FastQuantizerIsBitIdenticalToTheReferenceOnEveryPath) {
+  ringlm::kernels::testing::IsaGuard guard;
+  std::mt19937 rng(77);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const std::size_t cols = 32 * 64;
+  std::vector<float> x(cols * 8);
+  for (std::size_t b = 0; b < x.size() / 32; ++b) {
+    float* xb = x.data() + b * 32;
+    const float scale = std::ldexp(1.0f, static_cast<int>(b % 40) - 20);
+    for (int j = 0; j < 32; ++j) xb[j] = scale * nd(rng);
+    switch (b % 7) {
+      case 0: xb[5] = 3 * scale; xb[9] = -3 * scale; break;                // tie: the first (+) wins
+      case 1: xb[3] = -2 * scale; xb[30] = -2 * scale; xb[31] = 2 * scale; break;
+      case 2: for (int j = 0; j < 32; ++j) xb[j] = 0.0f; break;
+      case 3: for (int j = 0; j < 32; ++j) xb[j] = (j % 2) ? -0.0f : 0.0f; break;
+      case 4: for (int j = 0; j < 32; ++j) xb[j] = scale * static_cast<float>(j - 16) / 2; break;  // .5 steps
+      default: break;
+    }
+  }
+  const std::size_t nb = x.size() / 32;
+  std::vector<BlockQ4_0> want(nb), got(nb);
+  quantize_row_q4_0_ref(x.data(), want.data(), x.size());
+  for (Isa isa : available_isas()) {
+    force_isa(isa);
+    std::fill(got.begin(), got.end(), BlockQ4_0{});
+    quantize_row_q4_0_fast(x.data(), got.data(), x.size());
+    for (std::size_t b = 0; b < nb; ++b) {
+      ASSERT_EQ(got[b].d, want[b].d) << isa_name(isa) << " block " << b;
+      ASSERT_EQ(0, std::memcmp(got[b].qs, want[b].qs, sizeof want[b].qs)) << isa_name(isa) << " block " << b;
+    }
+  }
+}
