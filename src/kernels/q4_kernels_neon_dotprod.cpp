@@ -37,9 +37,11 @@ using namespace ringlm::kernels;
 
 // Activation rows sharing one load + unpack of a quad's codes. Register budget (32 q-regs):
 // 8 code vectors + MT float accumulators + MT int32 chains (2*MT with two planes) + the
-// activation registers in flight. Not measured (no ARM hardware here): chosen by that count.
-constexpr std::size_t kTileRows = 8;
-constexpr std::size_t kTileRowsTwoPlanes = 4;
+// activation registers in flight. Not timed (no ARM hardware here): chosen from GCC 12 -O2
+// output. With 4 rows the block loop has no stack traffic (one plane: 84 instructions per
+// 32 sdot; two planes: 156 per 64); with 6 or 8 rows GCC stores the accumulators to the
+// stack every block and the loop needs more instructions per sdot (2.9 at 6, 2.75 at 8).
+constexpr std::size_t kTileRows = 4;
 // Blocks per K chunk: a group's chunk of codes (64 * 288 B = 18 KB) stays in L1 while the
 // four quads and all activation tiles re-read it.
 constexpr std::size_t kChunkBlocks = 64;
@@ -47,9 +49,13 @@ constexpr std::size_t kChunkBlocks = 64;
 // acc[i] (rows 4h..4h+3 of the group) += W[quad, blocks b0..b1) . x row (m0 + i).
 template <int MT, bool kTwoPlanes>
 inline void q4_quad_rows(const std::uint8_t* codes, const std::uint16_t* scales, std::size_t h, std::size_t b0,
-                         std::size_t b1, const Q8ActView& x, std::size_t m0, float32x4_t acc[MT]) {
+                         std::size_t b1, const Q8ActView& x, std::size_t m0, float32x4_t acc_io[MT]) {
   const uint8x16_t mask = vdupq_n_u8(0x0f);
   const std::size_t nbx = x.cols / 32;
+  // A local copy: working on the caller's array, GCC 12 stored every accumulator back after
+  // each block.
+  float32x4_t acc[MT];
+  for (int i = 0; i < MT; ++i) acc[i] = acc_io[i];
   for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* cb = codes + b * 256 + 16 * h;
     int8x16_t lo[4], hi[4];  // lo[t]: elements 4t..4t+3 of the quad's rows; hi[t]: 16+4t..
@@ -95,6 +101,7 @@ inline void q4_quad_rows(const std::uint8_t* codes, const std::uint16_t* scales,
       acc[i] = vfmaq_f32(acc[i], vmulq_f32(vcvtq_f32_s32(s), ws), vdupq_n_f32(xd));
     }
   }
+  for (int i = 0; i < MT; ++i) acc_io[i] = acc[i];
 }
 
 // Output rows 4h..4h+3 (of which `valid` are real) of group g for activation rows
@@ -142,7 +149,7 @@ inline void q4_quad_tail(const Q4Packed& w, std::size_t g, std::size_t h, std::s
 template <bool kTwoPlanes>
 void q4_matmul_groups_impl(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                            std::size_t ldy) {
-  constexpr std::size_t kMT = kTwoPlanes ? kTileRowsTwoPlanes : kTileRows;
+  constexpr std::size_t kMT = kTileRows;
   const std::size_t nb = w.blocks_per_row();
   for (std::size_t g = g0; g < g1; ++g) {
     const std::size_t rows_left = w.rows - g * kQ4GroupRows;
