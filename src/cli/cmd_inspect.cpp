@@ -1,5 +1,6 @@
 // `ringlm inspect FILE`: what a checkpoint file holds — GGUF metadata (long arrays
-// abbreviated) and the tensor table with type, shape, offset and size.
+// abbreviated) and the tensor table with type, shape, offset and size; for a checkpoint or
+// `ringlm convert` directory, the tensors under their canonical names.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -9,6 +10,9 @@
 #include "io/gguf_gemma4.h"
 #include "io/gguf_reader.h"
 #include "io/safetensors.h"
+#include "model/config.h"
+#include "model/packed_format.h"
+#include "model/packed_source.h"
 #include "util/error.h"
 
 namespace {
@@ -42,13 +46,19 @@ void inspect_gguf(const std::string& path, std::size_t max_elems) {
   }
 }
 
-// Safetensors file or checkpoint directory: the tensors under their canonical names.
+// Safetensors file, checkpoint directory or packed (`ringlm convert`) directory: the
+// tensors under their canonical names.
 void inspect_safetensors(const std::string& path) {
   std::filesystem::path p(path);
   std::unique_ptr<ringlm::io::TensorSource> dir_source;
   std::unique_ptr<ringlm::io::SafetensorsFile> file;
   std::vector<const ringlm::io::TensorView*> views;
-  if (std::filesystem::is_directory(p)) {
+  if (ringlm::model::is_packed_model_dir(p)) {
+    // The same checks as loading (sizes against config.json and meta.json), nothing copied.
+    dir_source = ringlm::model::open_packed_dir(p, ringlm::model::load_model_config(p));
+    for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
+    std::printf("%s: packed model directory (ringlm convert), %zu tensors\n\n", path.c_str(), views.size());
+  } else if (std::filesystem::is_directory(p)) {
     dir_source = ringlm::io::open_safetensors_dir(p);
     for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
     std::printf("%s: checkpoint directory, %zu tensors\n\n", path.c_str(), views.size());
@@ -57,12 +67,14 @@ void inspect_safetensors(const std::string& path) {
     for (const auto& t : file->tensors()) views.push_back(&t);
     std::printf("%s: safetensors, %zu tensors used by ringlm\n\n", path.c_str(), views.size());
   }
-  std::printf("  %-52s %-6s %-22s %14s  %s\n", "canonical name", "dtype", "shape", "bytes", "file");
+  std::printf("  %-52s %-8s %-22s %14s  %s\n", "canonical name", "dtype", "shape", "bytes", "file");
   for (const auto* v : views) {
     std::string shape = "[";
     for (std::size_t k = 0; k < v->shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(v->shape[k]);
     shape += "]";
-    std::printf("  %-52s %-6s %-22s %14llu  %s\n", v->name.c_str(), ringlm::io::dtype_name(v->dtype), shape.c_str(),
+    std::string dtype = ringlm::io::dtype_name(v->dtype);
+    if (v->dtype == ringlm::io::DType::Q4_0 && v->packed) dtype += "p16";  // the kernels' layout (q4_packed.h)
+    std::printf("  %-52s %-8s %-22s %14llu  %s\n", v->name.c_str(), dtype.c_str(), shape.c_str(),
                 static_cast<unsigned long long>(v->nbytes), std::filesystem::path(v->file).filename().c_str());
   }
 }
@@ -70,11 +82,11 @@ void inspect_safetensors(const std::string& path) {
 }  // namespace
 
 RINGLM_COMMAND(inspect) {
-  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file (or the tensors of a safetensors file / checkpoint directory)");
+  auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file (or the tensors of a safetensors file, checkpoint directory or ringlm convert directory)");
   static std::string path;
   static std::size_t max_elems = 8;
   static bool config = false;
-  sub->add_option("file", path, "GGUF file, .safetensors file or checkpoint directory")->required();
+  sub->add_option("file", path, "GGUF file, .safetensors file, checkpoint directory or packed model directory")->required();
   sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
   sub->add_flag("--config", config, "Print only the model config derived from gemma4 metadata (HF text_config JSON)");
   sub->callback([] {
@@ -82,7 +94,7 @@ RINGLM_COMMAND(inspect) {
     if (!ringlm::io::is_gguf_file(path)) {
       if (config) ringlm::fail(path, ": --config needs a GGUF file");
       if (std::filesystem::is_directory(path) || path.ends_with(".safetensors")) return inspect_safetensors(path);
-      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files, .safetensors files and checkpoint directories)");
+      ringlm::fail(path, ": not a GGUF file (ringlm inspect reads GGUF files, .safetensors files, checkpoint directories and ringlm convert directories)");
     }
     if (config) {
       const ringlm::io::GgufFile f(path);

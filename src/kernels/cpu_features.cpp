@@ -42,7 +42,10 @@ CpuFeatures detect() {
   const bool avx512f = b & (1u << 16), avx512dq = b & (1u << 17), avx512bw = b & (1u << 30),
              avx512vl = b & (1u << 31), vnni = c & (1u << 11);
   const bool amx_tile = d & (1u << 24), amx_int8 = d & (1u << 25);
+  __cpuid_count(7, 1, a, b, c, d);
+  const bool avx_vnni = a & (1u << 4);
   f.avx2 = ymm_saved && avx2 && fma && f16c;
+  f.avxvnni = f.avx2 && avx_vnni;
   f.avx512 = f.avx2 && zmm_saved && avx512f && avx512dq && avx512bw && avx512vl;
   f.avx512vnni = f.avx512 && vnni;
   f.amx_int8 = tile_saved && amx_tile && amx_int8;
@@ -70,6 +73,7 @@ std::string CpuFeatures::describe() const {
     s += name;
   };
   add(avx2, "avx2");
+  add(avxvnni, "avxvnni");
   add(avx512, "avx512");
   add(avx512vnni, "avx512vnni");
   add(amx_int8, "amx-int8");

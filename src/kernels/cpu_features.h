@@ -8,6 +8,7 @@ namespace ringlm::kernels {
 
 struct CpuFeatures {
   bool avx2 = false;        // AVX2 + FMA + F16C, OS saves YMM
+  bool avxvnni = false;     // avx2 + AVX-VNNI (VEX vpdpbusd on ymm; Alder Lake and later)
   bool avx512 = false;      // AVX-512 F/BW/VL/DQ, OS saves ZMM + opmask
   bool avx512vnni = false;  // avx512 + AVX512_VNNI
   bool amx_int8 = false;    // AMX-TILE + AMX-INT8 reported by CPUID (not used yet)

@@ -13,13 +13,14 @@ namespace ringlm::kernels {
 namespace {
 
 // In order of preference (best_isa takes the last available one).
-constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon, Isa::neon_dotprod};
+constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon, Isa::neon_dotprod};
 
 const KernelTable* table_for(Isa isa) {
   switch (isa) {
     case Isa::scalar: return &kScalarKernels;
 #if defined(__x86_64__)
     case Isa::avx2: return &kAvx2Kernels;
+    case Isa::avxvnni: return &kAvxVnniKernels;
     case Isa::avx512: return &kAvx512Kernels;
     case Isa::avx512vnni: return &kAvx512VnniKernels;
 #endif
@@ -51,6 +52,7 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
+    case Isa::avxvnni: return "avxvnni";
     case Isa::avx512: return "avx512";
     case Isa::avx512vnni: return "avx512vnni";
     case Isa::amx: return "amx";
@@ -63,7 +65,7 @@ const char* isa_name(Isa isa) {
 Isa parse_isa(std::string_view name) {
   for (Isa isa : kAllIsas)
     if (name == isa_name(isa)) return isa;
-  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avx512, avx512vnni, amx, neon or neon-dotprod)");
+  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avxvnni, avx512, avx512vnni, amx, neon or neon-dotprod)");
 }
 
 bool isa_available(Isa isa) {
@@ -72,6 +74,7 @@ bool isa_available(Isa isa) {
   switch (isa) {
     case Isa::scalar: return true;
     case Isa::avx2: return f.avx2;
+    case Isa::avxvnni: return f.avxvnni;
     case Isa::avx512: return f.avx512;
     case Isa::avx512vnni: return f.avx512vnni;
     case Isa::amx: return false;

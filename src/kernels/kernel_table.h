@@ -51,6 +51,7 @@ void i8_gemv_f32_neon(const std::int8_t* w, const float* scale, std::size_t cols
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
 extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvxVnniKernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
 #endif

@@ -1,5 +1,6 @@
 #include "kernels/q4_weight_matmul.h"
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -26,6 +27,36 @@ void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, floa
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
                static_cast<std::size_t>(w.cols), act, q4_activations() == Q4Activations::int8x2);
   q4_matmul(packed_view(w), act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
+}
+
+void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
+                             int n_tokens) {
+  constexpr std::size_t kMax = 4;
+  if (count == 0) return;
+  if (count > kMax) fail("q4_weight_matmul_shared: ", count, " matrices (at most ", kMax, ")");
+  Q4Packed packed[kMax];
+  std::size_t first_group[kMax + 1] = {0};
+  for (std::size_t i = 0; i < count; ++i) {
+    if (ws[i]->cols != ws[0]->cols)
+      fail("q4_weight_matmul_shared: matrices with ", ws[0]->cols, " and ", ws[i]->cols, " input features");
+    packed[i] = packed_view(*ws[i]);
+    first_group[i + 1] = first_group[i] + packed[i].groups();
+  }
+  thread_local Q8ActBuffer act;
+  quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(ws[0]->cols),
+               static_cast<std::size_t>(ws[0]->cols), act, q4_activations() == Q4Activations::int8x2);
+  const Q8ActView x = act.view();
+  const KernelTable& k = active_kernels();
+  // Groups [g0, g1) of the concatenation, cut at matrix boundaries.
+  default_thread_pool().parallel_for(first_group[count], [&](std::size_t g0, std::size_t g1, std::size_t) {
+    for (std::size_t i = 0; i < count && g0 < g1; ++i) {
+      if (g0 >= first_group[i + 1]) continue;
+      const std::size_t end = std::min(g1, first_group[i + 1]);
+      k.q4_matmul_groups(packed[i], g0 - first_group[i], end - first_group[i], x, outs[i],
+                         static_cast<std::size_t>(ws[i]->rows));
+      g0 = end;
+    }
+  });
 }
 
 void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::uint32_t* groups,

@@ -22,6 +22,13 @@ Q4Activations q4_activations();
 // thread pool. Keeps one quantized-activation buffer per calling thread (grown, never shrunk).
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out);
 
+// q4_weight_matmul(*ws[i], in, n_tokens, outs[i]) for i < count (all ws with the same cols),
+// with the input quantized once and one pool call over the groups of all matrices, instead
+// of one per matrix: one hand-off and one wait per step for q/k/v or gate/up. Each output
+// is bit-identical to its separate call.
+void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
+                             int n_tokens);
+
 // Only some 16-row groups of W . in, for one input vector (a subset LM head): the same
 // activation quantization and kernel as q4_weight_matmul() with n_tokens = 1, so every row
 // computed is bit-identical to its output there. Writes out[r] (out: w.rows floats, as for

@@ -217,6 +217,15 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
   pool->run(w.rows, [&](std::int64_t b, std::int64_t e) { matmul_rows(w, in, n_tokens, out, b, e); }, 16);
 }
 
+void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
+                         int n_tokens, ParallelFor* pool) {
+  bool all_q4 = count > 0 && count <= 4 && q4_activations() != Q4Activations::f32;
+  for (std::size_t i = 0; i < count && all_q4; ++i)
+    all_q4 = ws[i]->dtype == io::DType::Q4_0 && ws[i]->packed && !ws[i]->float_path && ws[i]->cols == ws[0]->cols;
+  if (all_q4) return q4_weight_matmul_shared(ws, outs, count, in, n_tokens);
+  for (std::size_t i = 0; i < count; ++i) matmul(*ws[i], in, n_tokens, outs[i], pool);
+}
+
 void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
                      float* out, ParallelFor* pool) {
   if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");

@@ -42,6 +42,13 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 // `in` has row stride w.cols, `out` row stride w.rows.
 void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, ParallelFor* pool);
 
+// matmul(*ws[i], in, n_tokens, outs[i], pool) for i < count (count <= 4; all ws with the
+// same cols): several matrices over one input (q/k/v, gate/up). When all of them run on the
+// w4a8 kernels the input is quantized once and they share one parallel call; otherwise they
+// run one after the other. Results are those of the separate calls, bit for bit.
+void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
+                         int n_tokens, ParallelFor* pool);
+
 // Selected rows against one input vector (a subset LM head): out[i] = w[rows[i]] . in for
 // i < n_rows (rows in [0, w.rows), any order, repeats allowed). Each output uses exactly the
 // arithmetic matmul() uses for that row with n_tokens = 1, so it is bit-identical to it.

@@ -31,7 +31,8 @@ void add_inplace(float* y, const float* x, std::int64_t n);
 // y[i] *= s.
 void scale_inplace(float* y, std::int64_t n, float s);
 
-// One query token attends over a cache of n_slots slots; slot s holds keys/values of the
+// The reference attention (the model runs the tiled attend() of attention.h, tested against
+// this). One query token attends over a cache of n_slots slots; slot s holds keys/values of the
 // token at absolute position pos[s] (-1: empty), laid out [slot][kv_head][head_dim].
 // Slots count when 0 <= pos[s] <= q_pos and, if window > 0, q_pos - pos[s] < window.
 // Query head h reads KV head h / (n_heads / n_kv_heads). scores_scratch holds

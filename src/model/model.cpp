@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
+#include <vector>
 
 #include "io/safetensors.h"
+#include "kernels/attention.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
@@ -14,6 +18,20 @@
 #include "util/error.h"
 
 namespace ringlm::model {
+
+namespace {
+// RINGLM_ATTENTION=reference selects the float reference attention (attend_one per token)
+// instead of the tiled kernel, read once: for A/B comparisons of numerics and speed.
+bool reference_attention() {
+  static const bool ref = [] {
+    const char* env = std::getenv("RINGLM_ATTENTION");
+    if (env == nullptr || *env == '\0' || std::string_view(env) == "tiled") return false;
+    if (std::string_view(env) == "reference") return true;
+    fail("RINGLM_ATTENTION=", env, ": expected 'tiled' or 'reference'");
+  }();
+  return ref;
+}
+}  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const ModelOptions& options) {
   ModelConfig config = load_model_config(dir);
@@ -276,8 +294,11 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
     for (int t = 0; t < n; ++t)
       rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.pre_feedforward_norm.data(), H, eps,
                a_.data() + static_cast<std::size_t>(t) * H);
-    matmul(lw.gate_proj, a_.data(), n, gate_.data(), pool);
-    matmul(lw.up_proj, a_.data(), n, up_.data(), pool);
+    {
+      const WeightMatrix* ws[] = {&lw.gate_proj, &lw.up_proj};
+      float* outs[] = {gate_.data(), up_.data()};
+      matmul_shared_input(ws, outs, 2, a_.data(), n, pool);
+    }
     {
       // Element-wise, so split by tokens over the threads (a prefill chunk has up to
       // 64 x 12288 of them).
@@ -358,7 +379,13 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   for (int t = 0; t < n; ++t)
     rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.input_norm.data(), H, eps,
              a_.data() + static_cast<std::size_t>(t) * H);
-  matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
+  if (L.owns_kv) {  // q, k and v read the same normed input: one quantization, one pool call
+    const WeightMatrix* ws[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
+    float* outs[] = {q_.data(), k_.data(), v_.data()};
+    matmul_shared_input(ws, outs, 3, a_.data(), n, pool);
+  } else {
+    matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
+  }
   for (int t = 0; t < n; ++t)
     for (int h = 0; h < nh; ++h) {
       float* qh = q_.data() + (static_cast<std::size_t>(t) * nh + h) * d;
@@ -368,8 +395,6 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
 
   kv::LayerCache& cache = cache_.layer(cache_index_[l]);
   if (L.owns_kv) {
-    matmul(lw.k_proj, a_.data(), n, k_.data(), pool);
-    matmul(lw.v_proj, a_.data(), n, v_.data(), pool);
     for (int t = 0; t < n; ++t) {
       const int slot = cache.slot_of(positions[t]);
       float* ks = cache.key(slot);
@@ -385,32 +410,23 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   }
 
   // Every query of the chunk sees the whole chunk's keys through the causal position test.
-  const KvSlots view = cache.view();
+  // The tiled kernel reads each K/V tile once for all the chunk's tokens and heads; decode
+  // splits the slots over the pool (kernels/attention.h, docs/attention.md).
   const int window = sliding ? cfg_.sliding_window : 0;
-  // Scratch for one token's scores: sized for the whole cache the first time, so a growing
-  // context never reallocates.
-  KvSlots whole = view;
-  whole.n_slots = cache.spec().n_slots;
-  const std::size_t scratch = attend_scratch_floats(nh, whole);
-  auto scores_buffer = [scratch]() -> float* {
-    thread_local std::vector<float> scores;
-    if (scores.size() < scratch) scores.resize(scratch);
-    return scores.data();
-  };
-  if (n == 1) {
-    // Decode: one token, its heads split over the threads.
-    auto run_heads = [&](std::int64_t h0, std::int64_t h1) {
-      attend_heads(q_.data(), nh, static_cast<int>(h0), static_cast<int>(h1), positions[0], view, window, 1.0f,
-                   scores_buffer(), attn_.data());
-    };
-    if (pool) pool->run(nh, run_heads);
-    else run_heads(0, nh);
+  const KvSlots view = cache.view();
+  if (!reference_attention()) {
+    attend(q_.data(), n, positions, nh, view, window, 1.0f, attn_.data(), pool);
   } else {
+    // RINGLM_ATTENTION=reference: the float reference kernel one token at a time (A/B checks).
+    KvSlots whole = view;
+    whole.n_slots = cache.spec().n_slots;  // scratch sized for the whole cache once
+    const std::size_t scratch = attend_scratch_floats(nh, whole);
     auto run = [&](std::int64_t begin, std::int64_t end) {
-      float* scores = scores_buffer();
+      thread_local std::vector<float> scores;
+      if (scores.size() < scratch) scores.resize(scratch);
       for (std::int64_t t = begin; t < end; ++t)
-        attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f, scores,
-                   attn_.data() + static_cast<std::size_t>(t) * nh * d);
+        attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f,
+                   scores.data(), attn_.data() + static_cast<std::size_t>(t) * nh * d);
     };
     if (pool) pool->run(n, run);
     else run(0, n);

@@ -14,6 +14,11 @@ test -f packed/tokenizer.json
 test ! -e packed/model.safetensors
 # The engine path (tokenizer + chat template from the packed directory) generates.
 "$RINGLM" run --model packed --prompt "hello" -n 4 > run.txt
+# inspect reads the packed directory: q4p16 matrices and the sidecar's int8 tables.
+"$RINGLM" inspect packed > inspect_packed.txt
+grep -q "packed model directory (ringlm convert)" inspect_packed.txt
+grep -Eq "layers\.0\.mlp\.gate_proj\.weight +Q4_0p16 +\[128, 64\]" inspect_packed.txt
+grep -Eq "embed_tokens_per_layer\.weight +I8 .*embed_per_layer\.i8" inspect_packed.txt
 "$RINGLM" run --model packed --weights stored --prompt "hello" -n 4 > run_stored.txt
 # GGUF through convert is export-gguf's file, byte for byte.
 "$RINGLM" convert --model tiny --out a.gguf --type q8_0 > /dev/null

@@ -1,0 +1,50 @@
+// Internal: the per-ISA attention kernels behind attention.h. Each attention_<isa>.cpp fills
+// one table; attention.cpp picks it from the active ISA and does the threading.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ref_ops.h"
+
+namespace ringlm::kernels {
+
+// One unit of work: query tokens [t_begin, t_end) x the query heads of KV head kv_head,
+// against slots [s_begin, s_end). Updates the running state of each (token, head) row:
+// m (max score so far, -inf at start), l (sum of e^(score - m)) and acc (unnormalised
+// sum of e^(score - m) v). Rows are indexed like the queries: q/acc row (t, h) at
+// (t * n_heads + h) * head_dim, m/l at t * n_heads + h.
+struct AttnBlock {
+  const float* q = nullptr;
+  const std::int64_t* q_pos = nullptr;
+  int t_begin = 0, t_end = 0;
+  int n_heads = 0;
+  int kv_head = 0;
+  int group = 1;  // query heads per KV head
+  KvSlots kv;
+  int s_begin = 0, s_end = 0;
+  int window = 0;
+  float scale = 1.0f;
+  float* acc = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+};
+
+// Slots per K/V tile (attention_impl.h); the decode split cuts the slots on tile boundaries.
+constexpr int kAttnTile = 32;
+
+struct AttentionKernels {
+  void (*block)(const AttnBlock& b);
+  void (*exp_n)(const float* x, float* y, std::size_t n);
+};
+
+extern const AttentionKernels kAttnScalar;
+#if defined(__x86_64__)
+extern const AttentionKernels kAttnAvx2;
+extern const AttentionKernels kAttnAvx512;
+#endif
+#if defined(__aarch64__)
+extern const AttentionKernels kAttnNeon;
+#endif
+
+}  // namespace ringlm::kernels
