@@ -23,6 +23,12 @@ namespace {
 
 using namespace ringlm::kernels;
 
+// Software prefetch distance on the code stream, in bytes (16 blocks ahead). bench_kernels
+// GEMV, 2 threads, quiet machine: 4 KB gave the best and median GB/s on every E2B shape
+// (+4-20 % median over 2 KB), 8 KB was worse. E2B decode A/B (4 interleaved runs each):
+// 2 KB 13.8-14.8 tok/s, 4 KB 13.3-15.5, i.e. within this VM's noise.
+constexpr std::size_t kPrefetchBytes = 4096;
+
 inline __m512i bcast4(const std::int8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -56,10 +62,10 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
   const __m512i mask = _mm512_set1_epi8(0x0f);
   for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* cb = codes + b * 256;
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 64), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 128), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 192), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 128), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 192), _MM_HINT_T0);
     __m512i lo[4], hi[4];
     for (int t = 0; t < 4; ++t) {
       const __m512i c = _mm512_loadu_si512(cb + 64 * t);
@@ -106,10 +112,10 @@ inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* s
   }
   for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* cb = codes + b * 256;
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 64), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 128), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 192), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 64), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 128), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 192), _MM_HINT_T0);
     __m512i c[8];  // c[t]: low nibbles (elements 4t..4t+3), c[4+t]: high (16+4t..16+4t+3)
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
