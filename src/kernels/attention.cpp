@@ -26,7 +26,8 @@ const AttentionKernels& active_attention() {
     case Isa::avx512vnni: return kAttnAvx512;
 #endif
 #if defined(__aarch64__)
-    case Isa::neon: return kAttnNeon;
+    case Isa::neon:
+    case Isa::neon_dotprod: return kAttnNeon;  // no integer dots in attention: same kernels
 #endif
     default: return kAttnScalar;
   }

@@ -1,11 +1,16 @@
 #include "kernels/cpu_features.h"
 
+#include <cstddef>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#endif
+#if defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 namespace ringlm::kernels {
@@ -48,6 +53,11 @@ CpuFeatures detect() {
   f.neon = true;
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
   f.neon_dotprod = getauxval(AT_HWCAP) & HWCAP_ASIMDDP;
+#elif defined(__APPLE__)
+  // macOS reports ARM features as integer sysctls; 1 when present (every M-series chip).
+  int dotprod = 0;
+  std::size_t len = sizeof(dotprod);
+  f.neon_dotprod = sysctlbyname("hw.optional.arm.FEAT_DotProd", &dotprod, &len, nullptr, 0) == 0 && dotprod == 1;
 #endif
 #endif
   return f;

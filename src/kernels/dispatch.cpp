@@ -12,6 +12,9 @@ namespace ringlm::kernels {
 
 namespace {
 
+// In order of preference (best_isa takes the last available one).
+constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon, Isa::neon_dotprod};
+
 const KernelTable* table_for(Isa isa) {
   switch (isa) {
     case Isa::scalar: return &kScalarKernels;
@@ -23,6 +26,7 @@ const KernelTable* table_for(Isa isa) {
 #endif
 #if defined(__aarch64__)
     case Isa::neon: return &kNeonKernels;
+    case Isa::neon_dotprod: return &kNeonDotprodKernels;
 #endif
     default: return nullptr;
   }
@@ -53,14 +57,15 @@ const char* isa_name(Isa isa) {
     case Isa::avx512vnni: return "avx512vnni";
     case Isa::amx: return "amx";
     case Isa::neon: return "neon";
+    case Isa::neon_dotprod: return "neon-dotprod";
   }
   return "?";
 }
 
 Isa parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+  for (Isa isa : kAllIsas)
     if (name == isa_name(isa)) return isa;
-  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avxvnni, avx512, avx512vnni, amx or neon)");
+  fail("unknown ISA path '", std::string(name), "' (expected scalar, avx2, avxvnni, avx512, avx512vnni, amx, neon or neon-dotprod)");
 }
 
 bool isa_available(Isa isa) {
@@ -74,13 +79,14 @@ bool isa_available(Isa isa) {
     case Isa::avx512vnni: return f.avx512vnni;
     case Isa::amx: return false;
     case Isa::neon: return f.neon;
+    case Isa::neon_dotprod: return f.neon && f.neon_dotprod;
   }
   return false;
 }
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::avx512vnni, Isa::amx, Isa::neon})
+  for (Isa isa : kAllIsas)
     if (isa_available(isa)) out.push_back(isa);
   return out;
 }

@@ -1,5 +1,5 @@
 // Run-time choice of the SIMD code path. By default the best path the CPU supports is used;
-// the environment variable RINGLM_ISA=scalar|avx2|avxvnni|avx512|avx512vnni|neon (read once, at first
+// the environment variable RINGLM_ISA=scalar|avx2|avxvnni|avx512|avx512vnni|neon|neon-dotprod (read once, at first
 // use) or force_isa() picks another one, which is how the tests run every path the machine
 // has against the scalar reference. ("amx" is recognised but not implemented yet.)
 #pragma once
@@ -9,7 +9,9 @@
 
 namespace ringlm::kernels {
 
-enum class Isa { scalar, avx2, avxvnni, avx512, avx512vnni, amx, neon };
+// neon: baseline ARMv8.0 Advanced SIMD; neon_dotprod ("neon-dotprod"): + the ARMv8.2 DotProd
+// extension (sdot), which every Apple M-series chip and recent ARM server core has.
+enum class Isa { scalar, avx2, avxvnni, avx512, avx512vnni, amx, neon, neon_dotprod };
 
 const char* isa_name(Isa isa);
 // Throws ringlm::Error for an unknown name.

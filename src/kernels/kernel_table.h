@@ -40,6 +40,13 @@ void soft_cap_avx2(float* x, std::size_t n, float cap);
 void gelu_mul_avx512(const float* gate, const float* up, std::size_t n, float* out);
 void soft_cap_avx512(float* x, std::size_t n, float cap);
 #endif
+#if defined(__aarch64__)
+// Shared by the neon and neon-dotprod tables (q4_kernels_neon.cpp).
+void quantize_act_row_neon(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                           std::int8_t* qs2, float* d2, std::int32_t* bias2);
+void i8_gemv_f32_neon(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0, std::size_t r1,
+                      const float* x, float* y);
+#endif
 
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
@@ -50,6 +57,7 @@ extern const KernelTable kAvx512VnniKernels;
 #endif
 #if defined(__aarch64__)
 extern const KernelTable kNeonKernels;
+extern const KernelTable kNeonDotprodKernels;
 #endif
 
 const KernelTable& active_kernels();

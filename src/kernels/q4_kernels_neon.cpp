@@ -72,6 +72,10 @@ void q4_matmul_groups_neon(const Q4Packed& w, std::size_t g0, std::size_t g1, co
   }
 }
 
+}  // namespace
+
+namespace ringlm::kernels {
+
 void quantize_act_row_neon(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
                            std::int8_t* qs2, float* d2, std::int32_t* bias2) {
   for (std::size_t b = 0; b < cols / 32; ++b) {
@@ -123,6 +127,15 @@ void i8_gemv_f32_neon(const std::int8_t* w, const float* scale, std::size_t cols
   }
 }
 
+}  // namespace ringlm::kernels
+
+namespace {
+
+using namespace ringlm::kernels;
+
+// Lane j of the int32 partial sums holds bytes 4j..4j+3 of each 16 (products pair-summed
+// twice, |pair| <= 2 * 128 * 127 fits int16), the same lanes sdot fills, so the
+// neon-dotprod path gives bit-identical results.
 void i8_gemv_q8_neon(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0, std::size_t r1,
                      const Q8ActView& x, float* y) {
   for (std::size_t n = r0; n < r1; ++n) {
@@ -133,8 +146,7 @@ void i8_gemv_q8_neon(const std::int8_t* w, const float* scale, std::size_t cols,
       for (int h = 0; h < 2; ++h) {
         const int8x16_t wv = vld1q_s8(row + b * 32 + 16 * h);
         const int8x16_t av = vld1q_s8(x.qs + b * 32 + 16 * h);
-        s = vpadalq_s16(s, vmull_s8(vget_low_s8(wv), vget_low_s8(av)));
-        s = vpadalq_s16(s, vmull_high_s8(wv, av));
+        s = vpadalq_s16(s, vpaddq_s16(vmull_s8(vget_low_s8(wv), vget_low_s8(av)), vmull_high_s8(wv, av)));
       }
       acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), x.d[b]);
     }

@@ -23,6 +23,13 @@ using testing::IsaGuard;
 TEST(Dispatch, ParsesNamesAndRefusesUnavailablePaths) {
   EXPECT_EQ(parse_isa("avx512vnni"), Isa::avx512vnni);
   EXPECT_EQ(parse_isa("scalar"), Isa::scalar);
+  EXPECT_EQ(parse_isa("neon-dotprod"), Isa::neon_dotprod);
+  EXPECT_STREQ(isa_name(Isa::neon_dotprod), "neon-dotprod");
+#if !defined(__aarch64__)
+  EXPECT_FALSE(isa_available(Isa::neon_dotprod));
+#else
+  EXPECT_EQ(isa_available(Isa::neon_dotprod), cpu_features().neon_dotprod);
+#endif
   EXPECT_THROW(parse_isa("sse9"), Error);
   EXPECT_TRUE(isa_available(Isa::scalar));
   EXPECT_FALSE(isa_available(Isa::amx));  // not implemented

@@ -1,9 +1,13 @@
 // Stand-alone check of the kernels without GoogleTest, for cross-built targets (run under
 // qemu by neon_cross_test.sh): every available path against float64 on extreme blocks,
-// the activation quantizer bit-identical to the reference. Exits 1 on the first mismatch.
+// the activation quantizer bit-identical to the reference, and the two aarch64 paths (neon,
+// neon-dotprod) bit-identical to each other on tile remainders, padded groups and K-chunked
+// shapes. Fails if the CPU reports the dot-product extension but neon-dotprod did not run.
+// Exits 1 after reporting up to 10 mismatches.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -24,6 +28,84 @@ int failures = 0;
 void check(bool ok, const char* what, Isa isa, std::size_t i) {
   if (ok) return;
   if (++failures <= 10) std::printf("FAIL %s on %s at %zu\n", what, isa_name(isa), i);
+}
+
+bool has_isa(Isa isa) {
+  for (Isa a : available_isas())
+    if (a == isa) return true;
+  return false;
+}
+
+// q4_matmul on every path for activation rows 1..max_m (both planes), against float64, and
+// the aarch64 paths against each other bit for bit. y has a stride of rows + 3 with a
+// sentinel in the gap, so a store past a group's real rows is caught.
+void check_q4_tiles(std::size_t rows, std::size_t cols, std::initializer_list<std::size_t> ms, std::mt19937& rng,
+                    ThreadPool& pool) {
+  const std::size_t nb = cols / 32, ldy = rows + 3;
+  const float sentinel = -12345.0f;
+  const auto blocks = testing::random_q4_blocks(rows, cols, rng);
+  Q4PackedBuffer wbuf(rows, cols);
+  q4_pack(blocks.data(), rows, cols, wbuf.data());
+  for (std::size_t m : ms) {
+    const auto x = testing::random_activations(m, cols, rng);
+    for (bool two : {false, true}) {
+      std::vector<std::vector<float>> per_isa;
+      std::vector<Isa> isas;
+      for (Isa isa : available_isas()) {
+        force_isa(isa);
+        Q8ActBuffer act;
+        quantize_act(x.data(), m, cols, cols, act, two);
+        const Q8ActView v = act.view();
+        std::vector<float> y(m * ldy, sentinel);
+        q4_matmul(wbuf.view(), v, y.data(), ldy, m % 2 == 0 ? &pool : nullptr);
+        for (std::size_t t = 0; t < m; ++t) {
+          for (std::size_t n = 0; n < rows; ++n) {
+            const auto ref = two ? testing::ref_q4_dot2(blocks.data() + n * nb, v.qs + t * cols, v.qs2 + t * cols,
+                                                        v.d2 + t * nb, cols)
+                                 : testing::ref_q4_dot(blocks.data() + n * nb, v.qs + t * cols, v.d + t * nb, cols);
+            check(std::fabs(y[t * ldy + n] - ref.value) <= testing::tolerance(ref, nb),
+                  two ? "q4 tile two planes" : "q4 tile", isa, t * ldy + n);
+          }
+          for (std::size_t n = rows; n < ldy; ++n)
+            check(y[t * ldy + n] == sentinel, "q4 tile wrote past the real rows", isa, t * ldy + n);
+        }
+        per_isa.push_back(std::move(y));
+        isas.push_back(isa);
+      }
+      const std::vector<float>* neon = nullptr;
+      for (std::size_t i = 0; i < isas.size(); ++i)
+        if (isas[i] == Isa::neon) neon = &per_isa[i];
+      for (std::size_t i = 0; i < isas.size(); ++i)
+        if (isas[i] == Isa::neon_dotprod && neon != nullptr)
+          check(std::memcmp(neon->data(), per_isa[i].data(), per_isa[i].size() * 4) == 0,
+                two ? "q4 tile two planes bit-identical to neon" : "q4 tile bit-identical to neon", isas[i], m);
+    }
+  }
+}
+
+// i8_gemv_q8 (LM head): the aarch64 paths bit-identical to each other (row counts around
+// the 4-row tile, extreme rows of -127 / 127).
+void check_i8_q8_identity(std::size_t cols, std::mt19937& rng, ThreadPool& pool) {
+  if (!has_isa(Isa::neon) || !has_isa(Isa::neon_dotprod)) return;
+  const std::size_t rows = 23;
+  std::vector<std::int8_t> w(rows * cols);
+  for (auto& v : w) v = static_cast<std::int8_t>(int(rng() % 255) - 127);
+  for (std::size_t k = 0; k < cols; ++k) w[2 * cols + k] = -127, w[3 * cols + k] = 127;
+  std::vector<float> sc(rows);
+  for (std::size_t r = 0; r < rows; ++r) sc[r] = 0.001f * float(r + 1);
+  const auto x = testing::random_activations(1, cols, rng);
+  std::vector<float> y[2];
+  int k = 0;
+  for (Isa isa : {Isa::neon, Isa::neon_dotprod}) {
+    force_isa(isa);
+    Q8ActBuffer act;
+    quantize_act(x.data(), 1, cols, cols, act);
+    y[k].assign(rows, 0.0f);
+    i8_gemv_q8(w.data(), sc.data(), rows, cols, act.view(), y[k].data(), k == 0 ? nullptr : &pool);
+    ++k;
+  }
+  check(std::memcmp(y[0].data(), y[1].data(), rows * 4) == 0, "i8_gemv_q8 bit-identical to neon", Isa::neon_dotprod,
+        cols);
 }
 }  // namespace
 
@@ -108,6 +190,15 @@ int main() {
       }
     }
   }
+  // Tile remainders (1..17 activation rows), padded groups (35 rows: the last group has one
+  // partial quad of 3 rows and one quad of padding), one-group shapes, K-chunked shapes
+  // (65 and 130 blocks: chunks of 64 plus a remainder).
+  check_q4_tiles(35, 96, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}, rng, pool);
+  check_q4_tiles(16, 32, {1, 5, 9}, rng, pool);
+  check_q4_tiles(3, 64, {4, 8}, rng, pool);
+  check_q4_tiles(21, 65 * 32, {1, 8, 13}, rng, pool);
+  check_q4_tiles(17, 130 * 32, {3, 17}, rng, pool);
+  for (std::size_t cols : {32, 96, 1536}) check_i8_q8_identity(cols, rng, pool);
   // ggml-block kernels (Q8_0 / Q4_K / Q5_K / Q6_K; on aarch64 the scalar path serves them).
   for (GgmlQuant type : {GgmlQuant::q8_0, GgmlQuant::q4_k, GgmlQuant::q5_k, GgmlQuant::q6_k}) {
     const std::size_t rows = 19, cols = 512, m = 3;
@@ -198,6 +289,12 @@ int main() {
   }
   std::printf("paths checked:");
   for (Isa isa : available_isas()) std::printf(" %s", isa_name(isa));
+  // qemu's default CPU ("max") has DotProd: a build or dispatch that silently lost the
+  // neon-dotprod path must not pass.
+  if (cpu_features().neon_dotprod && !has_isa(Isa::neon_dotprod)) {
+    std::printf("\nFAIL: the CPU reports neon-dotprod but that path is not available");
+    ++failures;
+  }
   std::printf("\n%s (%d failures)\n", failures == 0 ? "OK" : "FAILED", failures);
   return failures == 0 ? 0 : 1;
 }
