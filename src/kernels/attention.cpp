@@ -21,7 +21,8 @@ constexpr int kMinSlotsPerPart = 128;
 const AttentionKernels& active_attention() {
   switch (active_isa()) {
 #if defined(__x86_64__)
-    case Isa::avx2: return kAttnAvx2;
+    case Isa::avx2:
+    case Isa::avxvnni: return kAttnAvx2;  // no integer dots in attention: the AVX2 kernels
     case Isa::avx512:
     case Isa::avx512vnni: return kAttnAvx512;
 #endif

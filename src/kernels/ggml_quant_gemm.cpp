@@ -16,7 +16,8 @@ constexpr std::size_t kRowsPerUnit = 16;
 const GgmlKernelTable& active_ggml_kernels() {
   switch (active_isa()) {
 #if defined(__x86_64__)
-    case Isa::avx2: return kGgmlAvx2Kernels;
+    case Isa::avx2:
+    case Isa::avxvnni: return kGgmlAvx2Kernels;  // the GGUF kernels have no AVX-VNNI form yet
     case Isa::avx512: return kGgmlAvx512Kernels;
     case Isa::avx512vnni: return kGgmlAvx512VnniKernels;
 #endif
