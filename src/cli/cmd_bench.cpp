@@ -304,9 +304,11 @@ void bench(const BenchOptions& o) {
   report["peak_rss_mb"] = mb(peak_rss_bytes());
   std::printf("  peak RSS %.1f MB\n", mb(peak_rss_bytes()));
   if (!o.json_out.empty()) {
+    // Replies of a random-weight model can end inside a UTF-8 sequence (the needle answers
+    // did, at 16k on E2B): write such bytes as U+FFFD instead of throwing away the report.
+    const std::string s = report.dump(2, ' ', false, Json::error_handler_t::replace);
     std::FILE* f = std::fopen(o.json_out.c_str(), "w");
     if (!f) fail(o.json_out, ": cannot open for writing");
-    std::string s = report.dump(2);
     std::fwrite(s.data(), 1, s.size(), f);
     std::fclose(f);
   }
