@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/q4_formats.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -266,16 +267,9 @@ void quantize_row_q8_0(const float* src, BlockQ8_0* dst, std::int64_t n) {
 }
 
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, std::int64_t n) {
-  for (std::int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    // The largest-magnitude value maps exactly to level 0 (-8 * d), which uses all 16 levels.
-    const float mx = max_abs_signed(src, kQK);
-    dst[b].d = fp16_saturating(mx / -8.0f);
-    const float d = fp16_to_f32(dst[b].d);
-    int q[kQK];
-    for (int i = 0; i < kQK; ++i) q[i] = d != 0.0f ? nearest_clamped(src[i] / d + 8.0f, 0, 15) : 8;
-    for (int i = 0; i < kQK / 2; ++i)
-      dst[b].qs[i] = static_cast<std::uint8_t>(q[i] | (q[i + kQK / 2] << 4));
-  }
+  // ggml's own q4_0 rule (q4_formats.h), the one `ringlm convert` and load-time quantization
+  // use, so a GGUF file ringlm writes holds the codes llama.cpp's reference quantizer would.
+  quantize_row_q4_0_fast(src, dst, static_cast<std::size_t>(n / kQK * kQK));
 }
 
 void quantize_row_q4_1(const float* src, BlockQ4_1* dst, std::int64_t n) {

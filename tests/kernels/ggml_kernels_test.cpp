@@ -16,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/ggml_weight_matmul.h"
+#include "kernels/q4_formats.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -289,3 +290,16 @@ TEST(GgmlKernels, MatmulRoutesBlockMatricesByActivationMode) {
 
 }  // namespace
 }  // namespace ringlm::kernels
+
+// The GGUF writer's Q4_0 (quantize_row, used by `ringlm convert --out X.gguf`) is ggml's
+// reference rule, the same codes and scales as load-time and packed-directory quantization.
+TEST(GgmlKernels, GgufWriterQ4_0IsTheReferenceRule) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(32 * 200);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(nd(rng), static_cast<int>(i / 32 % 24) - 12);
+  std::vector<ringlm::kernels::BlockQ4_0> want(200), got(200);
+  ringlm::kernels::quantize_row_q4_0_ref(x.data(), want.data(), x.size());
+  ringlm::kernels::quantize_row(ringlm::io::DType::Q4_0, x.data(), got.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(ringlm::kernels::BlockQ4_0) * want.size()));
+}
