@@ -1,7 +1,7 @@
 // The tanh-based activations (declared in ref_ops.h): a vectorizable tanh, GELU (tanh
 // form) times the up projection, and the logit soft cap. The scalar forms here are the
 // reference; gelu_mul and soft_cap run the active ISA path's form (kernel_table.h), which
-// on x86 gives the same bits (activation_kernels_x86.cpp).
+// on x86 gives the same bits (activation_kernels_avx2.cpp, activation_kernels_avx512.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Internal: the lane-wise tanh, gelu_mul and soft_cap of activation_kernels_x86.cpp, written
+// Internal: the lane-wise tanh, gelu_mul and soft_cap of activation_kernels_avx2.cpp / activation_kernels_avx512.cpp, written
 // once over a vector-traits type V and included there once per ISA (inside a namespace and
 // under that ISA's `#pragma GCC target`), so each copy is compiled for its own ISA. Do not
 // include it anywhere else.

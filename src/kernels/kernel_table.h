@@ -31,7 +31,7 @@ struct KernelTable {
   void (*soft_cap)(float* x, std::size_t n, float cap);
 };
 
-// The element-wise activations per path (ref_ops.cpp: scalar; activation_kernels_x86.cpp).
+// The element-wise activations per path (ref_ops.cpp: scalar; activation_kernels_avx2.cpp, activation_kernels_avx512.cpp).
 void gelu_mul_scalar(const float* gate, const float* up, std::size_t n, float* out);
 void soft_cap_scalar(float* x, std::size_t n, float cap);
 #if defined(__x86_64__)
