@@ -269,7 +269,7 @@ void quantize_row_q8_0(const float* src, BlockQ8_0* dst, std::int64_t n) {
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, std::int64_t n) {
   // ggml's own q4_0 rule (q4_formats.h), the one `ringlm convert` and load-time quantization
   // use, so a GGUF file ringlm writes holds the codes llama.cpp's reference quantizer would.
-  quantize_row_q4_0_fast(src, dst, static_cast<std::size_t>(n / kQK * kQK));
+  quantize_row_q4_0_ref(src, dst, static_cast<std::size_t>(n / kQK * kQK));
 }
 
 void quantize_row_q4_1(const float* src, BlockQ4_1* dst, std::int64_t n) {

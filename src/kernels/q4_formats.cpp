@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/dispatch.h"
 #include "util/float16.h"
 
 namespace ringlm::kernels {
@@ -31,14 +30,6 @@ void quantize_row_q4_0_ref(const float* x, BlockQ4_0* y, std::size_t k) {
       y[b].qs[j] = static_cast<std::uint8_t>(lo | (hi << 4));
     }
   }
-}
-
-void quantize_row_q4_0_fast(const float* x, BlockQ4_0* y, std::size_t k) {
-#if defined(__x86_64__)
-  const Isa isa = active_isa();
-  if (isa == Isa::avx512 || isa == Isa::avx512vnni) return quantize_row_q4_0_avx512(x, y, k);
-#endif
-  quantize_row_q4_0_ref(x, y, k);
 }
 
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, std::size_t k) {
