@@ -23,44 +23,15 @@
 #include "kernels/ref_ops.h"
 #include "kernels/ref_parallel.h"
 
+#include "bench_common.h"
+
 using namespace ringlm::kernels;
-using Clock = std::chrono::steady_clock;
+
+using ringlm::bench::split;
+using ringlm::bench::time_calls;
+using ringlm::bench::Timing;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-struct Timing {
-  double best = 0, median = 0;  // seconds per call
-};
-
-// Runs fn(call) for at least min_ms and 5 calls after a warm-up; best and median, because
-// the machine is shared and a mean would mostly measure the other tenants.
-template <typename Fn>
-Timing time_calls(double min_ms, Fn&& fn) {
-  fn(0);
-  std::vector<double> t;
-  const auto start = Clock::now();
-  for (std::size_t call = 1;; ++call) {
-    const auto t0 = Clock::now();
-    fn(call);
-    const auto t1 = Clock::now();
-    t.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (t.size() >= 5 && std::chrono::duration<double>(t1 - start).count() * 1e3 >= min_ms) break;
-  }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2]};
-}
 
 struct Layer {
   const char* name;

@@ -26,24 +26,15 @@
 #include "kernels/q8p16_packed.h"
 #include "kernels/ref_matmul.h"
 #include "util/float16.h"
+#include "bench_common.h"
 
 using namespace ringlm;
 using namespace ringlm::kernels;
 using Clock = std::chrono::steady_clock;
 
-namespace {
+using ringlm::bench::split;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
+namespace {
 
 // Valid blocks of `type` with realistic small scales (random bytes elsewhere).
 std::vector<std::uint8_t> make_rows(io::DType type, std::size_t rows, std::size_t cols, std::uint64_t seed) {

@@ -20,23 +20,15 @@
 #include "kernels/mem_read.h"
 #include "kernels/q4_gemm.h"
 #include "util/float16.h"
+#include "bench_common.h"
 
 using namespace ringlm::kernels;
-using Clock = std::chrono::steady_clock;
+
+using ringlm::bench::split;
+using ringlm::bench::time_calls;
+using ringlm::bench::Timing;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 struct Options {
   std::vector<Isa> isas;
@@ -60,28 +52,6 @@ void fill_random(std::uint8_t* p, std::size_t n, std::uint64_t seed) {
     std::memcpy(p + i, &v, 8);
   }
   for (; i < n; ++i) p[i] = static_cast<std::uint8_t>(i);
-}
-
-// Runs fn(call_index) until min_ms have passed (at least 5 calls) and times every call.
-// The machine is shared, so a mean would mostly measure the other tenants: we report the
-// median and the best call (the best approximates the machine to ourselves).
-struct Timing {
-  double best = 0, median = 0;  // seconds per call
-};
-template <typename Fn>
-Timing time_calls(double min_ms, Fn&& fn) {
-  fn(0);  // warm-up
-  std::vector<double> t;
-  const auto start = Clock::now();
-  for (std::size_t call = 1;; ++call) {
-    const auto t0 = Clock::now();
-    fn(call);
-    const auto t1 = Clock::now();
-    t.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (t.size() >= 5 && std::chrono::duration<double>(t1 - start).count() * 1e3 >= min_ms) break;
-  }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2]};
 }
 
 struct Arena {
