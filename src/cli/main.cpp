@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const ringlm::Error& e) {
-    std::fprintf(stderr, "ringlm: error: %s\n", e.what());
-    return 1;
+    const bool bug = e.kind() == ringlm::ErrorKind::internal;
+    std::fprintf(stderr, "ringlm: %s: %s\n", bug ? "internal error" : "error", e.what());
+    return ringlm::exit_code(e.kind());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringlm: internal error: %s\n", e.what());
     return 2;

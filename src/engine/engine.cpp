@@ -89,13 +89,18 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::stri
     try {
       schema = guided::Json::parse(schema_text);
     } catch (const std::exception& e) {
-      fail("JSON Schema: not valid JSON: ", e.what());
+      throw Error(std::string("JSON Schema: not valid JSON: ") + e.what(), ErrorKind::invalid_argument,
+                  "response_format");
     }
     guided::CompileOptions co;
     co.whitespace = options_.json_whitespace;
-    auto compiled = guided::compile_schema(schema, co);
-    return std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), grammar_vocabulary(),
-                                                  options_.grammar_index);
+    try {
+      auto compiled = guided::compile_schema(schema, co);
+      return std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), grammar_vocabulary(),
+                                                    options_.grammar_index);
+    } catch (const Error& e) {
+      rethrow_with_param(e, "response_format");  // the schema came from the request's response_format
+    }
   });
 }
 

@@ -158,7 +158,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   if (params.max_tokens < 0) fail("max_tokens must be >= 0, got ", params.max_tokens);
   const std::int64_t capacity = session_.context_capacity();
   if (static_cast<std::int64_t>(prompt.size()) >= capacity)
-    fail("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
+    fail_limit("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
 
@@ -239,7 +239,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
       break;
     }
     if (matcher && !matcher->accept(static_cast<std::uint32_t>(id)))
-      fail("internal error: the sampler chose token ", id, " outside the grammar mask");
+      fail_internal("the sampler chose token ", id, " outside the grammar mask");
     if (!emit(id, sampler.chosen_logprob(), true)) break;
 
     // Fast-forward: tokens the grammar forces go through the model as one chunk.
@@ -252,7 +252,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
           break;
         }
         if (pending_.size() == static_cast<std::size_t>(model::Session::kMaxChunk)) break;
-        if (!matcher->accept(f)) fail("internal error: the grammar rejected its own forced token ", f);
+        if (!matcher->accept(f)) fail_internal("the grammar rejected its own forced token ", f);
         if (!emit(static_cast<std::int32_t>(f), 0.0f, false)) {  // forced: probability 1
           done = true;
           break;

@@ -99,7 +99,7 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file) : file_
   const GgufFile& f = *file_;
   const auto arch = f.get_string("general.architecture");
   if (arch != "gemma4")
-    fail(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
+    fail_unsupported(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
   for (const auto& t : f.tensors()) {
     auto canonical = gemma4_canonical_name(t.name);
     if (!canonical) {
@@ -108,10 +108,10 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file) : file_
     }
     const GgmlTypeInfo& info = t.type_info();
     if (!info.dtype)
-      fail(f.path(), ": tensor '", t.name, "' has type ", info.name,
+      fail_unsupported(f.path(), ": tensor '", t.name, "' has type ", info.name,
            ", which ringlm does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
     if (index_.count(*canonical))
-      fail(f.path(), ": tensors '", t.name, "' and '", gguf_names_[index_[*canonical]],
+      fail_model_file(f.path(), ": tensors '", t.name, "' and '", gguf_names_[index_[*canonical]],
            "' both map to '", *canonical, "'");
     TensorView v;
     v.name = *canonical;
@@ -152,22 +152,22 @@ namespace {
 // A per-layer hyperparameter stored either as one integer or as an array of n_layer.
 std::vector<std::int64_t> per_layer_ints(const GgufFile& f, const std::string& key, std::int64_t n_layer) {
   const GgufValue* v = f.find(key);
-  if (!v) fail(f.path(), ": metadata key '", key, "' is missing");
+  if (!v) fail_model_file(f.path(), ": metadata key '", key, "' is missing");
   if (v->type != GgufValueType::ARRAY) return std::vector<std::int64_t>(n_layer, f.get_int(key));
   auto values = v->arr.ints(f.path() + ": metadata key '" + key + "'");
   if (static_cast<std::int64_t>(values.size()) != n_layer)
-    fail(f.path(), ": metadata key '", key, "' has ", values.size(), " entries for ", n_layer, " layers");
+    fail_model_file(f.path(), ": metadata key '", key, "' has ", values.size(), " entries for ", n_layer, " layers");
   return values;
 }
 
 std::int64_t uniform(const GgufFile& f, const std::string& key, const std::vector<std::int64_t>& v) {
   for (auto x : v)
-    if (x != v[0]) fail(f.path(), ": metadata key '", key, "' varies across layers, which Gemma 4 does not do");
+    if (x != v[0]) fail_model_file(f.path(), ": metadata key '", key, "' varies across layers, which Gemma 4 does not do");
   return v[0];
 }
 
 std::int64_t positive(const GgufFile& f, const std::string& key, std::int64_t v, std::int64_t max = 1ll << 40) {
-  if (v <= 0 || v > max) fail(f.path(), ": metadata key '", key, "' is ", v, ", out of range");
+  if (v <= 0 || v > max) fail_model_file(f.path(), ": metadata key '", key, "' is ", v, ", out of range");
   return v;
 }
 
@@ -190,7 +190,7 @@ double partial_rotary_factor(const GgufFile& f, std::int64_t head_dim) {
   const GgufTensorInfo* t = f.find_tensor("rope_freqs.weight");
   if (!t) return 1.0;
   if (t->type != 0 || t->ne.size() != 1 || t->ne[0] != head_dim / 2)
-    fail(f.path(), ": tensor 'rope_freqs.weight' should be F32 of ", head_dim / 2, " values (key_length / 2), is ",
+    fail_model_file(f.path(), ": tensor 'rope_freqs.weight' should be F32 of ", head_dim / 2, " values (key_length / 2), is ",
          ggml_type_name(t->type), " with ", t->numel(), " values");
   std::int64_t rotated = 0;
   for (std::int64_t k = 0; k < t->ne[0]; ++k) {
@@ -199,7 +199,7 @@ double partial_rotary_factor(const GgufFile& f, std::int64_t head_dim) {
     if (ff == 1.0f && rotated == k) {
       ++rotated;
     } else if (!(ff >= 1e20f)) {
-      fail(f.path(), ": tensor 'rope_freqs.weight' value ", k, " is ", ff,
+      fail_model_file(f.path(), ": tensor 'rope_freqs.weight' value ", k, " is ", ff,
            "; only 1.0 (rotated) followed by huge values (not rotated) are supported");
     }
   }
@@ -211,7 +211,7 @@ double partial_rotary_factor(const GgufFile& f, std::int64_t head_dim) {
 nlohmann::json gemma4_text_config(const GgufFile& f) {
   const auto arch = f.get_string("general.architecture");
   if (arch != "gemma4")
-    fail(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
+    fail_unsupported(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
   const std::string p = "gemma4.";
   const std::int64_t n_layer = positive(f, p + "block_count", f.get_int(p + "block_count"), 1024);
   const std::int64_t hidden = positive(f, p + "embedding_length", f.get_int(p + "embedding_length"));
@@ -223,7 +223,7 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
                                           uniform(f, p + "attention.head_count_kv", per_layer_ints(f, p + "attention.head_count_kv", n_layer)));
   const std::int64_t shared = f.get_int_or(p + "attention.shared_kv_layers", 0);
   if (shared < 0 || shared >= n_layer)
-    fail(f.path(), ": metadata key '", p, "attention.shared_kv_layers' is ", shared, " for ", n_layer, " layers");
+    fail_model_file(f.path(), ": metadata key '", p, "attention.shared_kv_layers' is ", shared, " for ", n_layer, " layers");
 
   // Gemma 4 doubles the MLP width of the KV-shared layers (use_double_wide_mlp); any other
   // per-layer pattern cannot be expressed in its config.
@@ -233,14 +233,14 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
   for (std::int64_t l = 0; l < n_layer; ++l) {
     const std::int64_t expected = (double_wide && l >= first_shared) ? 2 * base_ffn : base_ffn;
     if (ffn[l] != expected)
-      fail(f.path(), ": metadata key '", p, "feed_forward_length' gives layer ", l, " width ", ffn[l],
+      fail_model_file(f.path(), ": metadata key '", p, "feed_forward_length' gives layer ", l, " width ", ffn[l],
            ", expected ", expected, " (Gemma 4 uses one width, doubled on KV-shared layers)");
   }
 
   const auto& pattern_arr = f.get_array(p + "attention.sliding_window_pattern");
   const auto pattern = pattern_arr.bools(f.path() + ": metadata key '" + p + "attention.sliding_window_pattern'");
   if (static_cast<std::int64_t>(pattern.size()) != n_layer)
-    fail(f.path(), ": metadata key '", p, "attention.sliding_window_pattern' has ", pattern.size(),
+    fail_model_file(f.path(), ": metadata key '", p, "attention.sliding_window_pattern' has ", pattern.size(),
          " entries for ", n_layer, " layers");
   nlohmann::json layer_types = nlohmann::json::array();
   for (bool sliding : pattern) layer_types.push_back(sliding ? "sliding_attention" : "full_attention");
@@ -250,13 +250,13 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
                                              f.get_int_or(p + "attention.key_length_swa", head_dim_full));
   if (f.get_int_or(p + "attention.value_length", head_dim_full) != head_dim_full ||
       f.get_int_or(p + "attention.value_length_swa", head_dim_swa) != head_dim_swa)
-    fail(f.path(), ": value_length differs from key_length, which Gemma 4 does not do");
-  if (head_dim_full % 2 || head_dim_swa % 2) fail(f.path(), ": head dimensions must be even");
+    fail_model_file(f.path(), ": value_length differs from key_length, which Gemma 4 does not do");
+  if (head_dim_full % 2 || head_dim_swa % 2) fail_model_file(f.path(), ": head dimensions must be even");
 
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (!embd || embd->ne.size() != 2) fail(f.path(), ": tensor 'token_embd.weight' is missing or not 2-D");
+  if (!embd || embd->ne.size() != 2) fail_model_file(f.path(), ": tensor 'token_embd.weight' is missing or not 2-D");
   if (embd->ne[0] != hidden)
-    fail(f.path(), ": tensor 'token_embd.weight' has rows of ", embd->ne[0], ", embedding_length is ", hidden);
+    fail_model_file(f.path(), ": tensor 'token_embd.weight' has rows of ", embd->ne[0], ", embedding_length is ", hidden);
 
   nlohmann::json c;
   c["model_type"] = "gemma4_text";
@@ -307,11 +307,11 @@ namespace {
 
 template <typename T>
 T cfg(const nlohmann::json& c, const char* key) {
-  if (!c.contains(key) || c[key].is_null()) fail("gemma4 config: '", key, "' is missing");
+  if (!c.contains(key) || c[key].is_null()) fail_model_file("gemma4 config: '", key, "' is missing");
   try {
     return c[key].get<T>();
   } catch (const nlohmann::json::exception&) {
-    fail("gemma4 config: '", key, "' has the wrong type");
+    fail_model_file("gemma4 config: '", key, "' has the wrong type");
   }
 }
 
@@ -339,7 +339,7 @@ void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& c) {
   const bool double_wide = c.value("use_double_wide_mlp", false);
   const auto layer_types = cfg<std::vector<std::string>>(c, "layer_types");
   if (static_cast<std::int64_t>(layer_types.size()) != n_layer)
-    fail("gemma4 config: layer_types has ", layer_types.size(), " entries for ", n_layer, " layers");
+    fail_model_file("gemma4 config: layer_types has ", layer_types.size(), " entries for ", n_layer, " layers");
   std::vector<std::uint32_t> widths;
   std::vector<bool> sliding;
   for (std::int64_t l = 0; l < n_layer; ++l) {

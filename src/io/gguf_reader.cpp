@@ -50,7 +50,7 @@ class Cursor {
     const std::uint64_t at = pos_;
     const auto len = read<std::uint64_t>(what);
     if (len > remaining())
-      fail(file_, ": ", what, " at byte ", at, ": string length ", len,
+      fail_model_file(file_, ": ", what, " at byte ", at, ": string length ", len,
            " runs past the end of the file (", remaining(), " bytes left)");
     std::string_view s(reinterpret_cast<const char*>(base_ + pos_), static_cast<std::size_t>(len));
     pos_ += len;
@@ -65,7 +65,7 @@ class Cursor {
  private:
   void need(std::uint64_t n, std::string_view what) const {
     if (n > remaining())
-      fail(file_, ": truncated at byte ", pos_, " while reading ", what, " (", n,
+      fail_model_file(file_, ": truncated at byte ", pos_, " while reading ", what, " (", n,
            " bytes needed, ", remaining(), " left)");
   }
 
@@ -78,7 +78,7 @@ class Cursor {
 GgufValueType checked_value_type(std::uint32_t raw, const std::string& file, std::string_view what,
                                  std::uint64_t at) {
   if (raw >= kGgufValueTypeCount)
-    fail(file, ": ", what, " at byte ", at, ": unknown metadata value type ", raw);
+    fail_model_file(file, ": ", what, " at byte ", at, ": unknown metadata value type ", raw);
   return static_cast<GgufValueType>(raw);
 }
 
@@ -119,11 +119,11 @@ GgufValue parse_value(Cursor& cur, GgufValueType t, const std::string& file, con
     cur.skip(n, what);
     GgufValue v = decode_scalar(t, p);
     if (t == GgufValueType::BOOL && v.u > 1)
-      fail(file, ": ", what, " at byte ", at, ": bool value ", v.u, " is neither 0 nor 1");
+      fail_model_file(file, ": ", what, " at byte ", at, ": bool value ", v.u, " is neither 0 nor 1");
     return v;
   }
   if (depth >= kMaxArrayDepth)
-    fail(file, ": ", what, " at byte ", at, ": arrays nested deeper than ", kMaxArrayDepth);
+    fail_model_file(file, ": ", what, " at byte ", at, ": arrays nested deeper than ", kMaxArrayDepth);
   GgufValue v;
   v.type = GgufValueType::ARRAY;
   v.arr.elem_type = checked_value_type(cur.read<std::uint32_t>(what), file, what, at);
@@ -134,7 +134,7 @@ GgufValue parse_value(Cursor& cur, GgufValueType t, const std::string& file, con
   const std::uint64_t min_elem = elem_size ? elem_size
                                  : v.arr.elem_type == GgufValueType::STRING ? 8 : 12;
   if (v.arr.count > cur.remaining() / min_elem)
-    fail(file, ": ", what, " at byte ", at, ": array of ", v.arr.count, " ",
+    fail_model_file(file, ": ", what, " at byte ", at, ": array of ", v.arr.count, " ",
          gguf_value_type_name(v.arr.elem_type), " elements does not fit in the ",
          cur.remaining(), " bytes left in the file");
   v.arr.data = cur.here();
@@ -144,7 +144,7 @@ GgufValue parse_value(Cursor& cur, GgufValueType t, const std::string& file, con
     if (v.arr.elem_type == GgufValueType::BOOL)
       for (std::uint64_t k = 0; k < v.arr.count; ++k)
         if (v.arr.data[k] > 1)
-          fail(file, ": ", what, " at byte ", start + k, ": bool element ", k, " has value ",
+          fail_model_file(file, ": ", what, " at byte ", start + k, ": bool element ", k, " has value ",
                static_cast<int>(v.arr.data[k]));
   } else if (v.arr.elem_type == GgufValueType::STRING) {
     for (std::uint64_t k = 0; k < v.arr.count; ++k) cur.read_string(what);
@@ -255,7 +255,7 @@ std::string GgufValue::to_string(std::size_t max_elems) const {
 }
 
 GgufValue GgufArray::at(std::uint64_t k) const {
-  if (k >= count) fail("GGUF array index ", k, " out of range (", count, " elements)");
+  if (k >= count) fail_model_file("GGUF array index ", k, " out of range (", count, " elements)");
   if (const auto es = gguf_value_type_size(elem_type)) return decode_scalar(elem_type, data + k * es);
   std::uint64_t off = 0;
   for (std::uint64_t j = 0; j < k; ++j) off += encoded_size(elem_type, data + off);
@@ -275,7 +275,7 @@ std::vector<GgufValue> GgufArray::elements() const {
 
 std::vector<std::string_view> GgufArray::strings(std::string_view what) const {
   if (elem_type != GgufValueType::STRING)
-    fail(what, ": expected an array of strings, found an array of ", gguf_value_type_name(elem_type));
+    fail_model_file(what, ": expected an array of strings, found an array of ", gguf_value_type_name(elem_type));
   std::vector<std::string_view> out;
   out.reserve(static_cast<std::size_t>(count));
   const std::uint8_t* p = data;
@@ -291,7 +291,7 @@ std::vector<std::int64_t> GgufArray::ints(std::string_view what) const {
   const std::uint64_t es = gguf_value_type_size(elem_type);
   if (es == 0 || elem_type == GgufValueType::BOOL || elem_type == GgufValueType::F32 ||
       elem_type == GgufValueType::F64)
-    fail(what, ": expected an array of integers, found an array of ", gguf_value_type_name(elem_type));
+    fail_model_file(what, ": expected an array of integers, found an array of ", gguf_value_type_name(elem_type));
   std::vector<std::int64_t> out;
   out.reserve(static_cast<std::size_t>(count));
   const bool is_unsigned = elem_type == GgufValueType::U8 || elem_type == GgufValueType::U16 ||
@@ -299,7 +299,7 @@ std::vector<std::int64_t> GgufArray::ints(std::string_view what) const {
   for (std::uint64_t k = 0; k < count; ++k) {
     const GgufValue v = decode_scalar(elem_type, data + k * es);
     if (is_unsigned && v.u > static_cast<std::uint64_t>(INT64_MAX))
-      fail(what, ": element ", k, " (", v.u, ") is out of range");
+      fail_model_file(what, ": element ", k, " (", v.u, ") is out of range");
     out.push_back(is_unsigned ? static_cast<std::int64_t>(v.u) : v.i);
   }
   return out;
@@ -316,7 +316,7 @@ std::vector<float> GgufArray::floats(std::string_view what) const {
   }
   if (elem_type == GgufValueType::STRING || elem_type == GgufValueType::ARRAY ||
       elem_type == GgufValueType::BOOL)
-    fail(what, ": expected an array of numbers, found an array of ", gguf_value_type_name(elem_type));
+    fail_model_file(what, ": expected an array of numbers, found an array of ", gguf_value_type_name(elem_type));
   std::vector<float> out;
   for (auto v : ints(what)) out.push_back(static_cast<float>(v));
   return out;
@@ -324,7 +324,7 @@ std::vector<float> GgufArray::floats(std::string_view what) const {
 
 std::vector<bool> GgufArray::bools(std::string_view what) const {
   if (elem_type != GgufValueType::BOOL)
-    fail(what, ": expected an array of bools, found an array of ", gguf_value_type_name(elem_type));
+    fail_model_file(what, ": expected an array of bools, found an array of ", gguf_value_type_name(elem_type));
   std::vector<bool> out(static_cast<std::size_t>(count));
   for (std::uint64_t k = 0; k < count; ++k) out[k] = data[k] != 0;
   return out;
@@ -361,24 +361,24 @@ void GgufFile::parse() {
   const std::string& file = label_;
   Cursor cur(base_, size_, file);
   if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0)
-    fail(file, ": not a GGUF file (the first 4 bytes are not \"GGUF\")");
+    fail_model_file(file, ": not a GGUF file (the first 4 bytes are not \"GGUF\")");
   cur.skip(4, "magic");
   version_ = cur.read<std::uint32_t>("version");
   if ((version_ & 0xffffu) == 0 && (version_ >> 16) != 0)
-    fail(file, ": GGUF version field reads 0x", std::hex, version_, std::dec,
+    fail_model_file(file, ": GGUF version field reads 0x", std::hex, version_, std::dec,
          ": this is a big-endian GGUF file, which ringlm does not support");
   if (version_ == 1)
-    fail(file, ": GGUF version 1 is not supported (only versions 2 and 3); re-convert the model");
+    fail_unsupported(file, ": GGUF version 1 is not supported (only versions 2 and 3); re-convert the model");
   if (version_ != 2 && version_ != 3)
-    fail(file, ": unsupported GGUF version ", version_, " (ringlm reads versions 2 and 3)");
+    fail_unsupported(file, ": unsupported GGUF version ", version_, " (ringlm reads versions 2 and 3)");
 
   const auto n_tensors = cur.read<std::uint64_t>("tensor count");
   const auto n_kv = cur.read<std::uint64_t>("metadata count");
   if (n_kv > cur.remaining() / kMinKvBytes)
-    fail(file, ": header at byte 16 declares ", n_kv, " metadata entries, more than the ",
+    fail_model_file(file, ": header at byte 16 declares ", n_kv, " metadata entries, more than the ",
          cur.remaining(), " bytes left in the file can hold");
   if (n_tensors > cur.remaining() / kMinTensorInfoBytes)
-    fail(file, ": header at byte 8 declares ", n_tensors, " tensors, more than the ",
+    fail_model_file(file, ": header at byte 8 declares ", n_tensors, " tensors, more than the ",
          cur.remaining(), " bytes left in the file can hold");
 
   kv_.reserve(static_cast<std::size_t>(n_kv));
@@ -386,9 +386,9 @@ void GgufFile::parse() {
     const std::uint64_t at = cur.pos();
     const std::string entry = "key of metadata entry " + std::to_string(k);
     std::string key(cur.read_string(entry));
-    if (key.empty()) fail(file, ": metadata entry ", k, " at byte ", at, " has an empty key");
+    if (key.empty()) fail_model_file(file, ": metadata entry ", k, " at byte ", at, " has an empty key");
     if (kv_index_.count(key))
-      fail(file, ": metadata key '", key, "' at byte ", at, " appears twice");
+      fail_model_file(file, ": metadata key '", key, "' at byte ", at, " appears twice");
     const std::string what = "metadata key '" + key + "'";
     const std::uint64_t type_at = cur.pos();
     const auto type = checked_value_type(cur.read<std::uint32_t>(what), file, what, type_at);
@@ -400,10 +400,10 @@ void GgufFile::parse() {
   if (const GgufValue* a = find("general.alignment")) {
     const auto& entry = kv_[kv_index_.at("general.alignment")];
     if (a->type != GgufValueType::U32)
-      fail(file, ": metadata key 'general.alignment' at byte ", entry.offset, " has type ",
+      fail_model_file(file, ": metadata key 'general.alignment' at byte ", entry.offset, " has type ",
            gguf_value_type_name(a->type), ", expected u32");
     if (a->u == 0 || (a->u & (a->u - 1)) != 0)
-      fail(file, ": metadata key 'general.alignment' at byte ", entry.offset, " is ", a->u,
+      fail_model_file(file, ": metadata key 'general.alignment' at byte ", entry.offset, " is ", a->u,
            ", not a power of two");
     alignment_ = a->u;
   }
@@ -416,38 +416,38 @@ void GgufFile::parse() {
     t.name = std::string(name);
     const std::string where = file + ": tensor '" + t.name + "' (info at byte " +
                               std::to_string(t.info_offset) + ")";
-    if (t.name.empty()) fail(where, ": empty tensor name");
+    if (t.name.empty()) fail_model_file(where, ": empty tensor name");
     if (t.name.size() > kMaxTensorName)
-      fail(where, ": name is ", t.name.size(), " bytes long, more than ", kMaxTensorName);
-    if (tensor_index_.count(t.name)) fail(where, ": a tensor of this name appears twice");
+      fail_model_file(where, ": name is ", t.name.size(), " bytes long, more than ", kMaxTensorName);
+    if (tensor_index_.count(t.name)) fail_model_file(where, ": a tensor of this name appears twice");
     const auto n_dims = cur.read<std::uint32_t>("dimension count of tensor '" + t.name + "'");
     if (n_dims == 0 || n_dims > kMaxDims)
-      fail(where, ": has ", n_dims, " dimensions (ggml allows 1 to ", kMaxDims, ")");
+      fail_model_file(where, ": has ", n_dims, " dimensions (ggml allows 1 to ", kMaxDims, ")");
     std::int64_t numel = 1;
     for (std::uint32_t d = 0; d < n_dims; ++d) {
       const auto ne = cur.read<std::uint64_t>("shape of tensor '" + t.name + "'");
-      if (ne == 0) fail(where, ": dimension ", d, " is zero");
+      if (ne == 0) fail_model_file(where, ": dimension ", d, " is zero");
       if (ne > static_cast<std::uint64_t>(INT64_MAX) ||
           static_cast<std::int64_t>(ne) > INT64_MAX / numel)
-        fail(where, ": element count overflows (dimension ", d, " is ", ne, ")");
+        fail_model_file(where, ": element count overflows (dimension ", d, " is ", ne, ")");
       numel *= static_cast<std::int64_t>(ne);
       t.ne.push_back(static_cast<std::int64_t>(ne));
     }
     const std::uint64_t type_at = cur.pos();
     t.type = cur.read<std::uint32_t>("type of tensor '" + t.name + "'");
     const GgmlTypeInfo* info = ggml_type_info(t.type);
-    if (!info) fail(where, ": unknown ggml type ", t.type, " at byte ", type_at);
+    if (!info) fail_model_file(where, ": unknown ggml type ", t.type, " at byte ", type_at);
     if (t.ne[0] % info->block_elems != 0)
-      fail(where, ": first dimension ", t.ne[0], " is not a multiple of the ", info->name,
+      fail_model_file(where, ": first dimension ", t.ne[0], " is not a multiple of the ", info->name,
            " block size ", info->block_elems);
     const std::int64_t blocks = numel / info->block_elems;
     if (blocks > INT64_MAX / info->block_bytes)
-      fail(where, ": data size overflows (", numel, " ", info->name, " elements)");
+      fail_model_file(where, ": data size overflows (", numel, " ", info->name, " elements)");
     t.nbytes = static_cast<std::uint64_t>(blocks * info->block_bytes);
     const std::uint64_t offset_at = cur.pos();
     t.offset = cur.read<std::uint64_t>("data offset of tensor '" + t.name + "'");
     if (t.offset % alignment_ != 0)
-      fail(where, ": data offset ", t.offset, " (at byte ", offset_at,
+      fail_model_file(where, ": data offset ", t.offset, " (at byte ", offset_at,
            ") is not a multiple of the alignment ", alignment_);
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
@@ -456,12 +456,12 @@ void GgufFile::parse() {
   // The data section starts at the next multiple of the alignment after the tensor infos.
   data_offset_ = (cur.pos() + alignment_ - 1) / alignment_ * alignment_;
   if (!tensors_.empty() && data_offset_ > size_)
-    fail(file, ": data section would start at byte ", data_offset_, ", past the end of the file (",
+    fail_model_file(file, ": data section would start at byte ", data_offset_, ", past the end of the file (",
          size_, " bytes)");
   const std::uint64_t data_size = data_offset_ <= size_ ? size_ - data_offset_ : 0;
   for (auto& t : tensors_) {
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
-      fail(file, ": tensor '", t.name, "' (info at byte ", t.info_offset, "): data [", t.offset,
+      fail_model_file(file, ": tensor '", t.name, "' (info at byte ", t.info_offset, "): data [", t.offset,
            ", +", t.nbytes, ") runs past the end of the data section (", data_size,
            " bytes from byte ", data_offset_, ")");
     t.file_offset = data_offset_ + t.offset;
@@ -475,7 +475,7 @@ void GgufFile::parse() {
     const auto& prev = tensors_[order[k - 1]];
     const auto& cur_t = tensors_[order[k]];
     if (prev.offset + prev.nbytes > cur_t.offset)
-      fail(file, ": tensor '", cur_t.name, "' data at offset ", cur_t.offset, " overlaps tensor '",
+      fail_model_file(file, ": tensor '", cur_t.name, "' data at offset ", cur_t.offset, " overlaps tensor '",
            prev.name, "' (offset ", prev.offset, ", ", prev.nbytes, " bytes)");
   }
 }
@@ -492,11 +492,11 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 namespace {
 [[noreturn]] void missing(const std::string& file, std::string_view key) {
-  fail(file, ": metadata key '", key, "' is missing");
+  fail_model_file(file, ": metadata key '", key, "' is missing");
 }
 [[noreturn]] void wrong_type(const std::string& file, std::string_view key, const GgufValue& v,
                              const char* expected) {
-  fail(file, ": metadata key '", key, "' has type ", gguf_value_type_name(v.type), ", expected ",
+  fail_model_file(file, ": metadata key '", key, "' has type ", gguf_value_type_name(v.type), ", expected ",
        expected);
 }
 }  // namespace
@@ -515,7 +515,7 @@ std::int64_t GgufFile::get_int(std::string_view key) const {
   switch (v->type) {
     case GgufValueType::U8: case GgufValueType::U16: case GgufValueType::U32: case GgufValueType::U64:
       if (v->u > static_cast<std::uint64_t>(INT64_MAX))
-        fail(label_, ": metadata key '", key, "' value ", v->u, " is out of range");
+        fail_model_file(label_, ": metadata key '", key, "' value ", v->u, " is out of range");
       return static_cast<std::int64_t>(v->u);
     default: return v->i;
   }

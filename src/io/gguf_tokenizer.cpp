@@ -14,18 +14,18 @@ GgufTokenizerData gguf_tokenizer_data(const GgufFile& f) {
   if (f.find(k + "pre")) d.pre = std::string(f.get_string(k + "pre"));
   for (auto s : f.get_array(k + "tokens").strings(where(k + "tokens"))) d.tokens.emplace_back(s);
   const std::size_t n = d.tokens.size();
-  if (n == 0) fail(where(k + "tokens"), " is empty");
+  if (n == 0) fail_model_file(where(k + "tokens"), " is empty");
   if (f.find(k + "scores")) {
     d.scores = f.get_array(k + "scores").floats(where(k + "scores"));
-    if (d.scores.size() != n) fail(where(k + "scores"), " has ", d.scores.size(), " entries for ", n, " tokens");
+    if (d.scores.size() != n) fail_model_file(where(k + "scores"), " has ", d.scores.size(), " entries for ", n, " tokens");
   }
   if (f.find(k + "token_type")) {
     for (auto t : f.get_array(k + "token_type").ints(where(k + "token_type"))) {
-      if (t < 0 || t > 6) fail(where(k + "token_type"), " has unknown token type ", t);
+      if (t < 0 || t > 6) fail_model_file(where(k + "token_type"), " has unknown token type ", t);
       d.token_types.push_back(static_cast<std::int32_t>(t));
     }
     if (d.token_types.size() != n)
-      fail(where(k + "token_type"), " has ", d.token_types.size(), " entries for ", n, " tokens");
+      fail_model_file(where(k + "token_type"), " has ", d.token_types.size(), " entries for ", n, " tokens");
   }
   if (f.find(k + "merges"))
     for (auto s : f.get_array(k + "merges").strings(where(k + "merges"))) d.merges.emplace_back(s);
@@ -33,7 +33,7 @@ GgufTokenizerData gguf_tokenizer_data(const GgufFile& f) {
     const std::string key = k + name;
     if (!f.find(key)) return std::nullopt;
     const std::int64_t v = f.get_int(key);
-    if (v < 0 || v >= static_cast<std::int64_t>(n)) fail(where(key), " is ", v, ", not a token id (", n, " tokens)");
+    if (v < 0 || v >= static_cast<std::int64_t>(n)) fail_model_file(where(key), " is ", v, ", not a token id (", n, " tokens)");
     return static_cast<std::int32_t>(v);
   };
   d.bos_id = id("bos_token_id");

@@ -180,7 +180,7 @@ void GgufWriter::write(const std::filesystem::path& path) const {
   const auto tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, ": cannot open for writing");
+    if (!out) fail_io(tmp, ": cannot open for writing");
     const auto header = header_bytes();
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     std::vector<std::uint8_t> scratch;
@@ -194,11 +194,11 @@ void GgufWriter::write(const std::filesystem::path& path) const {
         left -= n;
       }
     }
-    if (!out) fail(tmp, ": write failed");
+    if (!out) fail_io(tmp, ": write failed");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(path.string(), ": cannot rename from ", tmp, ": ", ec.message());
+  if (ec) fail_io(path.string(), ": cannot rename from ", tmp, ": ", ec.message());
 }
 
 }  // namespace ringlm::io

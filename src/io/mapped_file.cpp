@@ -15,16 +15,16 @@ namespace ringlm::io {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path_, ": cannot open: ", std::strerror(errno));
+  if (fd < 0) fail_io(path_, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    fail(path_, ": cannot stat: ", std::strerror(err));
+    fail_io(path_, ": cannot stat: ", std::strerror(err));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path_, ": not a regular file");
+    fail_io(path_, ": not a regular file");
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {
@@ -32,7 +32,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);
-      fail(path_, ": cannot map ", size_, " bytes: ", std::strerror(err));
+      fail_io(path_, ": cannot map ", size_, " bytes: ", std::strerror(err));
     }
     data_ = static_cast<const std::uint8_t*>(p);
   }
@@ -67,7 +67,7 @@ void MappedFile::reset() noexcept {
 
 std::span<const std::uint8_t> MappedFile::range(std::uint64_t offset, std::uint64_t length) const {
   if (offset > size_ || length > size_ - offset)
-    fail(path_, ": byte range [", offset, ", ", offset, "+", length, ") runs past the end of the file (",
+    fail_model_file(path_, ": byte range [", offset, ", ", offset, "+", length, ") runs past the end of the file (",
          size_, " bytes)");
   return {data_ + offset, static_cast<std::size_t>(length)};
 }

@@ -42,22 +42,22 @@ std::string canonical_tensor_name(const std::string& stored) {
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path) {
   const std::string& name = file_.path();
-  if (file_.size() < 8) fail(name, ": not a safetensors file (", file_.size(), " bytes, need an 8-byte header length)");
+  if (file_.size() < 8) fail_model_file(name, ": not a safetensors file (", file_.size(), " bytes, need an 8-byte header length)");
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file_.data()[i];
   if (header_len > file_.size() - 8)
-    fail(name, ": safetensors header length ", header_len, " runs past the end of the file (", file_.size(), " bytes)");
+    fail_model_file(name, ": safetensors header length ", header_len, " runs past the end of the file (", file_.size(), " bytes)");
   if (header_len > kMaxSafetensorsHeaderBytes)
-    fail(name, ": safetensors header length ", header_len, " exceeds the limit of ", kMaxSafetensorsHeaderBytes);
+    fail_model_file(name, ": safetensors header length ", header_len, " exceeds the limit of ", kMaxSafetensorsHeaderBytes);
   // Parse from a bounded copy: the JSON parser never sees bytes past the header.
   const std::string header(reinterpret_cast<const char*>(file_.data() + 8), header_len);
   json doc;
   try {
     doc = json::parse(header);
   } catch (const json::exception& e) {
-    fail(name, ": safetensors header is not valid JSON: ", e.what());
+    fail_model_file(name, ": safetensors header is not valid JSON: ", e.what());
   }
-  if (!doc.is_object()) fail(name, ": safetensors header is not a JSON object");
+  if (!doc.is_object()) fail_model_file(name, ": safetensors header is not a JSON object");
 
   const std::uint64_t data_start = 8 + header_len;
   const std::uint64_t data_size = file_.size() - data_start;
@@ -67,7 +67,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     const std::string& stored = it.key();
     if (stored == "__metadata__") continue;
     const json& entry = it.value();
-    auto bad = [&](const std::string& why) { fail(name, ": tensor ", stored, ": ", why); };
+    auto bad = [&](const std::string& why) { fail_model_file(name, ": tensor ", stored, ": ", why); };
     if (!entry.is_object()) bad("header entry is not an object");
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) bad("missing or invalid dtype");
     if (!entry.contains("shape") || !entry["shape"].is_array()) bad("missing or invalid shape");
@@ -109,7 +109,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
   for (const Range& r : ranges) {
     if (r.end == r.begin) continue;
     if (furthest && r.begin < furthest->end)
-      fail(name, ": tensor ", r.tensor, ": data_offsets overlap those of tensor ", furthest->tensor);
+      fail_model_file(name, ": tensor ", r.tensor, ": data_offsets overlap those of tensor ", furthest->tensor);
     if (!furthest || r.end > furthest->end) furthest = &r;
   }
 }
@@ -119,22 +119,22 @@ SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(di
   const auto index = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(index)) {
     std::ifstream in(index, std::ios::binary);
-    if (!in) fail(index.string(), ": cannot open");
+    if (!in) fail_io(index.string(), ": cannot open");
     json doc;
     try {
       doc = json::parse(in);
     } catch (const json::exception& e) {
-      fail(index.string(), ": not valid JSON: ", e.what());
+      fail_model_file(index.string(), ": not valid JSON: ", e.what());
     }
     if (!doc.is_object() || !doc.contains("weight_map") || !doc["weight_map"].is_object())
-      fail(index.string(), ": missing object field weight_map");
+      fail_model_file(index.string(), ": missing object field weight_map");
     std::set<std::string> shard_names;
     for (auto it = doc["weight_map"].begin(); it != doc["weight_map"].end(); ++it) {
-      if (!it.value().is_string()) fail(index.string(), ": weight_map entry for ", it.key(), " is not a file name");
+      if (!it.value().is_string()) fail_model_file(index.string(), ": weight_map entry for ", it.key(), " is not a file name");
       const std::string shard = it.value().get<std::string>();
       if (shard.empty() || shard.find('/') != std::string::npos || shard.find('\\') != std::string::npos ||
           shard == "." || shard == "..")
-        fail(index.string(), ": weight_map entry for ", it.key(), " names an invalid shard file '", shard, "'");
+        fail_model_file(index.string(), ": weight_map entry for ", it.key(), " names an invalid shard file '", shard, "'");
       shard_names.insert(shard);
     }
     for (const auto& shard : shard_names) add_file(dir / shard);
@@ -145,12 +145,12 @@ SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(di
       const TensorView* v = find(canon);
       const std::string shard_path = (dir / it.value().get<std::string>()).string();
       if (!v || v->file != shard_path)
-        fail(index.string(), ": tensor ", it.key(), " is listed in ", it.value().get<std::string>(), " but not stored there");
+        fail_model_file(index.string(), ": tensor ", it.key(), " is listed in ", it.value().get<std::string>(), " but not stored there");
     }
   } else if (std::filesystem::exists(single)) {
     add_file(single);
   } else {
-    fail(dir_, ": no model.safetensors or model.safetensors.index.json");
+    fail_model_file(dir_, ": no model.safetensors or model.safetensors.index.json");
   }
 }
 
@@ -158,7 +158,7 @@ void SafetensorsSource::add_file(const std::filesystem::path& path) {
   files_.push_back(std::make_unique<SafetensorsFile>(path));
   for (const TensorView& v : files_.back()->tensors()) {
     auto [it, inserted] = by_name_.emplace(v.name, &v);
-    if (!inserted) fail(v.file, ": tensor ", v.name, " is also stored in ", it->second->file);
+    if (!inserted) fail_model_file(v.file, ": tensor ", v.name, " is also stored in ", it->second->file);
   }
 }
 

@@ -27,7 +27,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep tensor data 8-byte aligned
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path.string(), ": cannot create");
+  if (!out) fail_io(path.string(), ": cannot create");
   std::uint64_t len = text.size();
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(len >> (8 * i));
@@ -42,7 +42,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
     if (written != t.nbytes()) fail(path.string(), ": tensor ", t.name, ": wrote ", written, " bytes, expected ", t.nbytes());
   }
   out.close();
-  if (!out) fail(path.string(), ": write failed (disk full?)");
+  if (!out) fail_io(path.string(), ": write failed (disk full?)");
 }
 
 }  // namespace ringlm::io

@@ -19,7 +19,7 @@ class Fields {
       : obj_(obj), source_(std::move(source)), path_(std::move(path)) {}
 
   [[noreturn]] void bad(const std::string& field, const std::string& why) const {
-    fail(source_, ": field ", path_, field, ": ", why);
+    fail_model_file(source_, ": field ", path_, field, ": ", why);
   }
   bool has(const std::string& field) const { return obj_.contains(field) && !obj_[field].is_null(); }
 
@@ -123,11 +123,11 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    fail(source, ": not valid JSON: ", e.what());
+    fail_model_file(source, ": not valid JSON: ", e.what());
   }
-  if (!doc.is_object()) fail(source, ": expected a JSON object");
+  if (!doc.is_object()) fail_model_file(source, ": expected a JSON object");
   const bool nested = doc.contains("text_config");
-  if (nested && !doc["text_config"].is_object()) fail(source, ": field text_config: expected an object");
+  if (nested && !doc["text_config"].is_object()) fail_model_file(source, ": field text_config: expected an object");
   const json& tc = nested ? doc["text_config"] : doc;
   Fields f(tc, source, nested ? "text_config." : "");
 
@@ -226,7 +226,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
 ModelConfig load_model_config(const std::filesystem::path& dir) {
   const auto path = dir / "config.json";
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path.string(), ": cannot open");
+  if (!in) fail_io(path.string(), ": cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_model_config(ss.str(), path.string());

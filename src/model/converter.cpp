@@ -36,7 +36,7 @@ class AtomicFile {
  public:
   explicit AtomicFile(fs::path path) : path_(std::move(path)), tmp_(path_.string() + ".tmp-convert") {
     f_ = std::fopen(tmp_.c_str(), "wb");
-    if (!f_) fail(tmp_.string(), ": cannot create: ", std::strerror(errno));
+    if (!f_) fail_io(tmp_.string(), ": cannot create: ", std::strerror(errno));
   }
   ~AtomicFile() {
     if (f_) {
@@ -49,27 +49,27 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(const void* p, std::size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n) fail(tmp_.string(), ": write failed at byte ", written_, ": ", std::strerror(errno));
+    if (n && std::fwrite(p, 1, n, f_) != n) fail_io(tmp_.string(), ": write failed at byte ", written_, ": ", std::strerror(errno));
     written_ += n;
   }
   void pad_to(std::uint64_t offset) {
     static const char zeros[64] = {};
-    if (offset < written_) fail(tmp_.string(), ": internal error: offset ", offset, " already passed (", written_, ")");
+    if (offset < written_) fail_internal(tmp_.string(), ": internal error: offset ", offset, " already passed (", written_, ")");
     while (written_ < offset) write(zeros, static_cast<std::size_t>(std::min<std::uint64_t>(64, offset - written_)));
   }
   std::uint64_t written() const { return written_; }
 
   void commit() {
-    if (std::fflush(f_) != 0) fail(tmp_.string(), ": write failed: ", std::strerror(errno));
+    if (std::fflush(f_) != 0) fail_io(tmp_.string(), ": write failed: ", std::strerror(errno));
 #if defined(__unix__)
-    if (::fsync(fileno(f_)) != 0) fail(tmp_.string(), ": fsync failed: ", std::strerror(errno));
+    if (::fsync(fileno(f_)) != 0) fail_io(tmp_.string(), ": fsync failed: ", std::strerror(errno));
 #endif
     const int rc = std::fclose(f_);
     f_ = nullptr;
-    if (rc != 0) fail(tmp_.string(), ": close failed: ", std::strerror(errno));
+    if (rc != 0) fail_io(tmp_.string(), ": close failed: ", std::strerror(errno));
     std::error_code ec;
     fs::rename(tmp_, path_, ec);
-    if (ec) fail(path_.string(), ": cannot rename from ", tmp_.string(), ": ", ec.message());
+    if (ec) fail_io(path_.string(), ": cannot rename from ", tmp_.string(), ": ", ec.message());
   }
 
  private:
@@ -97,7 +97,7 @@ void release_rows(const kernels::WeightMatrix& w, std::int64_t r0, std::int64_t 
 
 void check_float_source(const kernels::WeightMatrix& w, const std::string& name) {
   if (w.dtype != io::DType::F32 && w.dtype != io::DType::F16 && w.dtype != io::DType::BF16)
-    fail("convert: tensor ", name, ": source dtype ", io::dtype_name(w.dtype), " (expected F32, F16 or BF16)");
+    fail_unsupported("convert: tensor ", name, ": source dtype ", io::dtype_name(w.dtype), " (expected F32, F16 or BF16)");
 }
 
 // Rows [0, w.rows) in q4p16, a chunk of whole 16-row groups at a time.
@@ -159,20 +159,20 @@ void write_i8_table(AtomicFile& codes, AtomicFile& scales, const kernels::Weight
 
 void copy_file_atomic(const fs::path& from, const fs::path& to) {
   std::FILE* in = std::fopen(from.c_str(), "rb");
-  if (!in) fail(from.string(), ": cannot open: ", std::strerror(errno));
+  if (!in) fail_io(from.string(), ": cannot open: ", std::strerror(errno));
   AtomicFile out(to);
   char buf[1 << 16];
   std::size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) out.write(buf, n);
   const bool bad = std::ferror(in);
   std::fclose(in);
-  if (bad) fail(from.string(), ": read error");
+  if (bad) fail_io(from.string(), ": read error");
   out.commit();
 }
 
 void check_size(const fs::path& p, std::uint64_t want) {
   const auto got = fs::file_size(p);
-  if (got != want) fail(p.string(), ": internal error: wrote ", got, " bytes, planned ", want);
+  if (got != want) fail_internal(p.string(), ": internal error: wrote ", got, " bytes, planned ", want);
 }
 
 }  // namespace
@@ -184,11 +184,11 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
   if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
     fail(out_dir.string(), ": exists and is not a directory");
   const ModelConfig config = load_model_config(hf_dir);
-  if (config.ple_dim <= 0) fail(hf_dir.string(), "/config.json: convert needs per-layer embeddings (hidden_size_per_layer_input > 0)");
+  if (config.ple_dim <= 0) fail_unsupported(hf_dir.string(), "/config.json: convert needs per-layer embeddings (hidden_size_per_layer_input > 0)");
   const auto source = io::open_safetensors_dir(hf_dir);
   const ModelWeights w = bind_weights(*source, config);  // every tensor present, shapes checked
   fs::create_directories(out_dir / kSidecarDir, ec);
-  if (ec) fail(out_dir.string(), ": cannot create: ", ec.message());
+  if (ec) fail_io(out_dir.string(), ": cannot create: ", ec.message());
   // A previous conversion stops being loadable first, so an interrupted run never pairs an
   // old weights.rlpk with a half-rewritten sidecar.
   fs::remove(out_dir / kPackedFile, ec);
@@ -280,7 +280,7 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
       if (t.shape.size() == 2) {
         const kernels::WeightMatrix& m = *matrices.at(t.name);
         check_float_source(m, t.name);
-        if (m.rows != t.shape[0] || m.cols != t.shape[1]) fail("convert: tensor ", t.name, ": shape does not match the plan");
+        if (m.rows != t.shape[0] || m.cols != t.shape[1]) fail_internal("convert: tensor ", t.name, ": shape does not match the plan");
         if (t.dtype == io::DType::Q4_0) {
           write_q4p16(out, m);
           ++result.q4_matrices;
@@ -290,11 +290,11 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
         }
       } else {
         const std::vector<float>& v = vectors.at(t.name);
-        if (static_cast<std::int64_t>(v.size()) != t.shape[0]) fail("convert: tensor ", t.name, ": size does not match the plan");
+        if (static_cast<std::int64_t>(v.size()) != t.shape[0]) fail_internal("convert: tensor ", t.name, ": size does not match the plan");
         out.write(v.data(), v.size() * 4);
       }
       if (out.written() != t.offset + t.bytes)
-        fail(pack_path.string(), ": internal error: tensor ", t.name, " ends at ", out.written(), ", planned ",
+        fail_internal(pack_path.string(), ": internal error: tensor ", t.name, " ends at ", out.written(), ", planned ",
              t.offset + t.bytes);
     }
     out.commit();

@@ -49,34 +49,34 @@ class PackedDirSource : public io::TensorSource {
 
  private:
   void add(io::TensorView v) {
-    if (!by_name_.emplace(v.name, tensors_.size()).second) fail(v.file, ": tensor ", v.name, " is listed twice");
+    if (!by_name_.emplace(v.name, tensors_.size()).second) fail_model_file(v.file, ": tensor ", v.name, " is listed twice");
     tensors_.push_back(std::move(v));
   }
 
   void read_packed(const std::filesystem::path& path) {
     pack_ = io::MappedFile(path);
     const std::string& f = pack_.path();
-    if (pack_.size() < kPackedHeaderBytes) fail(f, ": ", pack_.size(), " bytes is too short for the 24-byte header");
+    if (pack_.size() < kPackedHeaderBytes) fail_model_file(f, ": ", pack_.size(), " bytes is too short for the 24-byte header");
     const std::uint8_t* base = pack_.data();
-    if (std::memcmp(base, kPackedMagic, 8) != 0) fail(f, ": bad magic at byte 0 (not a ringlm packed weights file)");
+    if (std::memcmp(base, kPackedMagic, 8) != 0) fail_model_file(f, ": bad magic at byte 0 (not a ringlm packed weights file)");
     std::uint32_t version;
     std::memcpy(&version, base + 8, 4);
     if (version != kPackedVersion)
-      fail(f, ": format version ", version, " at byte 8 (this build reads version ", kPackedVersion, "; re-run ringlm convert)");
+      fail_model_file(f, ": format version ", version, " at byte 8 (this build reads version ", kPackedVersion, "; re-run ringlm convert)");
     const std::uint64_t index_len = read_u64(base + 16);
     if (index_len > kMaxIndexBytes || index_len > pack_.size() - kPackedHeaderBytes)
-      fail(f, ": index length ", index_len, " at byte 16 runs past the end of the file (", pack_.size(), " bytes)");
+      fail_model_file(f, ": index length ", index_len, " at byte 16 runs past the end of the file (", pack_.size(), " bytes)");
     nlohmann::json index;
     try {
       index = nlohmann::json::parse(base + kPackedHeaderBytes, base + kPackedHeaderBytes + index_len);
     } catch (const nlohmann::json::exception& e) {
-      fail(f, ": index at byte 24: invalid JSON: ", e.what());
+      fail_model_file(f, ": index at byte 24: invalid JSON: ", e.what());
     }
     const std::uint64_t data_start =
         (kPackedHeaderBytes + index_len + kPackedAlignment - 1) / kPackedAlignment * kPackedAlignment;
     if (!index.is_object() || index.value("format", "") != "ringlm-packed" || !index.contains("tensors") ||
         !index["tensors"].is_array())
-      fail(f, ": index: expected {\"format\": \"ringlm-packed\", \"tensors\": [...]}");
+      fail_model_file(f, ": index: expected {\"format\": \"ringlm-packed\", \"tensors\": [...]}");
     struct Range {
       std::uint64_t begin, end;
       std::string name;
@@ -90,33 +90,33 @@ class PackedDirSource : public io::TensorSource {
         const std::string dtype = e.at("dtype").get<std::string>(), layout = e.at("layout").get<std::string>();
         if (dtype == "Q4_0" && layout == "q4p16") v.dtype = io::DType::Q4_0, v.packed = true;
         else if (dtype == "F32" && layout == "row_major") v.dtype = io::DType::F32;
-        else fail(f, ": tensor ", v.name, ": unsupported dtype/layout ", dtype, "/", layout);
+        else fail_unsupported(f, ": tensor ", v.name, ": unsupported dtype/layout ", dtype, "/", layout);
         v.shape = e.at("shape").get<std::vector<std::int64_t>>();
         const auto rel = e.at("offset").get<std::uint64_t>();
         v.nbytes = e.at("bytes").get<std::uint64_t>();
         for (auto d : v.shape)
-          if (d <= 0 || d > (1ll << 32)) fail(f, ": tensor ", v.name, ": bad dimension ", d);
+          if (d <= 0 || d > (1ll << 32)) fail_model_file(f, ": tensor ", v.name, ": bad dimension ", d);
         if (v.shape.empty() || v.shape.size() > 2 || (v.packed && v.shape.size() != 2))
-          fail(f, ": tensor ", v.name, ": expected 1 or 2 dimensions (2 for q4p16)");
-        if (v.packed && v.shape[1] % 32 != 0) fail(f, ": tensor ", v.name, ": q4p16 columns ", v.shape[1], " not a multiple of 32");
+          fail_model_file(f, ": tensor ", v.name, ": expected 1 or 2 dimensions (2 for q4p16)");
+        if (v.packed && v.shape[1] % 32 != 0) fail_model_file(f, ": tensor ", v.name, ": q4p16 columns ", v.shape[1], " not a multiple of 32");
         const std::uint64_t want = packed_tensor_bytes(v.dtype, v.shape);
         if (v.nbytes != want)
-          fail(f, ": tensor ", v.name, ": ", v.nbytes, " bytes listed, its dtype and shape need ", want);
-        if (rel % kPackedAlignment != 0) fail(f, ": tensor ", v.name, ": offset ", rel, " is not 64-byte aligned");
+          fail_model_file(f, ": tensor ", v.name, ": ", v.nbytes, " bytes listed, its dtype and shape need ", want);
+        if (rel % kPackedAlignment != 0) fail_model_file(f, ": tensor ", v.name, ": offset ", rel, " is not 64-byte aligned");
         if (rel > pack_.size() || data_start > pack_.size() - rel || v.nbytes > pack_.size() - data_start - rel)
-          fail(f, ": tensor ", v.name, ": bytes [", data_start + rel, ", ", data_start + rel, "+", v.nbytes,
+          fail_model_file(f, ": tensor ", v.name, ": bytes [", data_start + rel, ", ", data_start + rel, "+", v.nbytes,
                ") run past the end of the file (", pack_.size(), " bytes; truncated?)");
         v.data = base + data_start + rel;
         ranges.push_back({data_start + rel, data_start + rel + v.nbytes, v.name});
       } catch (const nlohmann::json::exception& ex) {
-        fail(f, ": index entry ", e.dump().substr(0, 120), ": ", ex.what());
+        fail_model_file(f, ": index entry ", e.dump().substr(0, 120), ": ", ex.what());
       }
       add(std::move(v));
     }
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
     for (std::size_t i = 1; i < ranges.size(); ++i)
       if (ranges[i].begin < ranges[i - 1].end)
-        fail(f, ": tensors ", ranges[i - 1].name, " and ", ranges[i].name, " overlap at byte ", ranges[i].begin);
+        fail_model_file(f, ": tensors ", ranges[i - 1].name, " and ", ranges[i].name, " overlap at byte ", ranges[i].begin);
   }
 
   void read_sidecar(const std::filesystem::path& dir, const ModelConfig& c) {
@@ -125,10 +125,10 @@ class PackedDirSource : public io::TensorSource {
       const auto p = dir / s.name;
       std::error_code ec;
       const auto size = std::filesystem::file_size(p, ec);
-      if (ec) fail(p.string(), ": missing (the PLE sidecar of a converted model; re-run ringlm convert)");
+      if (ec) fail_model_file(p.string(), ": missing (the PLE sidecar of a converted model; re-run ringlm convert)");
       if (s.name == "meta.json") continue;  // content checked below
       if (size != s.bytes)
-        fail(p.string(), ": ", size, " bytes, expected ", s.bytes, " for the config (V ", c.vocab_size, ", D ",
+        fail_model_file(p.string(), ": ", size, " bytes, expected ", s.bytes, " for the config (V ", c.vocab_size, ", D ",
              c.hidden_size, ", L ", c.num_layers, ", ld ", c.ple_dim, ")");
     }
     check_meta(dir / "meta.json", c);
@@ -147,10 +147,10 @@ class PackedDirSource : public io::TensorSource {
           {"PLD", static_cast<std::int64_t>(c.num_layers) * c.ple_dim}, {"V_pl", c.ple_vocab_size}};
       for (const auto& [key, value] : want)
         if (meta.at(key).get<std::int64_t>() != value)
-          fail(path.string(), ": field ", key, " is ", meta.at(key).dump(), " but config.json gives ", value);
-      if (meta.value("dtype", "") != "int8") fail(path.string(), ": field dtype: expected \"int8\"");
+          fail_model_file(path.string(), ": field ", key, " is ", meta.at(key).dump(), " but config.json gives ", value);
+      if (meta.value("dtype", "") != "int8") fail_model_file(path.string(), ": field dtype: expected \"int8\"");
     } catch (const nlohmann::json::exception& e) {
-      fail(path.string(), ": ", e.what());
+      fail_model_file(path.string(), ": ", e.what());
     }
   }
 

@@ -23,7 +23,7 @@ class Binder {
 
   const io::TensorView& tensor(const std::string& name, const std::vector<std::int64_t>& shape) {
     const io::TensorView* v = source_.find(name);
-    if (!v) fail(source_.describe(), ": missing tensor ", name, " (expected shape ", shape_string(shape), ")");
+    if (!v) fail_model_file(source_.describe(), ": missing tensor ", name, " (expected shape ", shape_string(shape), ")");
     const bool float_type = v->dtype == io::DType::F32 || v->dtype == io::DType::F16 || v->dtype == io::DType::BF16;
     // ggml block formats (from GGUF) are decoded row by row; rows must hold whole blocks.
     const bool block_type = !float_type && v->dtype != io::DType::I8 && !shape.empty() &&
@@ -31,10 +31,10 @@ class Binder {
     // int8 rows with one f32 scale each (the packed directory's sidecar tables).
     const bool scaled_i8 = v->dtype == io::DType::I8 && v->row_scales != nullptr && shape.size() == 2;
     if (!float_type && !block_type && !scaled_i8)
-      fail(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype),
+      fail_model_file(v->file, ": tensor ", name, ": unsupported dtype ", io::dtype_name(v->dtype),
            " (expected F32, F16, BF16, a ggml block type with whole blocks per row, or int8 rows with scales)");
     if (v->shape != shape)
-      fail(v->file, ": tensor ", name, ": expected shape ", shape_string(shape), ", got ", shape_string(v->shape));
+      fail_model_file(v->file, ": tensor ", name, ": expected shape ", shape_string(shape), ", got ", shape_string(v->shape));
     return *v;
   }
 

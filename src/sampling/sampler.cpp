@@ -40,7 +40,7 @@ double Sampler::uniform01() { return static_cast<double>(rng_() >> 11) * (1.0 / 
 std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allowed,
                              std::span<const std::int32_t> recent) {
   if (static_cast<std::int32_t>(logits.size()) != vocab_)
-    fail("sampler: logits row has ", logits.size(), " entries, vocabulary has ", vocab_);
+    fail_internal("sampler: logits row has ", logits.size(), " entries, vocabulary has ", vocab_);
   float* x = logits.data();
 
   // Repetition penalty on each distinct recent token (HF semantics).
@@ -77,7 +77,7 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
       best = i;
     }
   }
-  if (best < 0 || !(best_logit > kNegInf)) fail("sampler: no token is allowed (empty mask or all logits -inf/NaN)");
+  if (best < 0 || !(best_logit > kNegInf)) fail_internal("sampler: no token is allowed (empty mask or all logits -inf/NaN)");
 
   // Normaliser for logprobs (before temperature).
   if (logprobs_) {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/error.h"
+
 namespace ringlm::server {
 
 class ApiError : public std::runtime_error {
@@ -32,6 +34,37 @@ class ApiError : public std::runtime_error {
     if (!param.empty()) e["param"] = param;
     if (!code.empty()) e["code"] = code;
     return {{"error", e}};
+  }
+
+  // The one place an ringlm::Error kind becomes an HTTP status: what the request can fix is
+  // 400, what the server's own files, the OS or a ringlm bug broke is 500.
+  static int status_for(ErrorKind kind) {
+    switch (kind) {
+      case ErrorKind::invalid_argument:
+      case ErrorKind::unsupported:
+      case ErrorKind::resource_limit: return 400;
+      case ErrorKind::invalid_model_file:
+      case ErrorKind::io:
+      case ErrorKind::internal: return 500;
+    }
+    return 500;
+  }
+
+  static std::string code_for(ErrorKind kind) {
+    switch (kind) {
+      case ErrorKind::invalid_argument: return "invalid_request";
+      case ErrorKind::unsupported: return "unsupported";
+      case ErrorKind::resource_limit: return "resource_limit";
+      default: return "";
+    }
+  }
+
+  // An engine or backend Error as the API reports it; `context` prefixes the message of a
+  // server-side failure ("generation failed: "), `param` applies unless the Error names one.
+  static ApiError from(const Error& e, const std::string& context = "", const std::string& param = "") {
+    const int status = status_for(e.kind());
+    std::string message = status >= 500 ? context + e.what() : std::string(e.what());
+    return ApiError(status, std::move(message), e.param().empty() ? param : e.param(), code_for(e.kind()));
   }
 
   static std::string default_type(int status) {

@@ -148,8 +148,9 @@ std::string FakeBackend::reply_for(const std::vector<std::int32_t>& prompt, cons
   for (auto id : prompt) prompt_text.push_back(static_cast<char>(id));
   if (!params.json_schema.empty()) {
     json schema = json::parse(params.json_schema, nullptr, false);
-    if (schema.is_discarded()) fail("json_schema: not valid JSON");
-    if (schema.is_object() && schema.contains("x-fake-reject")) fail("json_schema: the fake backend rejects this schema");
+    if (schema.is_discarded()) throw Error("json_schema: not valid JSON", ErrorKind::invalid_argument, "response_format");
+    if (schema.is_object() && schema.contains("x-fake-reject"))
+      throw Error("json_schema: the fake backend rejects this schema", ErrorKind::invalid_argument, "response_format");
     return instance_of(schema, 0).dump();
   }
   if (params.json_object) return R"({"answer":"fake"})";

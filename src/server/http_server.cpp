@@ -54,12 +54,9 @@ int connection_fd(const httplib::Request& req) {
 }
 
 // The status a failed or cancelled job maps to; throws the ApiError for it.
-[[noreturn]] void throw_job_error(const Job& job, const engine::GenerationParams& params) {
-  if (job.error_status() == 400) {
-    const bool schema = !params.json_schema.empty() || params.json_object;
-    throw ApiError(400, job.error_message(), schema ? "response_format" : "", "invalid_request");
-  }
-  if (job.error_status() != 0) throw ApiError(job.error_status(), job.error_message());
+[[noreturn]] void throw_job_error(const Job& job) {
+  if (job.error_status() != 0)
+    throw ApiError(job.error_status(), job.error_message(), job.error_param(), job.error_code());
   throw ApiError(503, "server is shutting down; the generation was cancelled", "", "shutting_down");
 }
 
@@ -328,7 +325,7 @@ static void serve_stream(httplib::Response& res, std::shared_ptr<Stream> st, std
     }
   }
   if (st->first_done && (st->job->error_status() != 0 || st->job->result().finish == FinishReason::Cancelled)) {
-    throw_job_error(*st->job, st->params);
+    throw_job_error(*st->job);
   }
   ++open_streams;
   res.set_header("Cache-Control", "no-cache");
@@ -353,7 +350,7 @@ static void serve_stream(httplib::Response& res, std::shared_ptr<Stream> st, std
           const Job& job = *st->job;
           if (job.error_status() != 0 || job.result().finish == FinishReason::Cancelled) {
             try {
-              throw_job_error(job, st->params);
+              throw_job_error(job);
             } catch (const ApiError& e) {
               tail = sse_event(e.to_json());
             }
@@ -383,6 +380,7 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   try {
     prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true);
   } catch (const Error& e) {
+    if (e.kind() != ErrorKind::invalid_argument) throw ApiError::from(e, "chat template: ");
     throw ApiError(400, e.what(), "messages", "invalid_messages");
   }
   cr.params.max_tokens = resolve_max_tokens(cr.max_tokens, prompt.size(), "messages");
@@ -409,7 +407,7 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
     res.status = 499;
     return;
   }
-  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job, cr.params);
+  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job);
   const GenerationResult& r = job->result();
   json message = {{"role", "assistant"}, {"content", r.text}};
   const char* finish = engine::finish_reason_name(r.finish);
@@ -463,7 +461,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     res.status = 499;
     return;
   }
-  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job, cr.params);
+  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job);
   const GenerationResult& r = job->result();
   json logprobs = cr.params.logprobs ? completion_logprobs(backend_, events, echo.size(), with_top) : json(nullptr);
   res.set_content(dump_json(text_completion(who, echo + r.text, engine::finish_reason_name(r.finish), std::move(logprobs), r)),

@@ -34,11 +34,13 @@ void Job::finish(GenerationResult result) {
   cv_.notify_all();
 }
 
-void Job::fail(int status, std::string message) {
+void Job::fail(int status, std::string message, std::string param, std::string code) {
   {
     std::lock_guard lock(mu_);
     error_status_ = status;
     error_message_ = std::move(message);
+    error_param_ = std::move(param);
+    error_code_ = std::move(code);
     finished_ = true;
   }
   cv_.notify_all();
@@ -151,7 +153,8 @@ void Scheduler::run(int slot, Job& job) {
     if (r.finish == engine::FinishReason::Cancelled) metrics_.count_cancelled();
     job.finish(std::move(r));
   } catch (const Error& e) {
-    job.fail(400, e.what());  // the request asked for something the engine rejects
+    const ApiError a = ApiError::from(e, "generation failed: ");  // the kind decides the status
+    job.fail(a.status(), a.what(), a.param(), a.code());
   } catch (const std::exception& e) {
     job.fail(500, std::string("generation failed: ") + e.what());
   }

@@ -40,6 +40,8 @@ class Job {
   const engine::GenerationResult& result() const { return result_; }
   int error_status() const { return error_status_; }  // 0 = no error
   const std::string& error_message() const { return error_message_; }
+  const std::string& error_param() const { return error_param_; }  // "" = none named
+  const std::string& error_code() const { return error_code_; }
 
   // Worker side.
   const std::vector<std::int32_t>& prompt() const { return prompt_; }
@@ -47,7 +49,7 @@ class Job {
   Clock::time_point submitted() const { return submitted_; }
   bool push(const engine::TokenEvent& event);  // false = stop generating
   void finish(engine::GenerationResult result);
-  void fail(int status, std::string message);
+  void fail(int status, std::string message, std::string param = "", std::string code = "");
 
  private:
   const std::vector<std::int32_t> prompt_;
@@ -61,7 +63,7 @@ class Job {
   bool finished_ = false;
   engine::GenerationResult result_;
   int error_status_ = 0;
-  std::string error_message_;
+  std::string error_message_, error_param_, error_code_;
 };
 
 class Scheduler {

@@ -7,15 +7,15 @@ namespace ringlm {
 TokenizerParts parts_from_gguf(const GgufTokenizerMetadata& meta) {
   const std::string& m = meta.model;
   if (m != "gemma4" && m != "gemma3" && m != "gemma" && m != "llama") {
-    fail("tokenizer.ggml.model '", m, "' is not supported (only SentencePiece-style BPE: gemma4, gemma3, gemma, llama)");
+    fail_unsupported("tokenizer.ggml.model '", m, "' is not supported (only SentencePiece-style BPE: gemma4, gemma3, gemma, llama)");
   }
-  if (meta.tokens.empty()) fail("tokenizer.ggml.tokens is empty");
+  if (meta.tokens.empty()) fail_model_file("tokenizer.ggml.tokens is empty");
   if (!meta.token_types.empty() && meta.token_types.size() != meta.tokens.size()) {
-    fail("tokenizer.ggml.token_type has ", meta.token_types.size(), " entries for ", meta.tokens.size(), " tokens");
+    fail_model_file("tokenizer.ggml.token_type has ", meta.token_types.size(), " entries for ", meta.tokens.size(), " tokens");
   }
   const auto n = static_cast<int64_t>(meta.tokens.size());
   auto check_id = [&](std::optional<int32_t> id, const char* key) {
-    if (id && (*id < 0 || *id >= n)) fail("tokenizer.ggml.", key, " = ", *id, " is not a token id");
+    if (id && (*id < 0 || *id >= n)) fail_model_file("tokenizer.ggml.", key, " = ", *id, " is not a token id");
   };
   check_id(meta.bos_id, "bos_token_id");
   check_id(meta.eos_id, "eos_token_id");
@@ -44,7 +44,7 @@ TokenizerParts parts_from_gguf(const GgufTokenizerMetadata& meta) {
     const std::string_view text = meta.merges[i];
     const size_t sp = text.find(' ');
     if (sp == std::string_view::npos || text.find(' ', sp + 1) != std::string_view::npos) {
-      fail("tokenizer.ggml.merges[", i, "] must be two pieces separated by one space");
+      fail_model_file("tokenizer.ggml.merges[", i, "] must be two pieces separated by one space");
     }
     p.merges.emplace_back(text.substr(0, sp), text.substr(sp + 1));
   }
@@ -75,7 +75,7 @@ TokenizerParts parts_from_gguf(const GgufTokenizerMetadata& meta) {
   p.bos_id = meta.bos_id.value_or(-1);
   if (meta.eos_id) p.eos_ids.push_back(*meta.eos_id);
   for (int32_t e : meta.extra_eos_ids) {
-    if (e < 0 || e >= n) fail("tokenizer.ggml: end-of-generation id ", e, " is not a token id");
+    if (e < 0 || e >= n) fail_model_file("tokenizer.ggml: end-of-generation id ", e, " is not a token id");
     p.eos_ids.push_back(e);
   }
   p.add_bos_default = meta.add_bos;

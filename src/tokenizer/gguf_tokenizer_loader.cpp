@@ -13,7 +13,7 @@ namespace ringlm {
 
 TokenizerParts tokenizer_parts_from_gguf(const io::GgufTokenizerData& d, const std::string& source) {
   if (d.model != "gemma4")
-    fail(source, ": tokenizer.ggml.model is '", d.model, "'; ringlm builds only 'gemma4' tokenizers from GGUF");
+    fail_unsupported(source, ": tokenizer.ggml.model is '", d.model, "'; ringlm builds only 'gemma4' tokenizers from GGUF");
   TokenizerParts p;
   const io::GgufTokenizerData* owned = &d;
   const auto n = static_cast<std::int32_t>(owned->tokens.size());
@@ -27,7 +27,7 @@ TokenizerParts tokenizer_parts_from_gguf(const io::GgufTokenizerData& d, const s
     // space: spaces are "▁" by the time BPE runs).
     const auto sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
     if (sp == std::string_view::npos || sp + 1 >= m.size())
-      fail(source, ": tokenizer.ggml.merges entry ", k, " ('", m, "') is not two pieces separated by a space");
+      fail_model_file(source, ": tokenizer.ggml.merges entry ", k, " ('", m, "') is not two pieces separated by a space");
     p.merges.emplace_back(m.substr(0, sp), m.substr(sp + 1));
   }
 
@@ -86,7 +86,7 @@ namespace {
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  if (!in) fail(p.string(), ": cannot open");
+  if (!in) fail_io(p.string(), ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -97,17 +97,17 @@ struct Json {
   std::string file;
   simdjson::dom::element get(simdjson::dom::element e, const char* key, const std::string& path) const {
     simdjson::dom::element v;
-    if (e.at_key(key).get(v) != simdjson::SUCCESS) fail(file, ": ", path, ".", key, " is missing");
+    if (e.at_key(key).get(v) != simdjson::SUCCESS) fail_model_file(file, ": ", path, ".", key, " is missing");
     return v;
   }
   std::string str(simdjson::dom::element e, const std::string& path) const {
     std::string_view v;
-    if (e.get(v) != simdjson::SUCCESS) fail(file, ": ", path, " must be a string");
+    if (e.get(v) != simdjson::SUCCESS) fail_model_file(file, ": ", path, " must be a string");
     return std::string(v);
   }
   std::int64_t integer(simdjson::dom::element e, const std::string& path) const {
     std::int64_t v;
-    if (e.get(v) != simdjson::SUCCESS) fail(file, ": ", path, " must be an integer");
+    if (e.get(v) != simdjson::SUCCESS) fail_model_file(file, ": ", path, " must be an integer");
     return v;
   }
   bool flag(simdjson::dom::element e, const char* key) const {
@@ -127,24 +127,24 @@ io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir) {
   const std::string& src = j.file;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.load(tok_path.string()).get(doc) != simdjson::SUCCESS) fail(src, ": cannot read or parse as JSON");
+  if (parser.load(tok_path.string()).get(doc) != simdjson::SUCCESS) fail_model_file(src, ": cannot read or parse as JSON");
   const auto model = j.get(doc, "model", "");
-  if (j.str(j.get(model, "type", "model"), "model.type") != "BPE") fail(src, ": model.type is not BPE");
+  if (j.str(j.get(model, "type", "model"), "model.type") != "BPE") fail_model_file(src, ": model.type is not BPE");
   io::GgufTokenizerData d;
   d.model = "gemma4";
   simdjson::dom::object vocab;
-  if (j.get(model, "vocab", "model").get(vocab) != simdjson::SUCCESS) fail(src, ": model.vocab must be an object");
+  if (j.get(model, "vocab", "model").get(vocab) != simdjson::SUCCESS) fail_model_file(src, ": model.vocab must be an object");
   simdjson::dom::array added;
   if (doc.at_key("added_tokens").get(added) != simdjson::SUCCESS) added = {};
   std::int64_t max_id = -1;
   for (auto field : vocab) max_id = std::max(max_id, j.integer(field.value, "model.vocab"));
   for (auto a : added) max_id = std::max(max_id, j.integer(j.get(a, "id", "added_tokens[]"), "added_tokens[].id"));
-  if (max_id < 0 || max_id > (1 << 24)) fail(src, ": vocabulary ids out of range");
+  if (max_id < 0 || max_id > (1 << 24)) fail_model_file(src, ": vocabulary ids out of range");
   d.tokens.resize(static_cast<std::size_t>(max_id + 1));
   d.token_types.assign(d.tokens.size(), static_cast<std::int32_t>(T::Normal));
   for (auto field : vocab) {
     const auto id = static_cast<std::size_t>(j.integer(field.value, "model.vocab"));
-    if (static_cast<std::int64_t>(id) < 0) fail(src, ": negative id in model.vocab");
+    if (static_cast<std::int64_t>(id) < 0) fail_model_file(src, ": negative id in model.vocab");
     const std::string_view k = field.key;
     d.tokens[id] = std::string(k);
     if (k.size() == 6 && k.substr(0, 3) == "<0x" && k.back() == '>') d.token_types[id] = static_cast<std::int32_t>(T::Byte);
@@ -156,36 +156,36 @@ io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir) {
   }
   for (auto a : added) {
     const std::int64_t id = j.integer(j.get(a, "id", "added_tokens[]"), "added_tokens[].id");
-    if (id < 0) fail(src, ": negative added token id");
+    if (id < 0) fail_model_file(src, ": negative added token id");
     const std::string content = j.str(j.get(a, "content", "added_tokens[]"), "added_tokens[].content");
     auto& slot = d.tokens[static_cast<std::size_t>(id)];
     if (!slot.empty() && slot != content)
-      fail(src, ": added token ", id, " ('", content, "') differs from the vocabulary entry '", slot, "'");
+      fail_model_file(src, ": added token ", id, " ('", content, "') differs from the vocabulary entry '", slot, "'");
     slot = content;
     if (j.flag(a, "lstrip") || j.flag(a, "rstrip") || j.flag(a, "single_word") || j.flag(a, "normalized"))
-      fail(src, ": added token '", content, "' has lstrip/rstrip/single_word/normalized flags GGUF cannot store");
+      fail_model_file(src, ": added token '", content, "' has lstrip/rstrip/single_word/normalized flags GGUF cannot store");
     d.token_types[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(
         content == unk ? T::Unknown : j.flag(a, "special") ? T::Control : T::UserDefined);
   }
   d.scores.assign(d.tokens.size(), 0.0f);
   simdjson::dom::array merges;
-  if (j.get(model, "merges", "model").get(merges) != simdjson::SUCCESS) fail(src, ": model.merges must be an array");
+  if (j.get(model, "merges", "model").get(merges) != simdjson::SUCCESS) fail_model_file(src, ": model.merges must be an array");
   d.merges.reserve(merges.size());
   for (auto m : merges) {
     std::string_view text, a, b;
     simdjson::dom::array pair;
     if (m.get(text) == simdjson::SUCCESS) {
       const auto sp = text.find(' ', 1);
-      if (sp == std::string_view::npos) fail(src, ": merge '", text, "' has no space");
+      if (sp == std::string_view::npos) fail_model_file(src, ": merge '", text, "' has no space");
       a = text.substr(0, sp);
       b = text.substr(sp + 1);
     } else if (m.get(pair) == simdjson::SUCCESS && pair.size() == 2 && pair.at(0).get(a) == simdjson::SUCCESS &&
                pair.at(1).get(b) == simdjson::SUCCESS) {
     } else {
-      fail(src, ": model.merges entries must be \"a b\" strings or [a, b] pairs");
+      fail_model_file(src, ": model.merges entries must be \"a b\" strings or [a, b] pairs");
     }
     if (a.empty() || b.empty() || a.find(' ') != std::string_view::npos || b.find(' ') != std::string_view::npos)
-      fail(src, ": merge ('", a, "', '", b, "') has a piece GGUF's \"a b\" form cannot hold");
+      fail_model_file(src, ": merge ('", a, "', '", b, "') has a piece GGUF's \"a b\" form cannot hold");
     std::string joined;
     joined.reserve(a.size() + b.size() + 1);
     joined.append(a).append(1, ' ').append(b);
@@ -206,7 +206,7 @@ io::GgufTokenizerData gguf_tokenizer_from_hf(const std::filesystem::path& dir) {
     simdjson::dom::parser cfg_parser;
     simdjson::dom::element cfg;
     if (cfg_parser.load(cfg_path.string()).get(cfg) != simdjson::SUCCESS)
-      fail(cfg_path.string(), ": cannot read or parse as JSON");
+      fail_model_file(cfg_path.string(), ": cannot read or parse as JSON");
     bool add_bos;
     if (cfg["add_bos_token"].get(add_bos) == simdjson::SUCCESS) d.add_bos = add_bos;
     std::string_view tmpl;

@@ -23,7 +23,7 @@ class Reader {
   explicit Reader(std::string name) : name_(std::move(name)) {}
 
   [[noreturn]] void bad(const std::string& path, std::string_view what) const {
-    fail(name_, ": ", path, " ", what);
+    fail_model_file(name_, ": ", path, " ", what);
   }
 
   std::optional<element> get(object o, std::string_view key) const {
@@ -299,10 +299,10 @@ bool parse_file(const std::filesystem::path& path, ParsedFile& out, simdjson::pa
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return false;
   if (simdjson::padded_string::load(path.string()).get(storage) != simdjson::SUCCESS) {
-    fail(path.string(), ": cannot read the file");
+    fail_io(path.string(), ": cannot read the file");
   }
   const auto err = out.parser.parse(storage).get(out.root);
-  if (err != simdjson::SUCCESS) fail(path.string(), ": invalid JSON (", simdjson::error_message(err), ")");
+  if (err != simdjson::SUCCESS) fail_model_file(path.string(), ": invalid JSON (", simdjson::error_message(err), ")");
   return true;
 }
 
@@ -354,7 +354,7 @@ TokenizerParts parse_document(std::shared_ptr<JsonDocument> doc, const std::stri
   Reader r(name);
   element root;
   const auto err = doc->parser.parse(doc->text).get(root);
-  if (err != simdjson::SUCCESS) fail(name, ": invalid JSON (", simdjson::error_message(err), ")");
+  if (err != simdjson::SUCCESS) fail_model_file(name, ": invalid JSON (", simdjson::error_message(err), ")");
   const object top = r.as_object(root, "the top level");
 
   TokenizerParts parts;
@@ -433,7 +433,7 @@ TokenizerParts load_hf_tokenizer_parts(const std::filesystem::path& dir_or_json)
   if (!std::filesystem::exists(json, ec)) fail(json.string(), ": no such file (expected a Hugging Face tokenizer.json)");
   auto doc = std::make_shared<JsonDocument>();
   if (simdjson::padded_string::load(json.string()).get(doc->text) != simdjson::SUCCESS) {
-    fail(json.string(), ": cannot read the file");
+    fail_io(json.string(), ": cannot read the file");
   }
   TokenizerParts parts = parse_document(std::move(doc), json.string());
   apply_hf_config_files(parts, json.parent_path());
@@ -449,7 +449,7 @@ Tokenizer Tokenizer::load(const std::filesystem::path& dir_or_json) {
   try {
     return from_parts(std::move(parts));
   } catch (const Error& e) {
-    fail(dir_or_json.string(), ": ", e.what());
+    fail_model_file(dir_or_json.string(), ": ", e.what());
   }
 }
 

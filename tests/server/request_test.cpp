@@ -170,3 +170,23 @@ TEST(RequestParse, RandomMutationsOnlyEverGive400) {
 
 }  // namespace
 }  // namespace ringlm::server
+
+TEST(ApiErrorMapping, TheErrorKindDecidesTheStatus) {
+  using ringlm::Error;
+  using ringlm::ErrorKind;
+  using ringlm::server::ApiError;
+  const ApiError bad = ApiError::from(Error("top_p must be in (0, 1]"), "generation failed: ");
+  EXPECT_EQ(bad.status(), 400);
+  EXPECT_STREQ(bad.what(), "top_p must be in (0, 1]");
+  EXPECT_EQ(bad.code(), "invalid_request");
+  EXPECT_EQ(ApiError::from(Error("x", ErrorKind::resource_limit)).status(), 400);
+  EXPECT_EQ(ApiError::from(Error("x", ErrorKind::unsupported)).code(), "unsupported");
+  const ApiError bug = ApiError::from(Error("sampler: no token", ErrorKind::internal), "generation failed: ");
+  EXPECT_EQ(bug.status(), 500);
+  EXPECT_STREQ(bug.what(), "generation failed: sampler: no token");
+  EXPECT_EQ(bug.type(), "server_error");
+  EXPECT_EQ(ApiError::from(Error("m.gguf: truncated", ErrorKind::invalid_model_file)).status(), 500);
+  const ApiError named = ApiError::from(Error("bad schema", ErrorKind::invalid_argument, "response_format"), "", "messages");
+  EXPECT_EQ(named.param(), "response_format");
+  EXPECT_EQ(ApiError::from(Error("bad"), "", "messages").param(), "messages");
+}
