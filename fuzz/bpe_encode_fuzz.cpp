@@ -1,5 +1,5 @@
 // libFuzzer target for the BPE encoder over the real Gemma 4 tokenizer (loaded once, from
-// $RINGLM_TOKENIZER_DIR or <RINGLM_SHARED_DIR>/gemma4-tokenizer). Every input must encode with
+// $RINGLM_TOKENIZER_DIR or the repository's assets/gemma4-tokenizer). Every input must encode with
 // parse_special on and off; for valid UTF-8 input with parse_special off, decoding the ids
 // must give back the input, except that a literal U+2581 comes back as a space: the Gemma
 // tokenizer's normalizer writes spaces as U+2581 and its decoder turns every U+2581 into a
@@ -14,8 +14,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
-#ifndef RINGLM_SHARED_DIR
-#define RINGLM_SHARED_DIR "/work/shared"
+#ifndef RINGLM_DEFAULT_TOKENIZER_DIR
+#define RINGLM_DEFAULT_TOKENIZER_DIR "assets/gemma4-tokenizer"
 #endif
 
 namespace {
@@ -23,7 +23,7 @@ namespace {
 const ringlm::Tokenizer& tokenizer() {
   static const ringlm::Tokenizer tok = [] {
     const char* env = std::getenv("RINGLM_TOKENIZER_DIR");
-    const std::string dir = env ? env : std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer";
+    const std::string dir = env ? env : std::string(RINGLM_DEFAULT_TOKENIZER_DIR);
     return ringlm::Tokenizer::load(dir);
   }();
   return tok;

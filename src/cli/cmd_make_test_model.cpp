@@ -39,7 +39,7 @@ RINGLM_COMMAND(make_test_model) {
     o.flat_config = opt->flat;
     o.prefix = opt->prefix;
     o.with_shared_kv = opt->shared_kv;
-    o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer"
+    o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_TOKENIZER_DIR)
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();
     model::testing::write_test_checkpoint(opt->out, o);

@@ -27,10 +27,10 @@ void write(const fs::path& path, const std::string& text) { std::ofstream(path) 
 }  // namespace
 
 TEST(ChatTemplate, GoldenConversationsTextAndIds) {
-  const std::string dir = std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer";
+  const std::string dir = std::string(RINGLM_TOKENIZER_DIR);
   auto tmpl = ChatTemplate::load(dir);
   auto tokenizer = ringlm::Tokenizer::load(dir);
-  std::ifstream in(dir + "/chat-golden.jsonl");
+  std::ifstream in(std::string(RINGLM_TEST_DATA_DIR) + "/tokenizer/chat-golden.jsonl");
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {

@@ -20,7 +20,7 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 std::string gemma_template_source() {
-  std::ifstream in(std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer/chat_template.jinja");
+  std::ifstream in(std::string(RINGLM_TOKENIZER_DIR) + "/chat_template.jinja");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -6,7 +6,7 @@ with the generic templates in tests/chat/templates by the JavaScript reference a
 `ringlm template --cases`; every output must match byte for byte, and where the reference
 raises an error ringlm must raise one too.
 
-Env: RINGLM, RINGLM_SOURCE_DIR, RINGLM_SHARED_DIR, RINGLM_TMP (set by CTest).
+Env: RINGLM, RINGLM_SOURCE_DIR, RINGLM_TOKENIZER_DIR, RINGLM_TMP (set by CTest).
 Optional: JINJA_DIFF_SEED, JINJA_DIFF_COUNT to reproduce or widen a run.
 """
 import json
@@ -17,7 +17,6 @@ import sys
 
 ringlm = os.environ["RINGLM"]
 source = os.environ["RINGLM_SOURCE_DIR"]
-shared = os.environ["RINGLM_SHARED_DIR"]
 tmp = os.environ["RINGLM_TMP"]
 os.makedirs(tmp, exist_ok=True)
 
@@ -30,7 +29,7 @@ if not node:
 
 seed = int(os.environ.get("JINJA_DIFF_SEED", "20261130"))
 count = int(os.environ.get("JINJA_DIFF_COUNT", "400"))
-model_dir = os.path.join(shared, "gemma4-tokenizer")
+model_dir = os.environ["RINGLM_TOKENIZER_DIR"]
 templates = {
     "gemma4": os.path.join(model_dir, "chat_template.jinja"),
     "generic_tools": os.path.join(source, "tests", "chat", "templates", "generic_tools.jinja"),

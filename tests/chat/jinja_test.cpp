@@ -68,9 +68,9 @@ TEST(Jinja, MatchesPythonJinja2Reference) {
 }
 
 TEST(Jinja, GemmaGoldenConversationsRenderExactly) {
-  const std::string dir = std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer";
+  const std::string dir = std::string(RINGLM_TOKENIZER_DIR);
   Template tmpl(read_file(dir + "/chat_template.jinja"), "chat_template.jinja");
-  std::ifstream in(dir + "/chat-golden.jsonl");
+  std::ifstream in(std::string(RINGLM_TEST_DATA_DIR) + "/tokenizer/chat-golden.jsonl");
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -166,7 +166,7 @@ TEST(Jinja, DeepNestingIsRejectedNotCrashing) {
 // Random byte edits of the real Gemma template: each must either render or fail with a
 // ringlm::Error; anything else (crash, other exception, hang) fails the test.
 TEST(Jinja, MutatedTemplatesFailCleanly) {
-  const std::string base = read_file(std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer/chat_template.jinja");
+  const std::string base = read_file(std::string(RINGLM_TOKENIZER_DIR) + "/chat_template.jinja");
   ASSERT_FALSE(base.empty());
   json ctx = json::parse(R"({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
     {"role": "assistant", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": [1, {"b": null}]}}}]},

@@ -27,7 +27,7 @@ void write(const fs::path& path, const std::string& text) { std::ofstream(path) 
 }  // namespace
 
 TEST(StopIds, GemmaTokenizerDirectory) {
-  auto ids = StopIds::load(std::string(RINGLM_SHARED_DIR) + "/gemma4-tokenizer");
+  auto ids = StopIds::load(std::string(RINGLM_TOKENIZER_DIR));
   EXPECT_EQ(ids.ids, (std::vector<std::int32_t>{1, 50, 106}));
   EXPECT_TRUE(ids.contains(106));
   EXPECT_FALSE(ids.contains(2));

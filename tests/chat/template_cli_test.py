@@ -1,7 +1,7 @@
 """`ringlm template` reproduces every case of chat-golden.jsonl (text and ids), and reports
 malformed inputs with a one-line error and exit status 1.
 
-Env: RINGLM, RINGLM_SHARED_DIR, RINGLM_TMP (set by CTest).
+Env: RINGLM, RINGLM_TOKENIZER_DIR, RINGLM_TEST_DATA_DIR, RINGLM_TMP (set by CTest).
 """
 import json
 import os
@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 ringlm = os.environ["RINGLM"]
-model = os.path.join(os.environ["RINGLM_SHARED_DIR"], "gemma4-tokenizer")
+model = os.environ["RINGLM_TOKENIZER_DIR"]
 tmp = os.environ["RINGLM_TMP"]
 os.makedirs(tmp, exist_ok=True)
 failures = 0
@@ -19,7 +19,7 @@ def run(*args):
     return subprocess.run([ringlm, "template", "--model", model, *args], capture_output=True, text=True, encoding="utf-8")
 
 
-with open(os.path.join(model, "chat-golden.jsonl"), encoding="utf-8") as f:
+with open(os.path.join(os.environ["RINGLM_TEST_DATA_DIR"], "tokenizer", "chat-golden.jsonl"), encoding="utf-8") as f:
     golden = [json.loads(line) for line in f if line.strip()]
 assert golden, "no golden cases"
 for i, case in enumerate(golden):

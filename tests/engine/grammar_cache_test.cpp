@@ -21,7 +21,7 @@ fs::path model_dir() {
     model::testing::TestCheckpointOptions o;
     o.preset = "tiny";
     o.seed = 5;
-    o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
+    o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);
     model::testing::write_test_checkpoint(d, o);
     return d;
   }();

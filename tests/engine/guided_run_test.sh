@@ -5,7 +5,7 @@
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
 rm -rf model schemas && mkdir schemas
-"$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+"$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 cat > schemas/enums.json <<'J'
 {"type":"object","properties":{"color":{"enum":["red","green","blue"]},"size":{"type":"string","enum":["S","M","L","XL"]},"flag":{"const":true}},"required":["color","size","flag"],"additionalProperties":false}
 J

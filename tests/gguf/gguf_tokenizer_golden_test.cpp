@@ -19,7 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::filesystem::path kTokDir = std::filesystem::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
+const std::filesystem::path kTokDir = std::filesystem::path(RINGLM_TOKENIZER_DIR);
 
 
 }  // namespace
@@ -48,7 +48,7 @@ TEST(GgufTokenizerGolden, ReproducesGoldenIds) {
   EXPECT_FALSE(gguf.is_special(4));  // <mask>: a non-special added token, as in tokenizer.json
   EXPECT_EQ(gguf.find("<mask>"), 4);
 
-  std::ifstream golden(kTokDir / "golden.jsonl");
+  std::ifstream golden(std::string(RINGLM_TEST_DATA_DIR) + "/tokenizer/golden.jsonl");
   std::string line;
   int cases = 0;
   while (std::getline(golden, line)) {

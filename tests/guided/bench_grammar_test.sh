@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# bench-grammar on a deterministic 1-in-38 subset of JSONSchemaBench (149 files) with the real
+# bench-grammar on a deterministic 1-in-38 subset of JSONSchemaBench (149 files, kept in
+# tests/data/jsonschema/jsonschemabench: see tests/data/README.md) with the real
 # Gemma tokenizer: no valid instance may be rejected (soundness), mask and accept must agree,
 # and coverage must not regress. A smaller subset also runs in the Python whitespace style.
 set -euo pipefail
 mkdir -p "$RINGLM_TMP"
-bench="$RINGLM_SHARED_DIR/jsonschema/jsonschemabench"
-tok="$RINGLM_SHARED_DIR/gemma4-tokenizer"
-mapfile -t files < <(cd "$bench" && ls -- *.json | LC_ALL=C sort | awk 'NR % 38 == 0' | sed "s|^|$bench/|")
+bench="$RINGLM_TEST_DATA_DIR/jsonschema/jsonschemabench"
+tok="$RINGLM_TOKENIZER_DIR"
+mapfile -t files < <(cd "$bench" && ls -- *.json | LC_ALL=C sort | sed "s|^|$bench/|")
+[ "${#files[@]}" -eq 149 ] || { echo "expected the 149-file subset in $bench, found ${#files[@]}"; exit 1; }
 
 check() {  # $1 = report, $2 = expected file count, $3 = minimum share of files passed
   "$RINGLM_PYTHON" - "$1" "$2" "$3" <<'PY'

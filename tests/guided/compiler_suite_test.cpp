@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string suite_dir() { return std::string(RINGLM_SHARED_DIR) + "/jsonschema/test-suite/tests/"; }
+std::string suite_dir() { return std::string(RINGLM_TEST_DATA_DIR) + "/jsonschema/test-suite/tests/"; }
 
 struct SuiteResult {
   int groups = 0, compiled = 0;

@@ -11,7 +11,7 @@
 namespace ringlm::guided {
 namespace {
 
-std::string suite_dir() { return std::string(RINGLM_SHARED_DIR) + "/jsonschema/test-suite/tests/"; }
+std::string suite_dir() { return std::string(RINGLM_TEST_DATA_DIR) + "/jsonschema/test-suite/tests/"; }
 
 // Returns failures as "file: group / test" lines.
 // Groups skipped inside claimed files: they need remote documents (the meta-schemas), full

@@ -16,7 +16,7 @@ TEST(EngineBackend, MeetsTheBackendContract) {
   ringlm::model::testing::TestCheckpointOptions o;
   o.preset = "tiny";
   o.seed = 4;
-  o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
+  o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);
   ringlm::model::testing::write_test_checkpoint(dir, o);
   {
     auto backend = ringlm::server::make_engine_backend({.model_dir = dir.string(), .slots = 2, .context_length = 1024});

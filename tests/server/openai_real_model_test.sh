@@ -6,6 +6,6 @@ set -euo pipefail
 mkdir -p "$RINGLM_TMP"
 model="$RINGLM_TMP/model"
 rm -rf "$model"
-"$RINGLM" make-test-model "$model" --preset demo --seed 2 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+"$RINGLM" make-test-model "$model" --preset demo --seed 2 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 RINGLM_SERVE_ARGS="--model $model --slots 2 --queue 16 --ctx 2048" RINGLM_TEST_MODE=real \
   bash "$(dirname "$0")/openai_client_test.sh"

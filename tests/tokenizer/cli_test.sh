@@ -1,6 +1,6 @@
 # `ringlm tokenize` / `ringlm detokenize` end to end on the shared Gemma tokenizer.
 set -euo pipefail
-tok="$RINGLM_SHARED_DIR/gemma4-tokenizer"
+tok="$RINGLM_TOKENIZER_DIR"
 mkdir -p "$RINGLM_TMP"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect() {  # expect NAME ACTUAL WANTED

@@ -15,7 +15,7 @@ struct GoldenCase {
 
 std::vector<GoldenCase> golden_cases() {
   std::vector<GoldenCase> cases;
-  std::ifstream in(testing::gemma_tokenizer_dir() / "golden.jsonl");
+  std::ifstream in(std::string(RINGLM_TEST_DATA_DIR) + "/tokenizer/golden.jsonl");
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;

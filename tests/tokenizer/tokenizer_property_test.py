@@ -18,7 +18,7 @@ SEED = int(os.environ.get("RINGLM_TOKENIZER_PROPERTY_SEED", "20261130"))
 def main() -> int:
     ringlm = os.environ["RINGLM"]
     source = os.environ["RINGLM_SOURCE_DIR"]
-    tokdir = os.path.join(os.environ["RINGLM_SHARED_DIR"], "gemma4-tokenizer")
+    tokdir = os.environ["RINGLM_TOKENIZER_DIR"]
     tmp = os.environ["RINGLM_TMP"]
     os.makedirs(tmp, exist_ok=True)
     js_dir = os.path.join(source, "tests", "js")

@@ -12,7 +12,7 @@
 namespace ringlm::testing {
 
 inline std::filesystem::path gemma_tokenizer_dir() {
-  return std::filesystem::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
+  return std::filesystem::path(RINGLM_TOKENIZER_DIR);
 }
 
 // The real Gemma 4 tokenizer, loaded once per test binary.
