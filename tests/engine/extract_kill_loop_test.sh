@@ -8,7 +8,7 @@
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
 rm -rf model rows.jsonl out.jsonl ./*.log
-"$RINGLM" make-test-model model --preset demo --seed 1 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+"$RINGLM" make-test-model model --preset demo --seed 1 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 rows=30
 "$RINGLM_PYTHON" - "$rows" <<'PY'
 import json, sys
@@ -20,6 +20,8 @@ PY
 schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
 extract=("$RINGLM" extract --model model --schema "$schema" --input rows.jsonl --output out.jsonl
   --max-tokens 300 --temperature 1 --seed 11 --no-progress)
+# Running, not exited: kill -0 also succeeds on a zombie that nobody has waited for yet.
+alive() { local _pid _comm state; read -r _pid _comm state _ < "/proc/$1/stat" 2>/dev/null && [ "$state" != Z ]; }
 records() { if [ -f out.jsonl ]; then wc -l < out.jsonl; else echo 0; fi; }  # finished lines
 check_partial() {
   "$RINGLM_PYTHON" - <<'PY'
@@ -40,16 +42,13 @@ for round in 1 2 3 4 5 6; do
   # ringlm itself, or the kill would leave it running.
   "${extract[@]}" 2>"extract$round.log" &
   pid=$!
-  # Kill point: once this run has written a new record (so every round makes progress and the
-  # kill lands among row writes, not during model load), after a random 0-1 s more.
-  done_before=$(records)
-  for _ in $(seq 1 400); do
-    [ "$(records)" -gt "$done_before" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.05
-  done
-  sleep "$(printf '0.%02d' $((RANDOM % 100)))"
-  if kill -9 $pid 2>/dev/null; then
+  # Kill point: once this run has written a random 1 to 3 new records, so every round makes
+  # progress and the kill lands among row writes, never during model load. Progress is what
+  # the loop waits for, not time: a fast machine would finish all rows within a fixed sleep
+  # (6 rounds take at most 18 of the 30 rows, so every round has rows left to kill).
+  target=$(( $(records) + 1 + RANDOM % 3 ))
+  while [ "$(records)" -lt "$target" ] && alive $pid; do sleep 0.01; done
+  if alive $pid && kill -9 $pid 2>/dev/null; then
     wait $pid 2>/dev/null || true
     kills=$((kills + 1))
     echo -n "kill $kills (round $round): "
@@ -72,6 +71,6 @@ bad = [r for r in recs if not r["ok"]]
 assert not bad, f"failed rows: {bad[:2]}"
 for r in recs:
     jsonschema.validate(r["output"], schema, format_checker=jsonschema.FormatChecker())
-assert kills >= 4, f"only {kills} kills landed mid-run"
+assert kills == 6, f"only {kills} of 6 kills landed mid-run"
 print(f"survived {kills} SIGKILLs: {rows} rows, each exactly once, every output valid")
 PY
