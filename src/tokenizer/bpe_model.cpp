@@ -4,7 +4,7 @@
 #include <atomic>
 #include <functional>
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 #include "util/error.h"
 
 namespace ringlm::tok {
@@ -27,14 +27,14 @@ void BpeModel::initial_symbols(std::string_view word, BpeScratch& scratch) const
       len = 1;
       id = bmp_ids[b];
     } else {
-      len = utf8_char_len(word, i);
+      len = utf8::char_len(word, i);
       // Bytes that are not valid UTF-8 are taken one at a time; they can only be encoded
       // by byte fallback (or as unknown), so decoding gives back the same bytes.
       if (len == 0) {
         len = 1;
         id = vocab.find(word.substr(i, 1));
       } else if (len <= 3) {
-        id = bmp_ids[utf8_decode(word, i, len)];
+        id = bmp_ids[utf8::decode_at(word, i, len)];
       } else {
         id = vocab.find(word.substr(i, len));
       }
@@ -92,13 +92,13 @@ void BpeModel::finish(const std::string& boundary) {
   // Every single-character piece below U+10000 gets a direct slot (the hot path of
   // building the initial symbols).
   vocab.for_each([&](std::string_view piece, int32_t id) {
-    const size_t n = piece.empty() ? 0 : utf8_char_len(piece, 0);
-    if (n == piece.size() && n > 0 && n <= 3) bmp_ids[utf8_decode(piece, 0, n)] = id;
+    const size_t n = piece.empty() ? 0 : utf8::char_len(piece, 0);
+    if (n == piece.size() && n > 0 && n <= 3) bmp_ids[utf8::decode_at(piece, 0, n)] = id;
   });
   boundary_.clear();
   unsafe_before_ = StringIdMap();
   // Chunking needs the marker to be one valid character with its own token.
-  if (boundary.empty() || utf8_char_len(boundary, 0) != boundary.size() || vocab.find(boundary) < 0) return;
+  if (boundary.empty() || utf8::char_len(boundary, 0) != boundary.size() || vocab.find(boundary) < 0) return;
   boundary_ = boundary;
   vocab.for_each([&](std::string_view piece, int32_t) {
     for (size_t p = piece.find(boundary_, 1); p != std::string_view::npos; p = piece.find(boundary_, p + 1)) {
@@ -109,7 +109,7 @@ void BpeModel::finish(const std::string& boundary) {
     }
   });
   // The same rule as cut_allowed_before(), tabulated for the common characters.
-  const uint32_t marker = utf8_decode(boundary_, 0, boundary_.size());
+  const uint32_t marker = utf8::decode_at(boundary_, 0, boundary_.size());
   cut_ok_before_bmp_.assign(0x10000, 0);
   char buf[4];
   for (uint32_t cp = 0; cp < 0x10000; ++cp) {
@@ -138,8 +138,8 @@ bool BpeModel::cut_allowed_before(std::string_view word, size_t pos) const {
   size_t q = pos - 1;
   while (q > 0 && (static_cast<unsigned char>(word[q]) & 0xC0) == 0x80 && pos - q < 4) --q;
   const size_t n = pos - q;
-  if (utf8_char_len(word, q) != n) return false;
-  if (n <= 3) return cut_ok_before_bmp_[utf8_decode(word, q, n)] != 0;
+  if (utf8::char_len(word, q) != n) return false;
+  if (n <= 3) return cut_ok_before_bmp_[utf8::decode_at(word, q, n)] != 0;
   const std::string_view before = word.substr(q, n);
   // It must also be a token of its own: a byte-fallback or unknown symbol could merge
   // in ways the piece scan does not see.

@@ -1,7 +1,7 @@
 // Streaming detokenizer: text is released as soon as it is complete UTF-8.
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace ringlm {
 
@@ -32,7 +32,7 @@ void StreamingDecoder::push_into(int32_t id, std::string& out) {
   if (impl_->byte_value[id] < 0 || impl_->join_with_space) {
     // An ordinary token ends any byte run; an unfinished character in it is invalid and
     // becomes one U+FFFD per byte, as in decode().
-    for (size_t k = 0; k < pending_.size(); ++k) emit(tok::kReplacementChar, out);
+    for (size_t k = 0; k < pending_.size(); ++k) emit(utf8::kReplacementChar, out);
     pending_.clear();
     emit(impl_->text[id], out);
     return;
@@ -42,14 +42,14 @@ void StreamingDecoder::push_into(int32_t id, std::string& out) {
   const std::string_view bytes = pending_;
   size_t i = 0;
   while (i < bytes.size()) {
-    const size_t n = tok::utf8_char_len(bytes, i);
+    const size_t n = utf8::char_len(bytes, i);
     if (n > 0) {
       emit(bytes.substr(i, n), out);
       i += n;
-    } else if (tok::utf8_is_incomplete_prefix(bytes, i)) {
+    } else if (utf8::is_incomplete_prefix(bytes, i)) {
       break;
     } else {
-      emit(tok::kReplacementChar, out);  // a byte that can never be part of a character
+      emit(utf8::kReplacementChar, out);  // a byte that can never be part of a character
       ++i;
     }
   }
@@ -64,7 +64,7 @@ std::string StreamingDecoder::push(int32_t id) {
 
 std::string StreamingDecoder::flush() {
   std::string out;
-  for (size_t k = 0; k < pending_.size(); ++k) emit(tok::kReplacementChar, out);
+  for (size_t k = 0; k < pending_.size(); ++k) emit(utf8::kReplacementChar, out);
   pending_.clear();
   started_ = false;
   leading_to_strip_ = impl_->strip_start;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace ringlm::tok {
 namespace {
@@ -30,8 +30,8 @@ std::string_view strip_spaces(std::string_view s, bool left, bool right) {
   size_t b = 0, e = s.size();
   if (left) {
     while (b < e) {
-      const size_t n = utf8_char_len(s, b);
-      if (n == 0 || !is_unicode_space(utf8_decode(s, b, n))) break;
+      const size_t n = utf8::char_len(s, b);
+      if (n == 0 || !utf8::is_white_space(utf8::decode_at(s, b, n))) break;
       b += n;
     }
   }
@@ -39,8 +39,8 @@ std::string_view strip_spaces(std::string_view s, bool left, bool right) {
     // Walk forward remembering where the trailing whitespace run starts.
     size_t run = e;
     for (size_t i = b; i < e;) {
-      size_t n = utf8_char_len(s, i);
-      const bool space = n != 0 && is_unicode_space(utf8_decode(s, i, n));
+      size_t n = utf8::char_len(s, i);
+      const bool space = n != 0 && utf8::is_white_space(utf8::decode_at(s, i, n));
       if (n == 0) n = 1;
       if (space) {
         if (run == e) run = i;

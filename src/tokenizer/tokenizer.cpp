@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 #include "util/error.h"
 
 namespace ringlm {
@@ -56,7 +56,7 @@ bool is_word_char(uint32_t c) {
   // Approximates Rust's char::is_alphanumeric() || '_' (used by single_word): ASCII letters,
   // digits and '_', and every non-ASCII character that is not whitespace.
   if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  return !tok::is_unicode_space(c);
+  return !utf8::is_white_space(c);
 }
 
 // Code point of the last valid character of s (or 0 if none / invalid).
@@ -66,21 +66,21 @@ uint32_t last_char(std::string_view s) {
     --i;
     if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) break;
   }
-  const size_t n = s.empty() ? 0 : tok::utf8_char_len(s, i);
-  return n ? tok::utf8_decode(s, i, n) : 0;
+  const size_t n = s.empty() ? 0 : utf8::char_len(s, i);
+  return n ? utf8::decode_at(s, i, n) : 0;
 }
 
 uint32_t first_char(std::string_view s) {
-  const size_t n = s.empty() ? 0 : tok::utf8_char_len(s, 0);
-  return n ? tok::utf8_decode(s, 0, n) : 0;
+  const size_t n = s.empty() ? 0 : utf8::char_len(s, 0);
+  return n ? utf8::decode_at(s, 0, n) : 0;
 }
 
 // Start of the whitespace run that ends at s.size().
 size_t trailing_space_start(std::string_view s) {
   size_t run = s.size();
   for (size_t i = 0; i < s.size();) {
-    size_t n = tok::utf8_char_len(s, i);
-    const bool space = n != 0 && tok::is_unicode_space(tok::utf8_decode(s, i, n));
+    size_t n = utf8::char_len(s, i);
+    const bool space = n != 0 && utf8::is_white_space(utf8::decode_at(s, i, n));
     if (n == 0) n = 1;
     if (!space) run = s.size();
     else if (run == s.size()) run = i;
@@ -92,8 +92,8 @@ size_t trailing_space_start(std::string_view s) {
 size_t leading_space_end(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    const size_t n = tok::utf8_char_len(s, i);
-    if (n == 0 || !tok::is_unicode_space(tok::utf8_decode(s, i, n))) break;
+    const size_t n = utf8::char_len(s, i);
+    if (n == 0 || !utf8::is_white_space(utf8::decode_at(s, i, n))) break;
     i += n;
   }
   return i;
@@ -348,10 +348,10 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
     std::string run;
     auto flush_run = [&] {
       if (run.empty()) return;
-      if (tok::utf8_is_valid(run)) {
+      if (utf8::is_valid(run)) {
         out.append(run);
       } else {
-        for (size_t k = 0; k < run.size(); ++k) out.append(tok::kReplacementChar);
+        for (size_t k = 0; k < run.size(); ++k) out.append(utf8::kReplacementChar);
       }
       run.clear();
     };

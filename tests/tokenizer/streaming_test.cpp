@@ -1,7 +1,7 @@
 // The streaming detokenizer: never a partial UTF-8 character, same text as decode().
 #include <gtest/gtest.h>
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 #include "tokenizer_test_util.h"
 
 namespace ringlm {
@@ -74,7 +74,7 @@ TEST(TokenizerStreaming, RandomStreamsAreValidUtf8AndMatchDecode) {
     std::string streamed;
     for (int32_t id : ids) {
       const std::string piece = sd.push(id);
-      ASSERT_TRUE(tok::utf8_is_valid(piece)) << "partial character emitted for " << text;
+      ASSERT_TRUE(utf8::is_valid(piece)) << "partial character emitted for " << text;
       streamed += piece;
     }
     streamed += sd.flush();
@@ -86,9 +86,9 @@ TEST(TokenizerStreaming, RandomStreamsAreValidUtf8AndMatchDecode) {
     StreamingDecoder sd(tok);
     for (int k = 0; k < 20; ++k) {
       const int32_t id = rnd() % 5 == 0 ? 9259 : byte_token(tok, static_cast<unsigned>(0x80 + rnd() % 0x78));
-      ASSERT_TRUE(tok::utf8_is_valid(sd.push(id)));
+      ASSERT_TRUE(utf8::is_valid(sd.push(id)));
     }
-    ASSERT_TRUE(tok::utf8_is_valid(sd.flush()));
+    ASSERT_TRUE(utf8::is_valid(sd.flush()));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "chat/jinja/text.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace ringlm::jinja {
 
@@ -85,12 +86,10 @@ class Lexer {
     while (pos_ < src_.size()) {
       std::size_t n = 1;
       char32_t c = static_cast<unsigned char>(src_[pos_]);
-      if (c >= 0x80) {
-        auto cps = text::decode(std::string_view(src_).substr(pos_, 4));
-        c = cps.empty() ? 0 : cps[0];
-        std::string enc;
-        text::append_utf8(enc, c);
-        n = enc.size();
+      if (c >= 0x80) {  // one whole character, or one invalid byte (not whitespace)
+        n = utf8::char_len(src_, pos_);
+        c = n ? utf8::decode_at(src_, pos_, n) : 0xFFFD;
+        if (n == 0) n = 1;
       }
       if (!text::is_space(c)) break;
       pos_ += n;
@@ -300,7 +299,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) error(pos_ - 2, "escape out of Unicode range");
           pos_ += n;
-          text::append_utf8(out, cp);
+          utf8::append(out, cp);
           break;
         }
         default:  // Python keeps unknown escapes verbatim

@@ -7,6 +7,7 @@
 
 #include "chat/jinja/error.h"
 #include "chat/jinja/text.h"
+#include "util/utf8.h"
 
 namespace ringlm::jinja {
 
@@ -207,7 +208,7 @@ Value slice_value(const Value& obj, std::optional<std::int64_t> start, std::opti
     for (std::int64_t i = lo; i > hi; i += step) idx.push_back(i);
   if (obj.is_string()) {
     std::string out;
-    for (auto i : idx) text::append_utf8(out, cps[static_cast<std::size_t>(i)]);
+    for (auto i : idx) utf8::append(out, cps[static_cast<std::size_t>(i)]);
     return Value::string(std::move(out));
   }
   Array out;
@@ -286,7 +287,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         break;
       case 'c':
         if (v.is_string()) out += v.as_string();
-        else if (v.is_int() && v.as_int() >= 0 && v.as_int() <= 0x10FFFF) text::append_utf8(out, static_cast<char32_t>(v.as_int()));
+        else if (v.is_int() && v.as_int() >= 0 && v.as_int() <= 0x10FFFF) utf8::append(out, static_cast<char32_t>(v.as_int()));
         else runtime_fail("%c requires an int or a char");
         break;
       default:

@@ -1,62 +1,14 @@
 #include "chat/jinja/text.h"
 
+#include "util/utf8.h"
+
 namespace ringlm::jinja::text {
 
-std::vector<char32_t> decode(std::string_view s) {
-  std::vector<char32_t> out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  const std::size_t n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > n) {
-      out.push_back(0xFFFD);
-      ++i;
-      continue;
-    }
-    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    bool ok = true;
-    for (int k = 1; k < len; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) {
-        ok = false;
-        break;
-      }
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (!ok) {
-      out.push_back(0xFFFD);
-      ++i;
-      continue;
-    }
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+std::vector<char32_t> decode(std::string_view s) { return utf8::decode(s); }
 
 std::string encode(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end) {
   std::string out;
-  for (std::size_t i = begin; i < end && i < cps.size(); ++i) append_utf8(out, cps[i]);
+  for (std::size_t i = begin; i < end && i < cps.size(); ++i) utf8::append(out, cps[i]);
   return out;
 }
 
@@ -145,7 +97,7 @@ std::string upper(std::string_view s) {
       out += "SS";  // Python: 'ß'.upper() == 'SS'
       continue;
     }
-    append_utf8(out, to_upper_cp(c));
+    utf8::append(out, to_upper_cp(c));
   }
   return out;
 }
@@ -153,14 +105,14 @@ std::string upper(std::string_view s) {
 std::string lower(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t c : decode(s)) append_utf8(out, to_lower_cp(c));
+  for (char32_t c : decode(s)) utf8::append(out, to_lower_cp(c));
   return out;
 }
 
 std::string capitalize(std::string_view s) {
   auto cps = decode(s);
   std::string out;
-  for (std::size_t i = 0; i < cps.size(); ++i) append_utf8(out, i == 0 ? to_upper_cp(cps[i]) : to_lower_cp(cps[i]));
+  for (std::size_t i = 0; i < cps.size(); ++i) utf8::append(out, i == 0 ? to_upper_cp(cps[i]) : to_lower_cp(cps[i]));
   return out;
 }
 
@@ -170,7 +122,7 @@ std::string title(std::string_view s) {
   bool prev_cased = false;
   for (char32_t c : decode(s)) {
     bool cased = is_cased_letter(c);
-    append_utf8(out, cased ? (prev_cased ? to_lower_cp(c) : to_upper_cp(c)) : c);
+    utf8::append(out, cased ? (prev_cased ? to_lower_cp(c) : to_upper_cp(c)) : c);
     prev_cased = cased;
   }
   return out;
@@ -182,11 +134,11 @@ std::string title_words(std::string_view s) {
   for (char32_t c : decode(s)) {
     bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c);
     if (sep) {
-      append_utf8(out, c);
+      utf8::append(out, c);
       word_start = true;
       continue;
     }
-    append_utf8(out, word_start ? to_upper_cp(c) : to_lower_cp(c));
+    utf8::append(out, word_start ? to_upper_cp(c) : to_lower_cp(c));
     word_start = false;
   }
   return out;
@@ -203,7 +155,7 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
         out += to;
         ++done;
       }
-      if (i < cps.size()) append_utf8(out, cps[i]);
+      if (i < cps.size()) utf8::append(out, cps[i]);
     }
     return out;
   }

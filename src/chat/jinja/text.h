@@ -9,10 +9,11 @@
 
 namespace ringlm::jinja::text {
 
-// Decodes UTF-8 into code points; an invalid byte becomes U+FFFD (never reads past the end).
+// Decodes UTF-8 into code points by util/utf8.h's rules: each byte that does not start a
+// well-formed character becomes U+FFFD (never reads past the end).
 std::vector<char32_t> decode(std::string_view s);
+// The UTF-8 of cps[begin, end) (util/utf8.h's encoder).
 std::string encode(const std::vector<char32_t>& cps, std::size_t begin, std::size_t end);
-void append_utf8(std::string& out, char32_t cp);
 // Number of code points.
 std::size_t length(std::string_view s);
 

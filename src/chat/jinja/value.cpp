@@ -7,6 +7,7 @@
 
 #include "chat/jinja/error.h"
 #include "chat/jinja/text.h"
+#include "util/utf8.h"
 
 namespace ringlm::jinja {
 
@@ -249,7 +250,7 @@ std::string repr_string(const std::string& s) {
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
       out += buf;
     } else {
-      text::append_utf8(out, c);
+      utf8::append(out, c);
     }
   }
   out += quote;

@@ -1,19 +1,26 @@
-// Small UTF-8 helpers shared by the encoder and the decoders.
+// The one UTF-8 codec of ringlm: what a well-formed character is (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), decoding and encoding. The tokenizer, the
+// streaming decoder and the Jinja engine all use these rules, so a byte sequence is valid or
+// invalid the same way everywhere, and an invalid byte always becomes one U+FFFD.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
-namespace ringlm::tok {
+namespace ringlm::utf8 {
+
+using std::size_t;
+using std::uint32_t;
 
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
 // Length of the well-formed UTF-8 character starting at s[i], or 0 if the bytes there are
 // not a complete, valid character (stray continuation byte, overlong form, surrogate,
 // value above U+10FFFF, or a truncated sequence).
-inline size_t utf8_char_len(std::string_view s, size_t i) {
+inline size_t char_len(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   if (b0 < 0x80) return 1;
   size_t need;
@@ -43,7 +50,7 @@ inline size_t utf8_char_len(std::string_view s, size_t i) {
 
 // Whether the bytes s[i..] are a proper prefix of some valid character (more bytes could
 // complete it). Used by the streaming decoder to decide between "wait" and "invalid".
-inline bool utf8_is_incomplete_prefix(std::string_view s, size_t i) {
+inline bool is_incomplete_prefix(std::string_view s, size_t i) {
   const size_t avail = s.size() - i;
   const auto b0 = static_cast<unsigned char>(s[i]);
   size_t need;
@@ -73,9 +80,9 @@ inline bool utf8_is_incomplete_prefix(std::string_view s, size_t i) {
   return true;
 }
 
-inline bool utf8_is_valid(std::string_view s) {
+inline bool is_valid(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_char_len(s, i);
+    const size_t n = char_len(s, i);
     if (n == 0) return false;
     i += n;
   }
@@ -83,7 +90,7 @@ inline bool utf8_is_valid(std::string_view s) {
 }
 
 // Code point of the valid character of length n at s[i].
-inline uint32_t utf8_decode(std::string_view s, size_t i, size_t n) {
+inline uint32_t decode_at(std::string_view s, size_t i, size_t n) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data() + i);
   switch (n) {
     case 1: return p[0];
@@ -94,10 +101,46 @@ inline uint32_t utf8_decode(std::string_view s, size_t i, size_t n) {
 }
 
 // Unicode White_Space, as Rust's char::is_whitespace (used by Hugging Face lstrip/rstrip).
-inline bool is_unicode_space(uint32_t c) {
+inline bool is_white_space(uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
          c == 0x205F || c == 0x3000;
 }
 
-}  // namespace ringlm::tok
+// Appends the UTF-8 form of code point `cp` (callers pass values up to U+10FFFF).
+inline void append(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// The code points of `s`; each byte that does not start a valid character becomes U+FFFD.
+inline std::vector<char32_t> decode(std::string_view s) {
+  std::vector<char32_t> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = char_len(s, i);
+    if (n == 0) {
+      out.push_back(0xFFFD);
+      ++i;
+    } else {
+      out.push_back(decode_at(s, i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace ringlm::utf8
