@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
         }
       }
       if (ref && dt != io::DType::Q4_0) {  // before: the scalar dequantizer inside the reference matmul
-        set_q4_activations(Q4Activations::f32);
         WeightMatrix w{dt, sets[0].data(), static_cast<std::int64_t>(sh.rows), static_cast<std::int64_t>(sh.cols)};
+        w.activations = Q4Activations::f32;
         for (std::size_t ti = 0; ti < threads.size(); ++ti) {
           ParallelFor pf(static_cast<int>(threads[ti]));
           const auto gv = time_us(min_ms, [&] { matmul(w, x.data(), 1, y.data(), &pf); });
@@ -213,7 +213,6 @@ int main(int argc, char** argv) {
                       2.0 * 64 * sh.rows * sh.cols / gm.first / 1e3);
           std::fflush(stdout);
         }
-        set_q4_activations(Q4Activations::int8);
       }
     }
   }

@@ -25,7 +25,7 @@ RINGLM_COMMAND(convert) {
   sub->add_option("--type", opt.type, "GGUF output only: matrix type f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k "
                                       "(default q4_0)");
   sub->add_flag("--no-tokenizer", opt.no_tokenizer, "GGUF output only: do not embed the tokenizer");
-  sub->add_option("--threads", opt.threads, "Worker threads (default: all cores or RINGLM_THREADS)");
+  sub->add_option("--threads", opt.threads, "Worker threads (default: RINGLM_THREADS, else all cores)");
   sub->callback([] {
     using namespace ringlm;
     const bool gguf = opt.out.size() >= 5 && opt.out.compare(opt.out.size() - 5, 5, ".gguf") == 0;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "kernels/q4_weight_matmul.h"
+#include "cli/common_options.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -48,29 +48,18 @@ std::vector<std::int32_t> parse_ids(const std::string& text, const std::string& 
 
 RINGLM_COMMAND(logits) {
   struct Options {
-    std::string model, ids, ids_file, out;
+    ringlm::cli::ModelFlags model;
+    std::string ids, ids_file, out;
     long long decode_from = -1;
-    int ctx = 0;
-    int threads = 0;
-    std::string weights = "q4_0", activations = "int8x2";
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
-  sub->add_option("--model", opt->model, "Checkpoint directory")->required();
+  opt->model.add_to(sub, /*guided=*/false);
   sub->add_option("--ids", opt->ids, "Comma-separated token ids");
   sub->add_option("--ids-file", opt->ids_file, "File with token ids (comma or whitespace separated)");
   sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [T][V]")->required();
   sub->add_option("--decode-from", opt->decode_from,
                   "Positions >= N use single-token decode (default: all positions prefill)");
-  sub->add_option("--ctx", opt->ctx, "Full-attention KV capacity in tokens (default: min(8192, max_position_embeddings))");
-  sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
-  sub->add_option("--weights", opt->weights, "q4_0 (default): linear layers in q4_0 (quantized at load, or as "
-                  "stored by ringlm convert) on the w4a8 kernels; stored: the float reference path over the "
-                  "checkpoint's weights (a converted directory's q4_0 rows, dequantized)")
-      ->check(CLI::IsMember({"stored", "q4_0"}));
-  sub->add_option("--activations", opt->activations, "With --weights q4_0: int8x2 (default; two-plane "
-                  "~15-bit activations: meets the float64 numerics gate), int8 (fastest prefill) or f32 (dequantized weight rows in float32, for checking)")
-      ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   sub->callback([opt] {
     using namespace ringlm;
     std::vector<std::int32_t> ids;
@@ -85,13 +74,9 @@ RINGLM_COMMAND(logits) {
     }
     if (ids.empty()) fail("logits: no token ids (use --ids or --ids-file)");
     const auto t0 = std::chrono::steady_clock::now();
-    kernels::set_q4_activations(opt->activations == "f32"      ? kernels::Q4Activations::f32
-                                : opt->activations == "int8x2" ? kernels::Q4Activations::int8x2
-                                                               : kernels::Q4Activations::int8);
-    const auto format = opt->weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
-    auto model = model::Model::load(opt->model, {.threads = opt->threads, .weights = format});
+    auto model = model::Model::load(opt->model.model_dir(), opt->model.model_options());
     const auto t1 = std::chrono::steady_clock::now();
-    model::Session session(model, {.context_tokens = opt->ctx});
+    model::Session session(model, {.context_tokens = opt->model.ctx});
     const std::size_t T = ids.size(), V = model->config().vocab_size;
     const std::size_t n_prefill =
         opt->decode_from < 0 ? T : std::min<std::size_t>(T, static_cast<std::size_t>(opt->decode_from));

@@ -5,21 +5,23 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
 
-void ModelFlags::add_to(CLI::App* app) {
+void ModelFlags::add_to(CLI::App* app, bool guided) {
   app->add_option("--model,-m", model, "Model directory (default: the built-in demo model)");
   app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
-  app->add_option("--threads", threads, "Worker threads (default: all cores)");
-  app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
-      ->check(CLI::IsMember({"compact", "python"}));
+  app->add_option("--threads", threads, "Worker threads (default: RINGLM_THREADS, else all cores)");
   app->add_option("--weights", weights, "q4_0 (default: linear layers in q4_0, quantized at load or as stored "
                   "by ringlm convert, w4a8 kernels) or stored (float reference path over the stored weights)")
       ->check(CLI::IsMember({"stored", "q4_0"}));
   app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
+  if (!guided) return;
+  app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
+      ->check(CLI::IsMember({"compact", "python"}));
   app->add_option("--grammar-cache-mb", grammar_cache_mb,
                   "Memory bound of the compiled-schema cache, least recently used dropped (default 512)");
   app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default 256)");
@@ -27,26 +29,41 @@ void ModelFlags::add_to(CLI::App* app) {
                   "Per compiled schema: memory bound of its cached token masks (32 KiB each; default 128)");
 }
 
-engine::EngineOptions ModelFlags::engine_options() const {
-  engine::EngineOptions o;
-  if (model.empty()) {
-    const std::string demo = default_model_dir();
-    if (demo.empty())
-      fail("no --model given and the built-in demo model is missing (run ./scripts/setup.sh, or pass --model DIR)");
-    std::fprintf(stderr,
-                 "ringlm: no --model given: using the built-in DEMO model (%s): tiny, RANDOM weights, "
-                 "real Gemma 4 tokenizer; its text is meaningless\n",
-                 demo.c_str());
-    o.model_dir = demo;
-  } else {
-    o.model_dir = model;
-  }
-  o.context_tokens = ctx;
-  o.threads = threads;
+std::string ModelFlags::model_dir() const {
+  if (!model.empty()) return model;
+  const std::string demo = default_model_dir();
+  if (demo.empty())
+    fail("no --model given and the built-in demo model is missing (run ./scripts/setup.sh, or pass --model DIR)");
+  std::fprintf(stderr,
+               "ringlm: no --model given: using the built-in DEMO model (%s): tiny, RANDOM weights, "
+               "real Gemma 4 tokenizer; its text is meaningless\n",
+               demo.c_str());
+  return demo;
+}
+
+int ModelFlags::thread_count() const { return threads > 0 ? threads : threads_from_env(); }
+
+model::ModelOptions ModelFlags::model_options() const {
+  model::ModelOptions o;
+  o.threads = thread_count();
   o.weights = weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
   o.activations = activations == "f32"      ? kernels::Q4Activations::f32
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
+  o.reference_attention = reference_attention_from_env();
+  return o;
+}
+
+engine::EngineOptions ModelFlags::engine_options() const {
+  engine::EngineOptions o;
+  o.model_dir = model_dir();
+  const model::ModelOptions mo = model_options();
+  o.context_tokens = ctx;
+  o.threads = mo.threads;
+  o.weights = mo.weights;
+  o.activations = mo.activations;
+  o.reference_attention = mo.reference_attention;
+  o.lm_head_subset = lm_head_subset_from_env();
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   o.grammar_cache.max_bytes = grammar_cache_mb << 20;
   o.grammar_cache.max_entries = grammar_cache_entries;

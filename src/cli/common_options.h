@@ -1,5 +1,7 @@
-// Options shared by the commands that generate text (run, chat, extract, bench, serve):
-// model selection (with the built-in demo model as the default) and sampling flags.
+// Options shared by the commands that load a model (run, chat, extract, bench, logits, and
+// serve once it takes them): model selection (with the built-in demo model as the default),
+// the weight/activation/thread flags, and sampling flags. Every command builds its model and
+// engine options here, so a flag means the same thing, with the same default, everywhere.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,9 +20,17 @@ struct ModelFlags {
   std::string weights = "q4_0", activations = "int8x2";
   size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
 
-  void add_to(CLI::App* app);
+  // --model, --ctx, --threads, --weights, --activations; with `guided` also --json-style and
+  // the grammar and mask cache bounds (commands that generate text).
+  void add_to(CLI::App* app, bool guided = true);
   // Resolves the model directory (printing the demo notice to stderr when it is the demo
-  // model) and returns engine options. Throws ringlm::Error when there is no model at all.
+  // model). Throws ringlm::Error when there is no model at all.
+  std::string model_dir() const;
+  // --threads, else RINGLM_THREADS, else 0 (the library default).
+  int thread_count() const;
+  // Threads, weights, activations and RINGLM_ATTENTION, for commands that load a Model.
+  model::ModelOptions model_options() const;
+  // model_dir() and model_options() plus the guided and cache flags and RINGLM_LM_HEAD_SUBSET.
   engine::EngineOptions engine_options() const;
 };
 

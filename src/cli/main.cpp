@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ringlm 0.1.0");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   try {
+    ringlm::cli::apply_process_environment();  // RINGLM_ISA, RINGLM_THREADS
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -37,7 +37,8 @@ Engine::Engine(const EngineOptions& options)
   model::ModelOptions mo;
   mo.threads = options.threads;
   mo.weights = options.weights;
-  kernels::set_q4_activations(options.activations);
+  mo.activations = options.activations;
+  mo.reference_attention = options.reference_attention;
   model_ = model::load_model_any(options.model_dir, mo);
   for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);
   if (io::is_gguf_file(options.model_dir)) {

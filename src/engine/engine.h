@@ -31,8 +31,13 @@ struct EngineOptions {
   int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
   int threads = 0;         // 0 = all cores
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
-  model::WeightFormat weights = model::WeightFormat::stored;  // q4_0: quantized fast path
-  kernels::Q4Activations activations = kernels::Q4Activations::int8;  // for q4_0 weights
+  // The CLI's defaults (--weights q4_0 --activations int8x2); stored: the float reference path.
+  model::WeightFormat weights = model::WeightFormat::q4_0;
+  kernels::Q4Activations activations = kernels::Q4Activations::int8x2;  // for q4_0 weights
+  bool reference_attention = false;  // model::ModelOptions::reference_attention
+  // When a guided step computes only the allowed rows of the LM head (generator.h); the CLI
+  // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.
+  enum class HeadSubset { Auto, Always, Never } lm_head_subset = HeadSubset::Auto;
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
   guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };

@@ -32,11 +32,10 @@ Generator::Generator(Engine& engine, const model::SessionOptions& options)
   positions_.reserve(model::Session::kMaxChunk);
   pending_.reserve(model::Session::kMaxChunk);
   HeadSubsetPolicy policy;
-  if (const char* env = std::getenv("RINGLM_LM_HEAD_SUBSET")) {
-    const std::string v = env;
-    if (v == "always") policy.mode = HeadSubsetPolicy::Mode::Always;
-    else if (v == "never") policy.mode = HeadSubsetPolicy::Mode::Never;
-    else if (v != "auto" && !v.empty()) fail("RINGLM_LM_HEAD_SUBSET must be auto, always or never, not '", v, "'");
+  switch (engine.options().lm_head_subset) {
+    case EngineOptions::HeadSubset::Auto: policy.mode = HeadSubsetPolicy::Mode::Auto; break;
+    case EngineOptions::HeadSubset::Always: policy.mode = HeadSubsetPolicy::Mode::Always; break;
+    case EngineOptions::HeadSubset::Never: policy.mode = HeadSubsetPolicy::Mode::Never; break;
   }
   set_head_subset(policy);
 }

@@ -8,14 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "util/dtype.h"
+
 namespace ringlm::io {
-
-enum class DType : std::uint8_t {
-  F32, F16, BF16, I8,
-  Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
-};
-
-const char* dtype_name(DType t);
 
 struct TensorView {
   std::string name;               // canonical name (Hugging Face, without the model prefix)

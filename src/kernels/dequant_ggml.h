@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "io/tensor.h"
+#include "util/dtype.h"
 #include "kernels/dequant_blocks.h"
 
 namespace ringlm::kernels {

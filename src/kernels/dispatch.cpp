@@ -32,17 +32,8 @@ const KernelTable* table_for(Isa isa) {
   }
 }
 
-Isa initial_isa() {
-  const char* env = std::getenv("RINGLM_ISA");
-  if (env == nullptr || *env == '\0') return best_isa();
-  const Isa isa = parse_isa(env);
-  if (!isa_available(isa)) fail("RINGLM_ISA=", env, ": this build or CPU cannot run that path (has: ",
-                                cpu_features().describe(), ")");
-  return isa;
-}
-
 std::atomic<Isa>& active() {
-  static std::atomic<Isa> isa{initial_isa()};
+  static std::atomic<Isa> isa{best_isa()};
   return isa;
 }
 

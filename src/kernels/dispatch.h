@@ -1,7 +1,8 @@
 // Run-time choice of the SIMD code path. By default the best path the CPU supports is used;
-// the environment variable RINGLM_ISA=scalar|avx2|avxvnni|avx512|avx512vnni|neon|neon-dotprod (read once, at first
-// use) or force_isa() picks another one, which is how the tests run every path the machine
-// has against the scalar reference. ("amx" is recognised but not implemented yet.)
+// force_isa() picks another one, which is how the tests run every path the machine has
+// against the scalar reference, and how the CLI applies RINGLM_ISA=scalar|avx2|avxvnni|
+// avx512|avx512vnni|neon|neon-dotprod (cli/environment.h). ("amx" is recognised but not
+// implemented yet.)
 #pragma once
 
 #include <string_view>

@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "io/tensor.h"
+#include "util/dtype.h"
 #include "kernels/ggml_quant_gemm.h"
 #include "kernels/ref_matmul.h"
 
@@ -17,7 +17,7 @@ namespace ringlm::kernels {
 std::optional<GgmlQuant> ggml_quant_of(io::DType t);
 
 // out[t][r] = W[r, :] . in[t, :] for t < n_tokens (out row stride w.rows), on the default
-// thread pool, activations quantized per q4_activations() (int8 or int8x2). Keeps one
+// thread pool, activations quantized per w.activations (int8 or int8x2). Keeps one
 // quantized-activation buffer per calling thread (grown, never shrunk).
 void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out);
 

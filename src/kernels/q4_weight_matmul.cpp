@@ -1,7 +1,6 @@
 #include "kernels/q4_weight_matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <vector>
 
 #include "kernels/q4_gemm.h"
@@ -12,20 +11,15 @@
 namespace ringlm::kernels {
 
 namespace {
-std::atomic<Q4Activations> g_mode{Q4Activations::int8};
-
 Q4Packed packed_view(const WeightMatrix& w) {
   return {w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)};
 }
 }  // namespace
 
-void set_q4_activations(Q4Activations mode) { g_mode.store(mode); }
-Q4Activations q4_activations() { return g_mode.load(); }
-
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out) {
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
-               static_cast<std::size_t>(w.cols), act, q4_activations() == Q4Activations::int8x2);
+               static_cast<std::size_t>(w.cols), act, w.activations == Q4Activations::int8x2);
   q4_matmul(packed_view(w), act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
 }
 
@@ -44,7 +38,7 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
   }
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(ws[0]->cols),
-               static_cast<std::size_t>(ws[0]->cols), act, q4_activations() == Q4Activations::int8x2);
+               static_cast<std::size_t>(ws[0]->cols), act, ws[0]->activations == Q4Activations::int8x2);
   const Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
   // Groups [g0, g1) of the concatenation, cut at matrix boundaries.
@@ -68,7 +62,7 @@ void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::
   if (n_groups == 0) return;
   thread_local Q8ActBuffer act;
   quantize_act(in, 1, static_cast<std::size_t>(w.cols), static_cast<std::size_t>(w.cols), act,
-               q4_activations() == Q4Activations::int8x2);
+               w.activations == Q4Activations::int8x2);
   const Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
   const std::size_t ldy = static_cast<std::size_t>(w.rows);

@@ -11,12 +11,8 @@
 
 namespace ringlm::kernels {
 
-// How q4_0 matmuls treat their input: int8 (w4a8 kernels, the fast path), int8x2 (the same
-// kernels with two-plane ~15-bit activations, q8_act.h: ~2x integer work, for accuracy), or
-// f32 (each weight row dequantized and dotted in float32 — the checking path).
-enum class Q4Activations { int8, int8x2, f32 };
-void set_q4_activations(Q4Activations mode);  // process-wide; set before running a model
-Q4Activations q4_activations();
+// The activation mode (int8 or int8x2) is each matrix's own: WeightMatrix::activations. The
+// shared form takes it from ws[0] (matmul_shared_input only groups matrices that agree).
 
 // out[t][r] = W[r, :] . in[t, :] for t < n_tokens (out row stride w.rows), on the default
 // thread pool. Keeps one quantized-activation buffer per calling thread (grown, never shrunk).

@@ -200,7 +200,7 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
   // other block rows (Q4_1, and all of them in f32 mode) and I8 rows through the scalar
   // dequantizer.
   if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");
-  if (q4_activations() != Q4Activations::f32) {  // int8-activation kernels on their own thread pool
+  if (w.activations != Q4Activations::f32) {  // int8-activation kernels on their own thread pool
     if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path) {
       q4_weight_matmul(w, in, n_tokens, out);  // q4p16 (w4a8)
       return;
@@ -219,9 +219,10 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 
 void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
                          int n_tokens, ParallelFor* pool) {
-  bool all_q4 = count > 0 && count <= 4 && q4_activations() != Q4Activations::f32;
+  bool all_q4 = count > 0 && count <= 4 && ws[0]->activations != Q4Activations::f32;
   for (std::size_t i = 0; i < count && all_q4; ++i)
-    all_q4 = ws[i]->dtype == io::DType::Q4_0 && ws[i]->packed && !ws[i]->float_path && ws[i]->cols == ws[0]->cols;
+    all_q4 = ws[i]->dtype == io::DType::Q4_0 && ws[i]->packed && !ws[i]->float_path && ws[i]->cols == ws[0]->cols &&
+             ws[i]->activations == ws[0]->activations;
   if (all_q4) return q4_weight_matmul_shared(ws, outs, count, in, n_tokens);
   for (std::size_t i = 0; i < count; ++i) matmul(*ws[i], in, n_tokens, outs[i], pool);
 }
@@ -229,9 +230,9 @@ void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std:
 void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,
                      float* out, ParallelFor* pool) {
   if (w.dtype == io::DType::I8 && !w.row_scales) fail("reference matmul: I8 weight without row scales");
-  if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && q4_activations() != Q4Activations::f32)
+  if (w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && w.activations != Q4Activations::f32)
     fail("matmul_row_list: packed q4_0 on the w4a8 kernels runs whole 16-row groups (q4_weight_matmul_groups)");
-  if (ggml_quant_of(w.dtype) && q4_activations() != Q4Activations::f32)
+  if (ggml_quant_of(w.dtype) && w.activations != Q4Activations::f32)
     fail("matmul_row_list: Q8_0/K-quant matrices on the int8-activation kernels run whole matrices only");
   const std::int64_t C = w.cols;
   // The same per-row paths as matmul_rows() with one token: F32 and BF16 rows read in place,

@@ -8,10 +8,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "io/tensor.h"
+#include "util/dtype.h"
 #include "kernels/ref_parallel.h"
 
 namespace ringlm::kernels {
+
+// How the int8-activation kernels (packed q4_0, GGUF Q8_0/K-quants) treat their input: int8
+// (one plane, the fastest), int8x2 (two-plane ~15-bit activations, q8_act.h: ~2x integer work,
+// for accuracy; the default) or f32 (each weight row dequantized and dotted in float32 — the
+// checking path). A property of each matrix, set by whoever binds it (ModelOptions), so two
+// models in one process can run different modes.
+enum class Q4Activations { int8, int8x2, f32 };
 
 // A row-major [rows, cols] weight viewed in its stored dtype.
 struct WeightMatrix {
@@ -28,6 +35,7 @@ struct WeightMatrix {
   // Packed Q4_0 only: run matmul() on the float path (rows dequantized, float32 activations)
   // instead of the w4a8 kernels: `--weights stored` on a converted model directory.
   bool float_path = false;
+  Q4Activations activations = Q4Activations::int8x2;  // for the int8-activation kernels
 };
 
 // Converts row `r` of `w` to float32 into `out[0..cols)`. I8 needs row_scales.
@@ -36,7 +44,7 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 // out[t][r] = sum_c in[t][c] * w[r][c] for t < n_tokens. F32/F16/BF16 rows are read directly;
 // packed q4_0 matrices go to the w4a8 kernels (q4_weight_matmul.h) unless float_path is set,
 // and Q8_0 / Q4_K / Q5_K / Q6_K matrices (GGUF, plain or repacked) to the int8-activation
-// kernels (ggml_weight_matmul.h), unless q4_activations() is f32; other ggml block rows
+// kernels (ggml_weight_matmul.h), unless w.activations is f32; other ggml block rows
 // (Q4_1, or any in f32 mode) go through the scalar dequantizer, and I8 rows with row_scales
 // are dequantized like block rows. Throws ringlm::Error for I8 without scales.
 // `in` has row stride w.cols, `out` row stride w.rows.
@@ -44,7 +52,7 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
 
 // matmul(*ws[i], in, n_tokens, outs[i], pool) for i < count (count <= 4; all ws with the
 // same cols): several matrices over one input (q/k/v, gate/up). When all of them run on the
-// w4a8 kernels the input is quantized once and they share one parallel call; otherwise they
+// w4a8 kernels (with one activation mode) the input is quantized once and they share one parallel call; otherwise they
 // run one after the other. Results are those of the separate calls, bit for bit.
 void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
                          int n_tokens, ParallelFor* pool);
@@ -53,7 +61,7 @@ void matmul_shared_input(const WeightMatrix* const* ws, float* const* outs, std:
 // i < n_rows (rows in [0, w.rows), any order, repeats allowed). Each output uses exactly the
 // arithmetic matmul() uses for that row with n_tokens = 1, so it is bit-identical to it.
 // Covers F32/F16/BF16 rows, I8 rows with scales, and ggml block rows and packed q4_0 while
-// q4_activations() is f32 (or float_path is set); packed q4_0 on the w4a8 kernels computes
+// w.activations is f32 (or float_path is set); packed q4_0 on the w4a8 kernels computes
 // whole 16-row groups instead (q4_weight_matmul_groups), and Q8_0/K-quant matrices on the
 // int8 kernels only run whole: both are refused here.
 void matmul_row_list(const WeightMatrix& w, const float* in, const std::int32_t* rows, std::size_t n_rows,

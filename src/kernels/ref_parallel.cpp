@@ -49,10 +49,6 @@ void ParallelFor::run_erased(std::int64_t n, std::int64_t min_chunk, void* ctx, 
 }
 
 int default_thread_count() {
-  if (const char* env = std::getenv("RINGLM_THREADS")) {
-    int n = std::atoi(env);
-    if (n >= 1 && n <= 1024) return n;
-  }
   unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(std::min(hw, 64u));
 }

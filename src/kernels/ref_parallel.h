@@ -41,7 +41,8 @@ class ParallelFor {
   std::unique_ptr<ThreadPool> owned_;   // when this size differs from the default pool's
 };
 
-// Default worker count: hardware threads, overridable with RINGLM_THREADS.
+// Default worker count: the hardware threads (at most 64). The CLI passes RINGLM_THREADS as
+// an explicit thread count instead.
 int default_thread_count();
 
 }  // namespace ringlm::kernels

@@ -135,12 +135,6 @@ bool set_default_thread_count(std::size_t threads) {
 ThreadPool& default_thread_pool() {
   static ThreadPool pool([] {
     if (const std::size_t n = g_requested_threads.load(); n > 0) return n;
-    if (const char* env = std::getenv("RINGLM_THREADS"); env != nullptr && *env != '\0') {
-      char* end = nullptr;
-      const long v = std::strtol(env, &end, 10);
-      if (*end != '\0' || v < 1 || v > 256) fail("RINGLM_THREADS=", env, ": expected an integer in 1..256");
-      return static_cast<std::size_t>(v);
-    }
     const unsigned hw = std::thread::hardware_concurrency();
     return static_cast<std::size_t>(hw == 0 ? 1 : (hw > 8 ? 8 : hw));
   }());

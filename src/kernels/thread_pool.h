@@ -58,8 +58,8 @@ class ThreadPool {
 };
 
 // The process-wide pool the model uses: set_default_thread_count(n) if called before its
-// first use, else RINGLM_THREADS participants if set, else the number of hardware threads
-// (at most 8). Created on first use.
+// first use (the CLI does so for --threads and RINGLM_THREADS), else the number of hardware
+// threads (at most 8). Created on first use.
 ThreadPool& default_thread_pool();
 // Returns false (and changes nothing) once the default pool exists with another size.
 bool set_default_thread_count(std::size_t threads);

@@ -13,13 +13,12 @@ namespace {
 // The full head runs such a matrix through q4_weight_matmul (see kernels::matmul), so the
 // subset must run the same group kernel to give the same values.
 bool runs_q4_groups(const kernels::WeightMatrix& w) {
-  return w.dtype == io::DType::Q4_0 && w.packed && !w.float_path &&
-         kernels::q4_activations() != kernels::Q4Activations::f32;
+  return w.dtype == io::DType::Q4_0 && w.packed && !w.float_path && w.activations != kernels::Q4Activations::f32;
 }
 // GGUF Q8_0 / K-quant heads run whole on the int8-activation kernels (ggml_weight_matmul.h),
 // which have no row-list entry: a subset is the full head, read off at the listed rows.
 bool runs_ggml_kernels(const kernels::WeightMatrix& w) {
-  return kernels::ggml_quant_of(w.dtype).has_value() && kernels::q4_activations() != kernels::Q4Activations::f32;
+  return kernels::ggml_quant_of(w.dtype).has_value() && w.activations != kernels::Q4Activations::f32;
 }
 }  // namespace
 

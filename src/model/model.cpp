@@ -19,20 +19,6 @@
 
 namespace ringlm::model {
 
-namespace {
-// RINGLM_ATTENTION=reference selects the float reference attention (attend_one per token)
-// instead of the tiled kernel, read once: for A/B comparisons of numerics and speed.
-bool reference_attention() {
-  static const bool ref = [] {
-    const char* env = std::getenv("RINGLM_ATTENTION");
-    if (env == nullptr || *env == '\0' || std::string_view(env) == "tiled") return false;
-    if (std::string_view(env) == "reference") return true;
-    fail("RINGLM_ATTENTION=", env, ": expected 'tiled' or 'reference'");
-  }();
-  return ref;
-}
-}  // namespace
-
 std::shared_ptr<const Model> Model::load(const std::filesystem::path& dir, const ModelOptions& options) {
   ModelConfig config = load_model_config(dir);
   if (is_packed_model_dir(dir)) {  // `ringlm convert` output: everything mapped, nothing to quantize
@@ -46,6 +32,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
                                                 const ModelOptions& options) {
   std::shared_ptr<Model> m(new Model());
   m->config_ = std::move(config);
+  m->options_ = options;
   m->source_ = std::move(source);
   m->weights_ = bind_weights(*m->source_, m->config_);
   if (options.threads > 0) kernels::set_default_thread_count(static_cast<std::size_t>(options.threads));
@@ -60,6 +47,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
+  for_each_matrix(m->weights_, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   // Tables the forward pass only gathers rows from, read where the source stores them.
@@ -414,10 +402,10 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   // splits the slots over the pool (kernels/attention.h, docs/attention.md).
   const int window = sliding ? cfg_.sliding_window : 0;
   const KvSlots view = cache.view();
-  if (!reference_attention()) {
+  if (!model_->options().reference_attention) {
     attend(q_.data(), n, positions, nh, view, window, 1.0f, attn_.data(), pool);
   } else {
-    // RINGLM_ATTENTION=reference: the float reference kernel one token at a time (A/B checks).
+    // ModelOptions::reference_attention: the float reference kernel one token at a time (A/B checks).
     KvSlots whole = view;
     whole.n_slots = cache.spec().n_slots;  // scratch sized for the whole cache once
     const std::size_t scratch = attend_scratch_floats(nh, whole);

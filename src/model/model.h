@@ -46,9 +46,17 @@ namespace ringlm::model {
 // q4_0: linear layers quantized to q4_0 at load, run by the w4a8 kernels (model/q4_weights.h).
 enum class WeightFormat { stored, q4_0 };
 
+// The defaults are the CLI's (`--weights q4_0 --activations int8x2`): a library user who
+// sets nothing runs what `ringlm run` runs.
 struct ModelOptions {
   int threads = 0;  // worker threads for matmuls; 0: kernels::default_thread_count()
-  WeightFormat weights = WeightFormat::stored;
+  WeightFormat weights = WeightFormat::q4_0;
+  // How the int8-activation kernels (packed q4_0, GGUF Q8_0/K-quants) quantize their input;
+  // given to every matrix at load (kernels::WeightMatrix::activations).
+  kernels::Q4Activations activations = kernels::Q4Activations::int8x2;
+  // The float reference attention (one token at a time) instead of the tiled kernel: for
+  // A/B comparisons of numerics and speed (the CLI sets it from RINGLM_ATTENTION=reference).
+  bool reference_attention = false;
 };
 
 class Model {
@@ -63,6 +71,7 @@ class Model {
                                                   const ModelOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
   const ModelWeights& weights() const { return weights_; }
   const io::TensorSource& source() const { return *source_; }
   kernels::ParallelFor* pool() const { return pool_.get(); }
@@ -75,6 +84,7 @@ class Model {
  private:
   Model() = default;
   ModelConfig config_;
+  ModelOptions options_;
   std::unique_ptr<io::TensorSource> source_;
   ModelWeights weights_;
   std::vector<kernels::Q4PackedBuffer> quantized_;  // owns the q4_0 copies (WeightFormat::q4_0)

@@ -36,7 +36,7 @@ struct Cleanup {
 } cleanup;
 
 engine::Engine& shared_engine() {
-  static engine::Engine e({.model_dir = tiny_model_dir()});
+  static engine::Engine e({.model_dir = tiny_model_dir(), .weights = model::WeightFormat::stored});
   return e;
 }
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "io/tensor.h"
+#include "util/dtype.h"
 #include "kernels/dequant_ggml.h"
 #include "kernels/dispatch.h"
 #include "kernels/ggml_quant_gemm.h"
@@ -260,14 +260,12 @@ TEST(GgmlKernels, MatmulRoutesBlockMatricesByActivationMode) {
   std::vector<float> x(tokens * cols);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  const WeightMatrix wm{io::DType::Q4_K, w.data(), static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  WeightMatrix wm{io::DType::Q4_K, w.data(), static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
   std::vector<float> f32(tokens * rows), q8(tokens * rows), direct(tokens * rows);
-  const Q4Activations saved = q4_activations();
-  set_q4_activations(Q4Activations::f32);
+  wm.activations = Q4Activations::f32;
   matmul(wm, x.data(), tokens, f32.data(), nullptr);
-  set_q4_activations(Q4Activations::int8);
+  wm.activations = Q4Activations::int8;
   matmul(wm, x.data(), tokens, q8.data(), nullptr);
-  set_q4_activations(saved);
   Q8ActBuffer act;
   quantize_act(x.data(), tokens, cols, cols, act);
   ggml_quant_matmul({GgmlQuant::q4_k, w.data(), rows, cols}, act.view(), direct.data(), rows, nullptr);

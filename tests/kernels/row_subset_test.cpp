@@ -71,7 +71,7 @@ TEST(RowSubset, StoredAndBlockRowsMatchTheFullMatmulBitForBit) {
     const char* name;
     WeightMatrix w;
   };
-  const Kind kinds[] = {
+  Kind kinds[] = {
       {"F32", {io::DType::F32, reinterpret_cast<const std::uint8_t*>(f32.data()), R, C}},
       {"BF16", {io::DType::BF16, reinterpret_cast<const std::uint8_t*>(bf16.data()), R, C}},
       {"F16", {io::DType::F16, reinterpret_cast<const std::uint8_t*>(f16.data()), R, C}},
@@ -80,12 +80,7 @@ TEST(RowSubset, StoredAndBlockRowsMatchTheFullMatmulBitForBit) {
   ParallelFor pool(3);
   // Block rows take the float row path only with f32 activations (with int8 ones matmul()
   // sends Q8_0 to the int8 kernels, which matmul_row_list refuses: checked below).
-  const Q4Activations saved = q4_activations();
-  set_q4_activations(Q4Activations::f32);
-  struct Restore {
-    Q4Activations m;
-    ~Restore() { set_q4_activations(m); }
-  } restore{saved};
+  for (Kind& k : kinds) k.w.activations = Q4Activations::f32;
   for (const Kind& k : kinds) {
     std::vector<float> full(R);
     matmul(k.w, in.data(), 1, full.data(), &pool);
@@ -115,13 +110,12 @@ TEST(RowSubset, PackedQ4GroupsMatchTheFullMatmulOnEveryPath) {
   const auto blocks = ringlm::kernels::testing::random_q4_blocks(R, C, rng);
   Q4PackedBuffer packed(R, C);
   q4_pack(blocks.data(), R, C, packed.data());
-  const WeightMatrix w{io::DType::Q4_0, packed.view().data, static_cast<std::int64_t>(R), static_cast<std::int64_t>(C), true};
+  WeightMatrix w{io::DType::Q4_0, packed.view().data, static_cast<std::int64_t>(R), static_cast<std::int64_t>(C), true};
   const auto in = random_floats(C, rng);
-  const Q4Activations saved = q4_activations();
   for (Isa isa : available_isas()) {
     force_isa(isa);
     for (Q4Activations mode : {Q4Activations::int8, Q4Activations::int8x2}) {
-      set_q4_activations(mode);
+      w.activations = mode;
       std::vector<float> full(R);
       matmul(w, in.data(), 1, full.data(), nullptr);  // the full head's route (q4_weight_matmul)
       std::vector<std::uint32_t> all(packed.view().groups());
@@ -145,7 +139,6 @@ TEST(RowSubset, PackedQ4GroupsMatchTheFullMatmulOnEveryPath) {
       }
     }
   }
-  set_q4_activations(saved);
   const std::uint32_t past = static_cast<std::uint32_t>(packed.view().groups());
   std::vector<float> out(R);
   EXPECT_THROW(q4_weight_matmul_groups(w, in.data(), &past, 1, out.data()), Error);
@@ -157,11 +150,9 @@ TEST(RowSubset, PackedQ4GroupsMatchTheFullMatmulOnEveryPath) {
 TEST(RowSubset, Q8BlocksOnTheInt8KernelsAreRefused) {
   const std::int64_t R = 32, C = 64;
   std::vector<std::uint8_t> q8(static_cast<std::size_t>(R) * row_bytes(io::DType::Q8_0, C), 0);
-  const WeightMatrix w{io::DType::Q8_0, q8.data(), R, C};
-  const Q4Activations saved = q4_activations();
-  set_q4_activations(Q4Activations::int8);
+  WeightMatrix w{io::DType::Q8_0, q8.data(), R, C};
+  w.activations = Q4Activations::int8;
   std::vector<float> in(C, 1.0f), out(1);
   const std::int32_t id = 3;
   EXPECT_THROW(matmul_row_list(w, in.data(), &id, 1, out.data(), nullptr), ringlm::Error);
-  set_q4_activations(saved);
 }

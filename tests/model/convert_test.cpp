@@ -170,10 +170,9 @@ TEST(Convert, StoredAndKernelPathsAgreeAndTrackTheCheckpoint) {
   const auto fast = last_logits(model::Model::load(converted_tiny().out, {.weights = model::WeightFormat::q4_0}), ids);
   // The checkpoint quantized at load, run on the same float path: the same q4_0 matrices, so
   // only the int8 embedding rows differ from the converted directory.
-  const auto saved = kernels::q4_activations();
-  kernels::set_q4_activations(kernels::Q4Activations::f32);
-  const auto hf = last_logits(model::Model::load(converted_tiny().hf, {.weights = model::WeightFormat::q4_0}), ids);
-  kernels::set_q4_activations(saved);
+  const auto hf = last_logits(model::Model::load(converted_tiny().hf, {.weights = model::WeightFormat::q4_0,
+                                                                       .activations = kernels::Q4Activations::f32}),
+                              ids);
   for (float v : fast) ASSERT_TRUE(std::isfinite(v));
   EXPECT_GT(cosine(ref, fast), 0.999);
   EXPECT_GT(cosine(ref, hf), 0.99);

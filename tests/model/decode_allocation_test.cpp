@@ -34,7 +34,7 @@ TEST(Decode, AllocatesNothingAfterWarmUp) {
   model::testing::TestCheckpointOptions o;
   o.preset = "tiny-gqa";
   model::testing::write_test_checkpoint(dir, o);
-  auto m = model::Model::load(dir, {.threads = 2});
+  auto m = model::Model::load(dir, {.threads = 2, .weights = model::WeightFormat::stored});
   fs::remove_all(dir);
   model::Session s(m);
   // Warm-up: per-thread buffers reach their final size (the full cache's slot count).

@@ -55,9 +55,9 @@ nlohmann::json text_config(const fs::path& dir) {
 std::shared_ptr<const model::Model> gguf_model(io::DType type, std::uint64_t seed) {
   const fs::path dir = checkpoint(io::DType::F32, seed);
   const fs::path path = dir / (std::string("model-") + io::dtype_name(type) + ".gguf");
-  auto hf = model::Model::load(dir, {.threads = 1});
+  auto hf = model::Model::load(dir, {.threads = 1, .weights = model::WeightFormat::stored});
   model::export_gemma4_gguf(hf->source(), text_config(dir), nullptr, path, {.matrix_type = type});
-  return model::load_gguf_model(path, {.threads = 2});
+  return model::load_gguf_model(path, {.threads = 2, .weights = model::WeightFormat::stored});
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -131,22 +131,20 @@ void check_model(const std::shared_ptr<const model::Model>& m, const std::string
 
 TEST(LmHead, SubsetRowsAreBitIdenticalForStoredWeights) {
   for (io::DType dtype : {io::DType::BF16, io::DType::F16, io::DType::F32}) {
-    auto m = model::Model::load(checkpoint(dtype, 5), {.threads = 2});
+    auto m = model::Model::load(checkpoint(dtype, 5), {.threads = 2, .weights = model::WeightFormat::stored});
     EXPECT_EQ(Session(m).head_row_granularity(), 1u);
     check_model(m, io::dtype_name(dtype), 1);
   }
 }
 
 TEST(LmHead, SubsetRowsAreBitIdenticalForLoadTimeQ4Groups) {
-  auto m = model::Model::load(checkpoint(io::DType::BF16, 6), {.threads = 2, .weights = model::WeightFormat::q4_0});
-  ASSERT_EQ(m->weights().lm_head.dtype, io::DType::Q4_0) << "the tiny head (64 columns) is quantized";
-  const auto saved = kernels::q4_activations();
   for (auto mode : {kernels::Q4Activations::int8, kernels::Q4Activations::int8x2, kernels::Q4Activations::f32}) {
-    kernels::set_q4_activations(mode);
+    auto m = model::Model::load(checkpoint(io::DType::BF16, 6),
+                                {.threads = 2, .weights = model::WeightFormat::q4_0, .activations = mode});
+    ASSERT_EQ(m->weights().lm_head.dtype, io::DType::Q4_0) << "the tiny head (64 columns) is quantized";
     EXPECT_EQ(Session(m).head_row_granularity(), mode == kernels::Q4Activations::f32 ? 1u : 16u);
     check_model(m, "q4_0 activations " + std::to_string(static_cast<int>(mode)), 2);
   }
-  kernels::set_q4_activations(saved);
 }
 
 TEST(LmHead, SubsetRowsAreBitIdenticalForGgufBlocks) {
@@ -159,7 +157,7 @@ TEST(LmHead, SubsetRowsAreBitIdenticalForGgufBlocks) {
 
 TEST(LmHead, SubsetValuesMatchAFloat64Reference) {
   // Independent of the kernels: softcap(W[id] . h) in float64 from the stored BF16 rows.
-  auto m = model::Model::load(checkpoint(io::DType::BF16, 8), {.threads = 1});
+  auto m = model::Model::load(checkpoint(io::DType::BF16, 8), {.threads = 1, .weights = model::WeightFormat::stored});
   const auto& cfg = m->config();
   Session s(m);
   std::vector<std::int32_t> ids = {5, 99, 400};
@@ -181,7 +179,7 @@ TEST(LmHead, SubsetValuesMatchAFloat64Reference) {
 }
 
 TEST(LmHead, MisuseIsAClearError) {
-  auto m = model::Model::load(checkpoint(io::DType::BF16, 5), {.threads = 1});
+  auto m = model::Model::load(checkpoint(io::DType::BF16, 5), {.threads = 1, .weights = model::WeightFormat::stored});
   Session s(m);
   const std::vector<std::int32_t> one = {3};
   std::vector<float> out(1);

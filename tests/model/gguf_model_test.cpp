@@ -92,18 +92,6 @@ class DequantizedSource : public io::TensorSource {
   std::map<std::string, io::TensorView> views_;
 };
 
-// Sets the process-wide activation mode of the quantized kernels for a scope.
-class ActivationsMode {
- public:
-  explicit ActivationsMode(kernels::Q4Activations mode) : saved_(kernels::q4_activations()) {
-    kernels::set_q4_activations(mode);
-  }
-  ~ActivationsMode() { kernels::set_q4_activations(saved_); }
-
- private:
-  kernels::Q4Activations saved_;
-};
-
 struct Agreement {
   double min_cos = 1.0, mean_cos = 1.0, argmax = 1.0;
 };
@@ -141,12 +129,12 @@ TEST(GgufModel, SameLogitsAsTheHuggingFaceCheckpoint) {
   for (io::DType dtype : {io::DType::F32, io::DType::BF16}) {
     const auto dir = scratch(std::string("hf-") + io::dtype_name(dtype));
     model::testing::write_test_checkpoint(dir, {.preset = "tiny", .seed = 3, .dtype = dtype, .tokenizer_dir = {}});
-    const auto hf = model::load_model_any(dir, {.threads = 1});  // a directory: HF checkpoint
+    const auto hf = model::load_model_any(dir, {.threads = 1, .weights = model::WeightFormat::stored});  // a directory: HF checkpoint
     const auto gguf_path = dir / "model.gguf";
     const auto res = model::export_gemma4_gguf(hf->source(), text_config(dir), nullptr, gguf_path,
                                                {.matrix_type = dtype});
     EXPECT_EQ(res.fallback_f16, 0);
-    const auto gg = model::load_model_any(gguf_path, {.threads = 1});  // detects GGUF by magic
+    const auto gg = model::load_model_any(gguf_path, {.threads = 1, .weights = model::WeightFormat::stored});  // detects GGUF by magic
 
     const auto& a = hf->config();
     const auto& b = gg->config();
@@ -176,7 +164,7 @@ TEST(GgufModel, SameLogitsAsTheHuggingFaceCheckpoint) {
 TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
   const auto dir = scratch("hf-q");
   model::testing::write_test_checkpoint(dir, {.preset = "tiny", .seed = 4, .dtype = io::DType::F32, .tokenizer_dir = {}});
-  const auto hf = model::Model::load(dir, {.threads = 1});
+  const auto hf = model::Model::load(dir, {.threads = 1, .weights = model::WeightFormat::stored});
   const auto ids = prompt(hf->config().vocab_size);
   const auto ref = all_logits(hf, ids);
   double ref_sq = 0;
@@ -202,7 +190,8 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
       return n;
     }()) << "every matrix is " << io::dtype_name(type) << " or an F16 fallback";
     auto source = std::make_unique<DequantizedSource>(quantized);
-    const auto m = model::Model::from_source(model::load_gguf_model_config(*file), std::move(source), {.threads = 1});
+    const auto m = model::Model::from_source(model::load_gguf_model_config(*file), std::move(source),
+                                                     {.threads = 1, .weights = model::WeightFormat::stored});
     const auto got = all_logits(m, ids);
     double err_sq = 0;
     for (std::size_t i = 0; i < got.size(); ++i) err_sq += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
@@ -212,7 +201,11 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
     // The quantized file run as is with f32 activations (each block row decoded by the scalar
     // dequantizer inside the matmul; Q4_0 after its repack into the kernels' layout) gives
     // the same logits bit for bit.
-    const auto direct_model = model::load_gguf_model(path, {.threads = 1});
+    // The GGUF's own blocks on the float path (no q4_0 requantization, f32 activations).
+    auto load_direct = [&](kernels::Q4Activations mode) {
+      return model::load_gguf_model(path, {.threads = 1, .weights = model::WeightFormat::stored, .activations = mode});
+    };
+    const auto direct_model = load_direct(kernels::Q4Activations::f32);
     if (type != io::DType::Q5_K && type != io::DType::Q4_1) {  // repacked at load, every one
       const auto& mw = direct_model->weights();
       int packed = 0, plain = 0;
@@ -222,7 +215,6 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
       EXPECT_GT(packed, 0) << io::dtype_name(type);
       EXPECT_EQ(plain, 0) << io::dtype_name(type);
     }
-    const ActivationsMode f32_mode(kernels::Q4Activations::f32);
     const auto direct = all_logits(direct_model, ids);
     ASSERT_EQ(direct.size(), got.size());
     std::size_t differ = 0;
@@ -237,8 +229,7 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
     for (const auto& [mode, min_mean_cos, min_cos, min_agree] :
          {std::tuple{kernels::Q4Activations::int8, 0.999, 0.99, 0.9},
           std::tuple{kernels::Q4Activations::int8x2, 0.99999, 0.99999, 1.0}}) {
-      const ActivationsMode fast_mode(mode);
-      const auto fast = all_logits(direct_model, ids);
+      const auto fast = all_logits(load_direct(mode), ids);
       const Agreement a = agreement(fast, got, hf->config().vocab_size);
       const char* mode_name = mode == kernels::Q4Activations::int8 ? "int8" : "int8x2";
       if (exact) {

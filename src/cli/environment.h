@@ -1,0 +1,28 @@
+// The environment variables ringlm reads, all in one place: the library below src/cli takes
+// every setting as an option (ModelOptions, EngineOptions, force_isa), so a program that
+// embeds it is never steered by its environment behind its back.
+//   RINGLM_THREADS=N            worker threads when --threads is not given (1..256)
+//   RINGLM_ISA=NAME             force one SIMD path (kernels/dispatch.h), for A/B checks
+//   RINGLM_ATTENTION=tiled|reference   the float reference attention, for A/B checks
+//   RINGLM_LM_HEAD_SUBSET=auto|always|never   the guided LM-head subset policy (generator.h)
+//   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (main.cpp)
+#pragma once
+
+#include "engine/engine.h"
+
+namespace ringlm::cli {
+
+// RINGLM_THREADS as a thread count, 0 when unset or empty; throws ringlm::Error when it is
+// not an integer in 1..256.
+int threads_from_env();
+
+// Applied once by main() before any command runs: RINGLM_ISA (force_isa) and RINGLM_THREADS
+// (the size of the kernels' default thread pool). Throws ringlm::Error for bad values.
+void apply_process_environment();
+
+// RINGLM_ATTENTION: true for "reference", false when unset, empty or "tiled".
+bool reference_attention_from_env();
+// RINGLM_LM_HEAD_SUBSET (unset or empty: Auto).
+engine::EngineOptions::HeadSubset lm_head_subset_from_env();
+
+}  // namespace ringlm::cli

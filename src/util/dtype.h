@@ -1,0 +1,31 @@
+// The element types a stored tensor can have. A leaf header (no other ringlm include), so
+// the kernels, which need the enum but nothing else of the io module, do not depend on io.
+// It stays in namespace io, where every user already spells it io::DType.
+#pragma once
+
+#include <cstdint>
+
+namespace ringlm::io {
+
+enum class DType : std::uint8_t {
+  F32, F16, BF16, I8,
+  Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
+};
+
+constexpr const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I8: return "I8";
+    case DType::Q8_0: return "Q8_0";
+    case DType::Q4_0: return "Q4_0";
+    case DType::Q4_1: return "Q4_1";
+    case DType::Q4_K: return "Q4_K";
+    case DType::Q5_K: return "Q5_K";
+    case DType::Q6_K: return "Q6_K";
+  }
+  return "?";
+}
+
+}  // namespace ringlm::io
