@@ -158,7 +158,7 @@ int bench_guided(int argc, char** argv) {
   chat::ChatRequest req;
   req.messages.push_back({{"role", "user"}, {"content", "Describe a product as JSON."}});
   req.add_generation_prompt = true;
-  const auto prompt = e.tokenizer().encode(e.render_chat(req));
+  const auto prompt = e.encode_chat(req);
   std::printf("model %s (%s), %zu prompt tokens\n", argv[2], format == model::WeightFormat::q4_0 ? "q4_0" : "stored",
               prompt.size());
   std::printf("%-6s %-6s %7s %7s %9s %12s %12s %12s\n", "T", "head", "tokens", "steps", "subset", "ms/token", "ms/step",

@@ -66,7 +66,7 @@ std::vector<std::int32_t> filler_prompt(ringlm::engine::Engine& engine, int targ
   ringlm::chat::ChatRequest req;
   req.messages.push_back({{"role", "user"}, {"content", body + "\n" + question}});
   req.add_generation_prompt = true;
-  return tok.encode(engine.render_chat(req));
+  return engine.encode_chat(req);
 }
 
 // Measures read bandwidth in a forked child so its 512 MB buffer never shows in this
@@ -119,7 +119,7 @@ Json bench_speed(ringlm::engine::Engine& engine, const BenchOptions& o) {
   const auto& model = *engine.model();
   const auto traffic =
       model::decode_traffic(model.config(), model.weights(), r.prompt_tokens + r.completion_tokens / 2);
-  const int threads = o.model.threads > 0 ? o.model.threads : kernels::default_thread_count();
+  const int threads = o.model.thread_count() > 0 ? o.model.thread_count() : kernels::default_thread_count();
   const double gbs = read_bandwidth_in_child(threads);
   const double floor_s = gbs > 0 ? static_cast<double>(traffic.total()) / (gbs * 1e9) : 0.0;
   const double decode_s = out["decode_tok_s"].get<double>() > 0 ? 1.0 / out["decode_tok_s"].get<double>() : 0.0;
@@ -163,7 +163,7 @@ Json bench_guided(ringlm::engine::Engine& engine, const BenchOptions& o) {
                                             bd::kExtractionSchema}});
     req.messages.push_back({{"role", "user"}, {"content", samples[i].text}});
     req.add_generation_prompt = true;
-    auto ids = engine.tokenizer().encode(engine.render_chat(req));
+    auto ids = engine.encode_chat(req);
     engine::GenerationParams p;
     p.max_tokens = o.guided_max_tokens;
     p.json_schema = bd::kExtractionSchema;

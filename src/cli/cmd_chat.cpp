@@ -44,7 +44,7 @@ void chat_loop(const ChatOptions& o) {
     }
     if (line.empty()) continue;
     req.messages.push_back({{"role", "user"}, {"content", line}});
-    auto ids = engine.tokenizer().encode(engine.render_chat(req));
+    auto ids = engine.encode_chat(req);
     std::size_t streamed = 0;
     auto result = gen.generate(ids, o.sampling.params(), [&streamed](const engine::TokenEvent& e) {
       std::fwrite(e.text.data(), 1, e.text.size(), stdout);

@@ -75,7 +75,7 @@ void extract(const ExtractOptions& o) {
     req.messages.push_back(system_message);
     req.messages.push_back({{"role", "user"}, {"content", user}});
     req.add_generation_prompt = true;
-    return engine.tokenizer().encode(engine.render_chat(req));
+    return engine.encode_chat(req);
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {

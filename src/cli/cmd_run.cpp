@@ -27,20 +27,17 @@ void run(const RunOptions& o) {
 
   engine::Engine engine(o.model.engine_options());
   engine::Generator gen(engine);
-  std::string text;
+  std::vector<std::int32_t> ids;
   if (o.raw) {
-    text = user;
+    ids = engine.encode_text(user);
   } else {
     chat::ChatRequest req;
     if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
     req.messages.push_back({{"role", "user"}, {"content", user}});
     req.add_generation_prompt = true;
     if (o.thinking) req.enable_thinking = true;
-    text = engine.render_chat(req);
+    ids = engine.encode_chat(req);
   }
-  EncodeOptions eo;
-  eo.add_bos = o.raw && engine.tokenizer().add_bos_default();
-  auto ids = engine.tokenizer().encode(text, eo);
 
   auto params = o.sampling.params();
   params.stop = o.stop;

@@ -71,6 +71,16 @@ std::string Engine::render_chat(const chat::ChatRequest& request) const {
   return chat_template_->render(request);
 }
 
+std::vector<std::int32_t> Engine::encode_chat(const chat::ChatRequest& request) const {
+  return tokenizer_.encode(render_chat(request));
+}
+
+std::vector<std::int32_t> Engine::encode_text(std::string_view text) const {
+  EncodeOptions eo;
+  eo.add_bos = tokenizer_.add_bos_default() && tokenizer_.bos_id() >= 0;
+  return tokenizer_.encode(text, eo);
+}
+
 std::shared_ptr<const guided::Vocabulary> Engine::grammar_vocabulary() {
   std::lock_guard<std::mutex> lock(grammar_mu_);
   if (!vocabulary_) {

@@ -4,7 +4,7 @@
 //
 //   engine::Engine engine({.model_dir = dir});
 //   engine::Generator gen(engine);                // one KV session; one per concurrent request
-//   auto ids = engine.tokenizer().encode(engine.render_chat(request));
+//   auto ids = engine.encode_chat(request);
 //   gen.generate(ids, params, [](const TokenEvent& e) { fputs(e.text.c_str(), stdout); return true; });
 #pragma once
 
@@ -56,6 +56,13 @@ class Engine {
 
   // Renders a conversation with the chat template; throws ringlm::Error if there is none.
   std::string render_chat(const chat::ChatRequest& request) const;
+  // The prompt ids of a conversation: render_chat() (the template writes <bos> itself),
+  // encoded with special tokens parsed and no further <bos>. The one way every command and
+  // the server turn a conversation into tokens.
+  std::vector<std::int32_t> encode_chat(const chat::ChatRequest& request) const;
+  // Raw text as a prompt (no template): <bos> first when the tokenizer's config asks for it
+  // (add_bos_token) and it has one.
+  std::vector<std::int32_t> encode_text(std::string_view text) const;
 
   // The token-level grammar for a JSON Schema (text), compiled once and cached by its text;
   // `any_object` instead gives the grammar of any JSON object. Thread-safe. Throws

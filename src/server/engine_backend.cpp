@@ -45,13 +45,11 @@ class EngineBackend final : public Backend {
     // "none": the model must not call tools, so it is not told about them.
     if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = nlohmann::ordered_json::parse(tools.dump());
     req.add_generation_prompt = add_generation_prompt;
-    return engine_.tokenizer().encode(engine_.render_chat(req));
+    return engine_.encode_chat(req);
   }
 
   std::vector<std::int32_t> tokenize(std::string_view text) override {
-    EncodeOptions eo;
-    eo.add_bos = engine_.tokenizer().add_bos_default() && engine_.tokenizer().bos_id() >= 0;
-    return engine_.tokenizer().encode(text, eo);
+    return engine_.encode_text(text);
   }
 
   std::string token_text(std::int32_t id) override {
