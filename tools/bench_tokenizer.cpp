@@ -3,7 +3,8 @@
 // emoji, whitespace runs). The same text can be written out for the JavaScript reference
 // (tests/js/bench_tokenizer.mjs) so both numbers refer to identical input.
 //
-//   RINGLM_SHARED_DIR=/work/shared bench_tokenizer [--tokenizer DIR] [--bytes N] [--write-text FILE] [--runs R]
+//   bench_tokenizer [--tokenizer DIR] [--bytes N] [--write-text FILE] [--runs R]
+// (run from the repository root; the default tokenizer is assets/gemma4-tokenizer)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -101,9 +102,8 @@ std::string make_mixed_text(size_t target_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Default: the shared Gemma tokenizer ($RINGLM_SHARED_DIR, else ../shared beside the repo).
-  const char* shared = std::getenv("RINGLM_SHARED_DIR");
-  std::string dir = std::string(shared ? shared : "../shared") + "/gemma4-tokenizer";
+  // Default: the repository's copy of the Gemma tokenizer (the same files as the test asset).
+  std::string dir = "assets/gemma4-tokenizer";
   std::string write_text;
   size_t bytes = 1 << 20;
   int runs = 5;
