@@ -99,6 +99,84 @@ size_t leading_space_end(std::string_view s) {
   return i;
 }
 
+// The merge rules into the model, ranked by position. The pieces are resolved in batches so
+// the hash lookups can overlap.
+void insert_merges(tok::BpeModel& model, const std::vector<std::pair<std::string_view, std::string_view>>& merges) {
+  model.merges.reserve(merges.size());
+  constexpr size_t kBatch = 32;
+  std::string joined_buf;
+  std::vector<std::string_view> keys(3 * kBatch);
+  std::vector<int32_t> ids(3 * kBatch);
+  size_t joined_offsets[kBatch + 1];
+  for (size_t base = 0; base < merges.size(); base += kBatch) {
+    const size_t m = std::min(kBatch, merges.size() - base);
+    joined_buf.clear();
+    for (size_t k = 0; k < m; ++k) {
+      joined_offsets[k] = joined_buf.size();
+      joined_buf.append(merges[base + k].first);
+      joined_buf.append(merges[base + k].second);
+    }
+    joined_offsets[m] = joined_buf.size();
+    for (size_t k = 0; k < m; ++k) {
+      keys[3 * k] = merges[base + k].first;
+      keys[3 * k + 1] = merges[base + k].second;
+      keys[3 * k + 2] = std::string_view(joined_buf).substr(joined_offsets[k], joined_offsets[k + 1] - joined_offsets[k]);
+    }
+    model.vocab.find_many(keys.data(), ids.data(), 3 * m);
+    for (size_t k = 0; k < m; ++k) model.merges.prefetch(ids[3 * k], ids[3 * k + 1]);
+    for (size_t k = 0; k < m; ++k) {
+      const size_t rank = base + k;
+      if (ids[3 * k] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k], "' is not in the vocabulary");
+      if (ids[3 * k + 1] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k + 1], "' is not in the vocabulary");
+      if (ids[3 * k + 2] < 0) {
+        fail("tokenizer: merges[", rank, "]: the merged piece '", keys[3 * k + 2], "' is not in the vocabulary");
+      }
+      model.merges.insert(ids[3 * k], ids[3 * k + 1], tok::MergeRule{static_cast<int32_t>(rank), ids[3 * k + 2]});
+    }
+  }
+}
+
+// The decoder steps turned into one byte string per token (text) and the byte of each
+// ByteFallback token (byte_value), so decoding is a table lookup per id.
+void build_decoder_table(const TokenizerParts& parts, const std::vector<std::string_view>& piece_of,
+                         TokenizerImpl& impl) {
+  std::vector<std::pair<std::string, std::string>> replacements;  // per token, in order
+  bool byte_fallback_decoder = false;
+  impl.join_with_space = !parts.has_decoder;
+  for (const DecoderStep& step : parts.decoder) {
+    switch (step.kind) {
+      case DecoderStep::Kind::kReplace: replacements.emplace_back(step.pattern, step.content); break;
+      case DecoderStep::Kind::kByteFallback: byte_fallback_decoder = true; break;
+      case DecoderStep::Kind::kFuse: break;
+      case DecoderStep::Kind::kStrip:
+        impl.strip_char = step.content;
+        impl.strip_start = step.start;
+        impl.strip_stop = step.stop;
+        break;
+      case DecoderStep::Kind::kMetaspace:
+        replacements.emplace_back(step.pattern, " ");
+        if (step.strip_first_space) {
+          impl.strip_char.assign(1, ' ');  // (not = " ": GCC 12 warns -Wrestrict wrongly)
+          impl.strip_start = 1;
+        }
+        break;
+    }
+  }
+  impl.text.resize(impl.vocab_size);
+  impl.byte_value.assign(impl.vocab_size, -1);
+  for (int32_t id = 0; id < impl.vocab_size; ++id) {
+    std::string t(piece_of[id]);
+    for (const auto& [from, to] : replacements)
+      if (t.find(from) != std::string::npos) t = replace_literal(t, from, to);
+    const int b = byte_fallback_decoder ? parse_byte_piece(t) : -1;
+    if (b >= 0) {
+      impl.byte_value[id] = static_cast<int16_t>(b);
+      t.assign(1, static_cast<char>(b));
+    }
+    impl.text[id] = std::move(t);
+  }
+}
+
 }  // namespace
 
 TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
@@ -146,41 +224,7 @@ TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
   model.ignore_merges = parts.ignore_merges;
   // An unk_token missing from the vocabulary only matters if it is ever needed.
   if (!parts.unk_token.empty()) model.unk_id = model.vocab.find(parts.unk_token);
-  model.merges.reserve(parts.merges.size());
-  {
-    // Resolve the pieces of the merges in batches so the hash lookups can overlap.
-    constexpr size_t kBatch = 32;
-    std::string joined_buf;
-    std::vector<std::string_view> keys(3 * kBatch);
-    std::vector<int32_t> ids(3 * kBatch);
-    size_t joined_offsets[kBatch + 1];
-    for (size_t base = 0; base < parts.merges.size(); base += kBatch) {
-      const size_t m = std::min(kBatch, parts.merges.size() - base);
-      joined_buf.clear();
-      for (size_t k = 0; k < m; ++k) {
-        joined_offsets[k] = joined_buf.size();
-        joined_buf.append(parts.merges[base + k].first);
-        joined_buf.append(parts.merges[base + k].second);
-      }
-      joined_offsets[m] = joined_buf.size();
-      for (size_t k = 0; k < m; ++k) {
-        keys[3 * k] = parts.merges[base + k].first;
-        keys[3 * k + 1] = parts.merges[base + k].second;
-        keys[3 * k + 2] = std::string_view(joined_buf).substr(joined_offsets[k], joined_offsets[k + 1] - joined_offsets[k]);
-      }
-      model.vocab.find_many(keys.data(), ids.data(), 3 * m);
-      for (size_t k = 0; k < m; ++k) model.merges.prefetch(ids[3 * k], ids[3 * k + 1]);
-      for (size_t k = 0; k < m; ++k) {
-        const size_t rank = base + k;
-        if (ids[3 * k] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k], "' is not in the vocabulary");
-        if (ids[3 * k + 1] < 0) fail("tokenizer: merges[", rank, "]: '", keys[3 * k + 1], "' is not in the vocabulary");
-        if (ids[3 * k + 2] < 0) {
-          fail("tokenizer: merges[", rank, "]: the merged piece '", keys[3 * k + 2], "' is not in the vocabulary");
-        }
-        model.merges.insert(ids[3 * k], ids[3 * k + 1], tok::MergeRule{static_cast<int32_t>(rank), ids[3 * k + 2]});
-      }
-    }
-  }
+  insert_merges(model, parts.merges);
   std::vector<std::pair<std::string_view, std::string_view>>().swap(parts.merges);
 
   // ---- text pipeline ----
@@ -217,41 +261,7 @@ TokenizerImpl::TokenizerImpl(TokenizerParts parts) {
   normalized_matcher = tok::AddedTokenMatcher(norm_entries);
 
   // ---- decoder ----
-  std::vector<std::pair<std::string, std::string>> replacements;  // per token, in order
-  bool byte_fallback_decoder = false;
-  join_with_space = !parts.has_decoder;
-  for (const DecoderStep& step : parts.decoder) {
-    switch (step.kind) {
-      case DecoderStep::Kind::kReplace: replacements.emplace_back(step.pattern, step.content); break;
-      case DecoderStep::Kind::kByteFallback: byte_fallback_decoder = true; break;
-      case DecoderStep::Kind::kFuse: break;
-      case DecoderStep::Kind::kStrip:
-        strip_char = step.content;
-        strip_start = step.start;
-        strip_stop = step.stop;
-        break;
-      case DecoderStep::Kind::kMetaspace:
-        replacements.emplace_back(step.pattern, " ");
-        if (step.strip_first_space) {
-          strip_char = " ";
-          strip_start = 1;
-        }
-        break;
-    }
-  }
-  text.resize(vocab_size);
-  byte_value.assign(vocab_size, -1);
-  for (int32_t id = 0; id < vocab_size; ++id) {
-    std::string t(piece_of[id]);
-    for (const auto& [from, to] : replacements)
-      if (t.find(from) != std::string::npos) t = replace_literal(t, from, to);
-    const int b = byte_fallback_decoder ? parse_byte_piece(t) : -1;
-    if (b >= 0) {
-      byte_value[id] = static_cast<int16_t>(b);
-      t.assign(1, static_cast<char>(b));
-    }
-    text[id] = std::move(t);
-  }
+  build_decoder_table(parts, piece_of, *this);
 
   bos_id = parts.bos_id;
   if (bos_id >= vocab_size) fail("tokenizer: bos id ", bos_id, " is outside the vocabulary");
