@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/environment.h"
+#include "cli/help.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
@@ -45,11 +46,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "ringlm 0.1.0");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
+  ringlm::cli::show_defaults(app);
   try {
     ringlm::cli::apply_process_environment();  // RINGLM_ISA, RINGLM_THREADS
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    // Unexpected arguments (a mistyped flag or command): say what was probably meant.
+    if (code != 0) std::fputs(ringlm::cli::suggest(app, app.remaining(true), argc, argv).c_str(), stderr);
+    return code;
+  } catch (const ringlm::cli::ExitStatus& e) {
+    return e.code;
   } catch (const ringlm::Error& e) {
     const bool bug = e.kind() == ringlm::ErrorKind::internal;
     std::fprintf(stderr, "ringlm: %s: %s\n", bug ? "internal error" : "error", e.what());
