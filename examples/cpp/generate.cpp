@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/generator.h"
+#include "util/error.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
     ringlm::engine::GenerationParams params;
     params.max_tokens = 120;
     params.json_schema = R"({"type":"object","properties":{"category":{"enum":["billing","shipping","other"]},
-                            "urgent":{"type":"boolean"}},"required":["category","urgent"]})";
+                            "urgent":{"type":"boolean"}},"required":["category","urgent"],
+                            "additionalProperties":false})";
     const auto ids = engine.tokenizer().encode(engine.render_chat(req));
     const auto r = gen.generate(ids, params, nullptr);
     std::printf("%s\n", r.text.c_str());

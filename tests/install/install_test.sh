@@ -33,10 +33,12 @@ print("example reply:", v)'
 # The .deb: same files under /usr, Debian dependencies declared.
 (cd "$RINGLM_BUILD_DIR" && cpack -G DEB -B "$RINGLM_TMP/deb" >"$RINGLM_TMP/cpack.log") || { cat cpack.log >&2; fail "cpack"; }
 deb=$(ls deb/*.deb)
-dpkg-deb -I "$deb" | grep -q "Depends:.*libcpp-httplib" || fail "the .deb declares no dependencies"
-dpkg-deb -c "$deb" | grep -q "./usr/bin/ringlm$" || fail "the .deb lacks /usr/bin/ringlm"
-dpkg-deb -c "$deb" | grep -q "ringlm.pc$" || fail "the .deb lacks ringlm.pc"
+info=$(dpkg-deb -I "$deb")
+files=$(dpkg-deb -c "$deb")
+grep -q "Depends:.*libcpp-httplib" <<<"$info" || fail "the .deb declares no dependencies"
+grep -q "./usr/bin/ringlm$" <<<"$files" || fail "the .deb lacks /usr/bin/ringlm"
+grep -q "ringlm.pc$" <<<"$files" || fail "the .deb lacks ringlm.pc"
 mkdir -p deb/root && dpkg-deb -x "$deb" deb/root
-PKG_CONFIG_PATH="$RINGLM_TMP/deb/root/$(dirname "$(cd deb/root && find . -name ringlm.pc)")" \
-  pkg-config --libs ringlm | grep -q -- "-L.*deb/root/usr/lib" || fail "the .deb's ringlm.pc does not point into its tree"
+libs=$(PKG_CONFIG_PATH="$RINGLM_TMP/deb/root/$(dirname "$(cd deb/root && find . -name ringlm.pc)")" pkg-config --libs ringlm)
+grep -q -- "-L.*deb/root/.*usr/lib" <<<"$libs" || fail "the .deb's ringlm.pc does not point into its tree: $libs"
 echo "install checks passed ($deb)"
