@@ -19,7 +19,7 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         build_dir = os.environ.get("RINGLM_BUILD_DIR", os.path.join(ROOT, "build-py"))
         subprocess.run(["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                        "-DRINGLM_PYTHON=ON", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
+                        "-DRINGLM_PYTHON_MODULE=ON", "-DCMAKE_POSITION_INDEPENDENT_CODE=ON",
                         f"-DPYTHON_EXECUTABLE={sys.executable}"], check=True)
         subprocess.run(["cmake", "--build", build_dir, "--target", "ringlm_python", f"-j{os.cpu_count() or 2}"], check=True)
         built = [f for f in os.listdir(os.path.join(build_dir, "python")) if f.startswith("ringlm.") and f.endswith(".so")]
