@@ -21,7 +21,7 @@ def engine():
     if not os.path.exists(os.path.join(model, "config.json")):
         os.makedirs(TMP, exist_ok=True)
         subprocess.run([os.environ.get("RINGLM", os.path.join(BUILD, "ringlm")), "make-test-model", model, "--preset", "demo",
-                        "--seed", "3", "--tokenizer", os.path.join(os.environ.get("RINGLM_SHARED_DIR", "../shared"), "gemma4-tokenizer")],
+                        "--seed", "3", "--tokenizer", os.environ.get("RINGLM_TOKENIZER_DIR", "assets/gemma4-tokenizer")],
                        check=True, stderr=subprocess.DEVNULL)
     return ringlm.Engine(model, threads=2, ctx=2048)
 

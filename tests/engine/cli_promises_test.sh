@@ -61,7 +61,7 @@ echo "HF cache checks passed"
 
 # Progress of long jobs: a line per stage when stderr is not a terminal, a bar when it is.
 rm -rf prog prog-packed
-"$RINGLM" make-test-model prog --preset demo --seed 2 --shards 2 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>mk.log
+"$RINGLM" make-test-model prog --preset demo --seed 2 --shards 2 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>mk.log
 [[ $(grep -Ec '^ringlm: make-test-model: model-0000[12]-of-00002\.safetensors: [0-9.]+ MB in [0-9.]+ s$' mk.log) == 2 ]] ||
   { cat mk.log >&2; fail "make-test-model does not report each shard"; }
 "$RINGLM" convert --model prog --out prog-packed >/dev/null 2>conv.log
@@ -69,6 +69,6 @@ for stage in gemma4_qat_gather_raw/embed_per_layer.i8 gemma4_qat_gather_raw/embe
   grep -Eq "^ringlm: convert: $stage: .* in [0-9.]+ s$" conv.log || { cat conv.log >&2; fail "convert does not report $stage"; }
 done
 rm -rf prog
-script -qec "'$RINGLM' make-test-model prog --preset demo --seed 2 --tokenizer '$RINGLM_SHARED_DIR/gemma4-tokenizer'" /dev/null >tty.log
+script -qec "'$RINGLM' make-test-model prog --preset demo --seed 2 --tokenizer '$RINGLM_TOKENIZER_DIR'" /dev/null >tty.log
 grep -q $'\r' tty.log && grep -Eq 'model\.safetensors \[#+ *\] 100%' tty.log || { cat -A tty.log | head >&2; fail "no progress bar on a terminal"; }
 echo "progress checks passed"

@@ -22,7 +22,7 @@ export PKG_CONFIG_PATH="$RINGLM_TMP/$(dirname "$pc")"
 g++ -O1 "$RINGLM_SOURCE_DIR/examples/cpp/generate.cpp" $(pkg-config --cflags --libs ringlm) -o gen
 [[ $(wc -l <"$RINGLM_SOURCE_DIR/examples/cpp/generate.cpp") -le 40 ]] || fail "the example grew past 40 lines"
 [[ -f model/config.json ]] ||
-  "$RINGLM" make-test-model model --preset demo --seed 3 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+  "$RINGLM" make-test-model model --preset demo --seed 3 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 ./gen model "Classify: my order AB-1234 never arrived" >reply.json
 "$RINGLM_PYTHON" -c '
 import json, sys
