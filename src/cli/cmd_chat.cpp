@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "chat/gemma_reply.h"
+#include "chat/user_text.h"
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/generator.h"
@@ -20,6 +21,7 @@ struct ChatOptions {
   std::string system;
   bool thinking = false;
   bool stats = false;
+  bool trust_control_tokens = false;
 };
 
 void chat_loop(const ChatOptions& o) {
@@ -44,7 +46,8 @@ void chat_loop(const ChatOptions& o) {
     }
     if (line.empty()) continue;
     req.messages.push_back({{"role", "user"}, {"content", line}});
-    auto ids = engine.tokenizer().encode(engine.render_chat(req));
+    if (!engine.chat_template()) engine.render_chat(req);  // throws: no chat template
+    auto ids = chat::encode_chat(*engine.chat_template(), engine.tokenizer(), req, o.trust_control_tokens);
     std::size_t streamed = 0;
     auto result = gen.generate(ids, o.sampling.params(), [&streamed](const engine::TokenEvent& e) {
       std::fwrite(e.text.data(), 1, e.text.size(), stdout);
@@ -71,6 +74,8 @@ RINGLM_COMMAND(chat) {
   opts->sampling.add_to(sub);
   sub->add_option("--system", opts->system, "A system message");
   sub->add_flag("--enable-thinking", opts->thinking, "Gemma 4 thinking mode");
+  sub->add_flag("--trust-control-tokens", opts->trust_control_tokens,
+                "Parse control tokens typed in messages (e.g. <turn|>) as control tokens");
   sub->add_flag("--stats", opts->stats, "Print per-turn token counts (incl. cache reuse) to stderr");
   sub->callback([opts] { chat_loop(*opts); });
 }

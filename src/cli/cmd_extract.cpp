@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "chat/user_text.h"
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/batch_job.h"
@@ -27,6 +28,7 @@ struct ExtractOptions {
   std::string id_field = "id";
   int limit = 0;
   bool progress = false;
+  bool trust_control_tokens = false;
   bool no_progress = false;
 };
 
@@ -75,7 +77,8 @@ void extract(const ExtractOptions& o) {
     req.messages.push_back(system_message);
     req.messages.push_back({{"role", "user"}, {"content", user}});
     req.add_generation_prompt = true;
-    return engine.tokenizer().encode(engine.render_chat(req));
+    if (!engine.chat_template()) engine.render_chat(req);  // throws: no chat template
+    return chat::encode_chat(*engine.chat_template(), engine.tokenizer(), req, o.trust_control_tokens);
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {
@@ -142,6 +145,8 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");
+  sub->add_flag("--trust-control-tokens", opts->trust_control_tokens,
+                "Parse control tokens written in row fields (e.g. <turn|>) as control tokens");
   sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
   sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
   sub->callback([opts] { extract(*opts); });
