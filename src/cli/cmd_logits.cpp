@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "kernels/q4_weight_matmul.h"
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -56,7 +57,7 @@ RINGLM_COMMAND(logits) {
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
-  sub->add_option("--model", opt->model, "Checkpoint directory")->required();
+  sub->add_option("--model", opt->model, "Checkpoint directory or GGUF file")->required();
   sub->add_option("--ids", opt->ids, "Comma-separated token ids");
   sub->add_option("--ids-file", opt->ids_file, "File with token ids (comma or whitespace separated)");
   sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [T][V]")->required();
@@ -89,7 +90,7 @@ RINGLM_COMMAND(logits) {
                                 : opt->activations == "int8x2" ? kernels::Q4Activations::int8x2
                                                                : kernels::Q4Activations::int8);
     const auto format = opt->weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
-    auto model = model::Model::load(opt->model, {.threads = opt->threads, .weights = format});
+    auto model = model::load_model_any(opt->model, {.threads = opt->threads, .weights = format});
     const auto t1 = std::chrono::steady_clock::now();
     model::Session session(model, {.context_tokens = opt->ctx});
     const std::size_t T = ids.size(), V = model->config().vocab_size;
