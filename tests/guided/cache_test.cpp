@@ -151,7 +151,26 @@ TEST(GrammarCacheTest, HitsReturnTheSameIndex) {
   EXPECT_EQ(st.hits, 1u);
   EXPECT_EQ(st.misses, 1u);
   EXPECT_EQ(st.entries, 1u);
-  EXPECT_EQ(st.bytes, a1->memory_bytes());
+  // The key (schema text, kept twice) counts too.
+  EXPECT_GE(st.bytes, a1->memory_bytes() + 2 * schema_text(1).size());
+  EXPECT_LE(st.bytes, a1->memory_bytes() + 2 * schema_text(1).size() + 1024);
+}
+
+TEST(GrammarCacheTest, HugeKeysCountAgainstTheByteBound) {
+  // Before, only the indexes were counted: schemas of megabytes (a 60,000-value enum) took the
+  // cache far past its bound. Here the keys alone are over it.
+  GrammarCacheOptions opt;
+  opt.max_bytes = 1 << 20;
+  GrammarCache cache(opt);
+  Builder b;
+  for (int i = 0; i < 8; ++i) {
+    const std::string key = schema_text(1) + std::string(300 << 10, ' ') + std::to_string(i);
+    cache.get(key, b.for_text(schema_text(1)));
+  }
+  auto st = cache.stats();
+  EXPECT_LE(st.bytes, opt.max_bytes);
+  EXPECT_LE(st.entries, 1u);
+  EXPECT_GE(st.evictions, 7u);
 }
 
 TEST(GrammarCacheTest, EntryBoundEvictsLeastRecentlyUsed) {
