@@ -60,13 +60,14 @@ def tensor_offset(name):
 # A NaN scale in block 5 of a Q4_0 matrix (18-byte blocks, fp16 scale first).
 q = "blk.1.attn_q.weight"
 assert tensors[q][0] == TYPE_ID["Q4_0"], tensors[q][0]
-expect_error("nan_block_scale", patch(tensor_offset(q) + 5 * 18, b"\x00\x7e"), "nan_block_scale.gguf", q, "block scale",
-             "not a finite number")
+# Errors name tensors by their canonical (Hugging Face) names, as every binder error does.
+expect_error("nan_block_scale", patch(tensor_offset(q) + 5 * 18, b"\x00\x7e"), "nan_block_scale.gguf",
+             "layers.1.self_attn.q_proj.weight", "block scale of row 2 (block 1)", "not a finite number")
 # Inf in a norm vector (F32).
 n = "blk.0.attn_norm.weight"
 assert tensors[n][0] == TYPE_ID["F32"], tensors[n][0]
-expect_error("inf_norm", patch(tensor_offset(n) + 4 * 7, struct.pack("<f", float("inf"))), "blk.0.attn_norm.weight",
-             "element 7")
+expect_error("inf_norm", patch(tensor_offset(n) + 4 * 7, struct.pack("<f", float("inf"))),
+             "layers.0.input_layernorm.weight", "element 7")
 # NaN / Inf metadata: the f32 value right after the key and its type (6 = FLOAT32).
 for key, value in (("rope.freq_base", float("nan")), ("attention.layer_norm_rms_epsilon", float("inf"))):
     tag = key.encode() + struct.pack("<I", 6)

@@ -41,7 +41,9 @@ function swap(value) {
     let out = "";
     let pos = 0;
     for (let m = nextSpecial(value, 0); m; m = nextSpecial(value, pos)) {
-      out += value.slice(pos, m.at) + "\uE000" + String.fromCharCode(0xe100 + swapped.length) + "\uE001";
+      // The token's first character stays, so that sorting (dictsort, tojson of sorted keys)
+      // orders the string where the original would be.
+      out += value.slice(pos, m.at) + m.token[0] + "\uE000" + String.fromCharCode(0xe100 + swapped.length) + "\uE001";
       swapped.push(m.token);
       pos = m.at + m.token.length;
     }
@@ -51,7 +53,7 @@ function swap(value) {
   if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [swap(k), swap(v)]));
   return value;
 }
-const unswap = (s) => s.replace(/\uE000(.)\uE001/gu, (_, c) => swapped[c.charCodeAt(0) - 0xe100]);
+const unswap = (s) => s.replace(/.\uE000(.)\uE001/gu, (_, c) => swapped[c.charCodeAt(0) - 0xe100]);
 
 const out = [];
 for (const line of readFileSync(args.cases, "utf8").split("\n")) {
