@@ -103,7 +103,7 @@ TEST(TokenizerMalformed, NormalizersThatMultiplyTextAreRefused) {
               HasSubstr("prepends 2000 bytes"));
   // Gemma's own (a space becomes U+2581, 3 bytes) is fine.
   EXPECT_EQ(error_of(tiny_json(kGoodModel, R"("normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},)")),
-            "");
+            "(no error)");
 }
 
 TEST(TokenizerMalformed, BadAddedTokens) {
