@@ -19,27 +19,18 @@ namespace ringlm::server {
 
 namespace {
 
-engine::EngineOptions engine_options(const BackendOptions& o) {
-  engine::EngineOptions e;
-  e.model_dir = o.model_dir;
-  e.context_tokens = o.context_length;
-  e.grammar_cache.max_bytes = o.grammar_cache_mb << 20;
-  e.grammar_cache.max_entries = o.grammar_cache_entries;
-  e.grammar_index.mask_cache_bytes = o.mask_cache_mb << 20;
-  return e;
-}
-
 class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
-      : engine_(engine_options(o)),
+      : engine_(o.engine),
         used_(static_cast<std::size_t>(std::max(1, o.slots))),
         trust_control_tokens_(o.trust_control_tokens),
         mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
     for (int i = 0; i < o.slots; ++i) generators_.push_back(std::make_unique<engine::Generator>(engine_));
-    id_ = std::filesystem::path(o.model_dir).lexically_normal().filename().string();
-    if (id_.empty()) id_ = std::filesystem::path(o.model_dir).lexically_normal().parent_path().filename().string();
+    const auto dir = o.engine.model_dir.lexically_normal();
+    id_ = dir.filename().string();
+    if (id_.empty()) id_ = dir.parent_path().filename().string();
     if (id_.empty()) id_ = "ringlm";
   }
 
@@ -47,7 +38,7 @@ class EngineBackend final : public Backend {
   int context_length() const override { return generators_[0]->session().context_capacity(); }
   int slots() const override { return static_cast<int>(generators_.size()); }
 
-  std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+  std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                         const std::string& tool_choice, bool add_generation_prompt) override {
     // Templates print any role they are given; reject what no chat model was trained on.
     for (std::size_t i = 0; i < messages.size(); ++i) {
@@ -56,9 +47,9 @@ class EngineBackend final : public Backend {
         fail("messages[", i, "].role: '", role, "' is not one of system, developer, user, assistant, tool");
     }
     chat::ChatRequest req;
-    req.messages = nlohmann::ordered_json::parse(messages.dump());
+    req.messages = messages;
     // "none": the model must not call tools, so it is not told about them.
-    if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = nlohmann::ordered_json::parse(tools.dump());
+    if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
     if (!engine_.chat_template()) engine_.render_chat(req);  // throws: no chat template
     return chat::encode_chat(*engine_.chat_template(), engine_.tokenizer(), req, trust_control_tokens_);
@@ -96,7 +87,7 @@ class EngineBackend final : public Backend {
     out.content = std::move(r.content);
     out.reasoning = std::move(r.thinking);
     for (auto& call : r.tool_calls)
-      out.tool_calls.push_back({call.name, nlohmann::json::parse(call.arguments.dump())});
+      out.tool_calls.push_back({call.name, call.arguments});
     return out;
   }
 

@@ -6,19 +6,20 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine.h"
 #include "server/backend.h"
 
 namespace ringlm::server {
 
 struct BackendOptions {
-  std::string model_dir;   // checkpoint + tokenizer + chat template
-  int slots = 1;           // concurrent generations (sessions, each with its own KV cache)
-  int context_length = 0;  // per-slot context in tokens; 0 = the model's default
+  // The model and how to run it, as every other command builds it (cli::ModelFlags):
+  // model_dir, context_tokens (per slot), threads, weights/activations (the q4_0 fast path
+  // unless told otherwise), grammar caches.
+  engine::EngineOptions engine;
+  int slots = 1;  // concurrent generations (sessions, each with its own KV cache)
   // Control tokens written in message content are parsed as control tokens (trusted callers
   // only; by default they are plain text, chat/user_text.h).
   bool trust_control_tokens = false;
-  // Bounds of the compiled-schema cache and of each schema's mask cache (guided decoding).
-  std::size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
   // Per request: time computing token masks and growth of the grammar caches (0 = unlimited).
   int mask_budget_ms = 10000;
   std::size_t mask_budget_mb = 256;

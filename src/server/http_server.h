@@ -39,6 +39,10 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{5000};     // an idle keep-alive connection is closed after this
   std::chrono::milliseconds body_timeout{30000};    // a request body must arrive in this (408)
   std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
+  std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
+  std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
+  bool web_ui = true;               // the chat / extraction page at / (src/server/web)
+  bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
 };
 
 class HttpServer {
