@@ -139,6 +139,10 @@ RINGLM_COMMAND(serve) {
                   "Open connections per client IP address (503 above)")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
+  sub->add_option("--max-connection-rate-per-client", args->server.connection_rate_per_client,
+                  "New connections per second per client IP, bursts of twice that (429 above; 0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   sub->add_option("--header-timeout-ms", args->header_timeout_ms, "Time a request head may take to arrive (408 after)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600000));

@@ -6,10 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <list>
+#include <map>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -44,6 +47,7 @@ const char* reason(int status) {
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
     case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
@@ -166,7 +170,9 @@ class FramedStream final : public httplib::Stream {
 
 // One thread per connection, started on demand up to a cap. httplib's ThreadPool queues
 // connections without bound behind busy threads; here a connection either gets a thread now
-// or is refused on the accept thread.
+// or is refused on the accept thread. Threads idle for kThreadIdle exit, and the last one of a
+// burst returns freed heap to the system, so that memory taken by a flood of connections
+// (stacks, per-thread malloc arenas) does not stay with the process.
 class ConnectionThreads final : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(std::size_t max_threads) : max_(max_threads) {}
@@ -174,7 +180,7 @@ class ConnectionThreads final : public httplib::TaskQueue {
 
   void enqueue(std::function<void()> fn) override {
     std::unique_lock lock(mu_);
-    if (jobs_.size() >= idle_ && threads_.size() >= max_) {
+    if (jobs_.size() >= idle_ && live_ >= max_) {
       lock.unlock();
       t_overflow = true;
       fn();
@@ -183,30 +189,36 @@ class ConnectionThreads final : public httplib::TaskQueue {
     }
     jobs_.push_back(std::move(fn));
     if (jobs_.size() > idle_) {
-      threads_.emplace_back([this] { work(); });
+      ++live_;
+      std::thread([this] { work(); }).detach();
     } else {
       cv_.notify_one();
     }
   }
 
   void shutdown() override {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      stopping_ = true;
-    }
+    std::unique_lock lock(mu_);
+    stopping_ = true;
     cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    exited_.wait(lock, [this] { return live_ == 0; });
   }
 
  private:
+  static constexpr auto kThreadIdle = std::chrono::seconds(10);
+
   void work() {
     std::unique_lock lock(mu_);
     for (;;) {
       ++idle_;
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      const bool got = cv_.wait_for(lock, kThreadIdle, [this] { return stopping_ || !jobs_.empty(); });
       --idle_;
-      if (jobs_.empty()) return;  // stopping and nothing left
+      if (jobs_.empty()) {  // stopping, or idle for long enough
+        const bool last_of_burst = --live_ <= 4 && !got;
+        exited_.notify_all();
+        lock.unlock();
+        if (last_of_burst) malloc_trim(0);
+        return;
+      }
       auto fn = std::move(jobs_.front());
       jobs_.pop_front();
       lock.unlock();
@@ -217,10 +229,9 @@ class ConnectionThreads final : public httplib::TaskQueue {
 
   std::size_t max_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, exited_;
   std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  std::size_t idle_ = 0;
+  std::size_t live_ = 0, idle_ = 0;
   bool stopping_ = false;
 };
 
@@ -241,12 +252,18 @@ struct Entry {
 // shutdown, removes the entry and closes the descriptor.
 class ConnectionTable {
  public:
-  ConnectionTable(int max_total, int max_per_client) : max_total_(max_total), max_per_client_(max_per_client) {}
+  ConnectionTable(int max_total, int max_per_client, double rate_per_client)
+      : max_total_(max_total), max_per_client_(max_per_client), rate_(rate_per_client) {}
 
   // Registers a connection, evicting an idle (or slow-head) one if a cap is reached. Returns
   // nullptr and sets `why` when there is no room.
   Entry* admit(int fd, const std::string& client, std::string& why) {
     std::lock_guard lock(mu_);
+    if (!take_token(client)) {
+      why = "client " + client + " opens connections faster than " + std::to_string(static_cast<int>(rate_)) +
+            " per second (--max-connection-rate-per-client)";
+      return nullptr;
+    }
     int total = 0, mine = 0;
     for (const auto& e : entries_) {
       if (e.evicted) continue;
@@ -308,13 +325,43 @@ class ConnectionTable {
     return true;
   }
 
+  // Per-client token bucket: `rate_` new connections per second, bursts of twice that. Without
+  // it one client opening thousands of connections a second (each refused or evicting an idle
+  // one) takes the CPU the real requests need.
+  bool take_token(const std::string& client) {
+    if (rate_ <= 0) return true;
+    const auto now = Clock::now();
+    if (buckets_.size() > 4096) {  // forget clients whose bucket has refilled
+      for (auto it = buckets_.begin(); it != buckets_.end();) {
+        it = std::chrono::duration<double>(now - it->second.last).count() * rate_ > 2 * rate_ ? buckets_.erase(it) : ++it;
+      }
+    }
+    auto [it, fresh] = buckets_.try_emplace(client, Bucket{2 * rate_, now});
+    Bucket& b = it->second;
+    if (!fresh) {
+      b.tokens = std::min(2 * rate_, b.tokens + std::chrono::duration<double>(now - b.last).count() * rate_);
+      b.last = now;
+    }
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  struct Bucket {
+    double tokens;
+    Clock::time_point last;
+  };
   int max_total_, max_per_client_;
+  double rate_;
+  std::map<std::string, Bucket> buckets_;
   mutable std::mutex mu_;
   std::list<Entry> entries_;
 };
 
 GuardedServer::GuardedServer(ConnectionLimits limits)
-    : limits_(limits), table_(std::make_unique<ConnectionTable>(limits.max_connections, limits.max_connections_per_client)) {
+    : limits_(limits),
+      table_(std::make_unique<ConnectionTable>(limits.max_connections, limits.max_connections_per_client,
+                                               limits.connection_rate_per_client)) {
   set_payload_max_length(limits_.framing.max_body);
   const std::size_t threads = static_cast<std::size_t>(limits_.max_connections) + kReserveThreads;
   new_task_queue = [threads] { return new ConnectionThreads(threads); };
@@ -389,7 +436,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
            "every connection thread is busy (limit " + std::to_string(limits_.max_connections) + ", --max-connections)",
            false);
   } else if (!(entry = table_->admit(sock, peer.remote_ip, why))) {
-    refuse(sock, 503, "too_many_connections", why, true);
+    const bool rate = why.find("per second") != std::string::npos;
+    refuse(sock, rate ? 429 : 503, rate ? "connection_rate_limited" : "too_many_connections", why, !rate);
   }
   if (!entry) {
     ::shutdown(sock, SHUT_RDWR);

@@ -29,6 +29,7 @@ struct ConnectionLimits {
   std::chrono::milliseconds write_timeout{10000};   // one blocked write of a response
   int max_connections = 256;                        // open connections; more get 503
   int max_connections_per_client = 64;              // per client IP address; more get 503
+  double connection_rate_per_client = 100;          // new connections per second per client IP (burst 2x)
 };
 
 class ConnectionTable;

@@ -215,6 +215,7 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
   l.body_timeout = o.body_timeout;
   l.max_connections = std::max(1, o.max_connections);
   l.max_connections_per_client = std::max(1, o.max_connections_per_client);
+  l.connection_rate_per_client = o.connection_rate_per_client;
   return l;
 }
 

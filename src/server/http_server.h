@@ -35,6 +35,7 @@ struct ServerOptions {
   std::size_t max_headers = 64;             // header fields (431 above)
   int max_connections = 256;                // open connections (503 above, idle ones evicted first)
   int max_connections_per_client = 64;      // per client IP address (503 above)
+  double connection_rate_per_client = 100;  // new connections per second per client IP (429 above; 0 = off)
   std::chrono::milliseconds header_timeout{10000};  // a request head must arrive in this (408)
   std::chrono::milliseconds idle_timeout{5000};     // an idle keep-alive connection is closed after this
   std::chrono::milliseconds body_timeout{30000};    // a request body must arrive in this (408)

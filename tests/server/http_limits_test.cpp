@@ -305,6 +305,30 @@ TEST_F(HttpLimitsTest, ConnectionsPerClientAreCapped) {
   for (int fd : heads) close(fd);
 }
 
+TEST_F(HttpLimitsTest, ConnectionRatePerClientIsLimited) {
+  ServerOptions so;
+  so.connection_rate_per_client = 20;  // bursts of 40
+  start({}, so);
+  int ok = 0, limited = 0;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 80; ++i) {
+    int fd = connect_raw();
+    send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    RawReply r = read_reply(fd, 3000);
+    if (r.status == 200) ++ok;
+    if (r.status == 429) {
+      ++limited;
+      EXPECT_EQ(error_code(r), "connection_rate_limited") << r.body;
+    }
+    close(fd);
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_GE(ok, 40);
+  EXPECT_LE(ok, 40 + static_cast<int>(20 * elapsed) + 1);  // the burst plus what refilled meanwhile
+  EXPECT_GT(limited, 0);
+  EXPECT_EQ(ok + limited, 80);
+}
+
 TEST_F(HttpLimitsTest, AmbiguousFramingIsRefused) {
   start();
   struct Case {
