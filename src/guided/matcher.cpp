@@ -326,10 +326,15 @@ GrammarIndex::~GrammarIndex() = default;
 
 int32_t GrammarIndex::step(int32_t config, uint8_t byte) {
   if (config < 0) return kDead;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  size_t before = impl_->configs.size() + impl_->next_tables;
-  int32_t out = impl_->fast_step(config, byte);
-  if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  budget_detail::enter(memory_bytes());
+  int32_t out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    size_t before = impl_->configs.size() + impl_->next_tables;
+    out = impl_->fast_step(config, byte);
+    if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  }
+  budget_detail::leave(memory_bytes());
   return out;
 }
 
