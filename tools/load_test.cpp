@@ -121,6 +121,168 @@ int hang_up_mid_stream(const std::string& host, int port, int i) {
   return status == 200 ? -1 : status;  // -1: we hung up on a stream as planned
 }
 
+// ---- attacks (--attacks): hostile clients mixed into the normal traffic, from another loopback
+// address (127.0.0.2) as a different client would be. Each loops until `stop`; the outcome of
+// every attempt (HTTP status, or 0 when the server closed the connection) is counted.
+
+int connect_from(const std::string& source, const std::string& host, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  inet_pton(AF_INET, source.c_str(), &src.sin_addr);
+  bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends until the server answers or closes; returns the status (0: closed without one).
+int send_and_read_status(int fd, const std::string& head, const std::string& chunk, std::size_t repeat,
+                         const std::atomic<bool>& stop) {
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (send(fd, head.data(), head.size(), MSG_NOSIGNAL) < 0) return 0;
+  for (std::size_t i = 0; i < repeat && !stop; ++i) {
+    if (send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) break;
+    char c;
+    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) break;  // an answer (or EOF) arrived
+  }
+  std::string got;
+  char buf[1024];
+  for (int i = 0; i < 20 && got.find("\r\n") == std::string::npos; ++i) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(got.c_str() + 9) : 0;
+}
+
+struct AttackStats {
+  std::mutex mu;
+  std::map<std::string, std::map<int, int>> outcomes;  // attack -> status -> count
+  void add(const std::string& attack, int status) {
+    std::lock_guard lock(mu);
+    outcomes[attack][status]++;
+  }
+};
+
+std::vector<std::thread> start_attacks(const std::string& host, int port, std::size_t max_body, int idle_connections,
+                                       const std::atomic<bool>& stop, AttackStats& stats) {
+  const std::string src = "127.0.0.2";
+  std::vector<std::thread> threads;
+  const std::string chat_head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  // Chunked bodies 4x over the limit.
+  threads.emplace_back([=, &stop, &stats] {
+    const std::string piece = "4000\r\n" + std::string(0x4000, 'a') + "\r\n";
+    while (!stop) {
+      int fd = connect_from(src, host, port);
+      if (fd < 0) continue;
+      stats.add("chunked_over_limit", send_and_read_status(fd, chat_head + "Transfer-Encoding: chunked\r\n\r\n", piece,
+                                                           4 * max_body / 0x4000, stop));
+      close(fd);
+    }
+  });
+  // A gzip body (a real gzip header; the server must not inflate it).
+  threads.emplace_back([=, &stop, &stats] {
+    const std::string body = std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10) + std::string(300000, '\0');
+    while (!stop) {
+      int fd = connect_from(src, host, port);
+      if (fd < 0) continue;
+      stats.add("gzip_body", send_and_read_status(fd, chat_head + "Content-Encoding: gzip\r\nContent-Length: " +
+                                                         std::to_string(body.size()) + "\r\n\r\n",
+                                                  body, 1, stop));
+      close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  // Endless 8 KB header lines.
+  threads.emplace_back([=, &stop, &stats] {
+    const std::string line = "X-Endless: " + std::string(8000, 'e') + "\r\n";
+    while (!stop) {
+      int fd = connect_from(src, host, port);
+      if (fd < 0) continue;
+      stats.add("endless_headers", send_and_read_status(fd, chat_head, line, 100000, stop));
+      close(fd);
+    }
+  });
+  // 40 connections dripping one header line every 2 s.
+  for (int d = 0; d < 40; ++d) {
+    threads.emplace_back([=, &stop, &stats] {
+      while (!stop) {
+        int fd = connect_from(src, host, port);
+        if (fd < 0) continue;
+        send(fd, chat_head.data(), chat_head.size(), MSG_NOSIGNAL);
+        int status = 0;
+        while (!stop) {
+          for (int t = 0; t < 20 && !stop; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          char buf[256];
+          ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+          if (n > 0) status = std::atoi(buf + 9);
+          if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) break;  // answered or closed
+          if (send(fd, "X-Drip: 1\r\n", 11, MSG_NOSIGNAL) < 0) break;
+        }
+        stats.add("dripping_headers", status);
+        close(fd);
+      }
+    });
+  }
+  // A schema whose masks are pathologically expensive (an anyOf of 3,000 string patterns): the
+  // server's mask budget must end it with 400 instead of letting it hold a slot.
+  threads.emplace_back([=, &stop, &stats] {
+    json any = json::array();
+    for (int i = 0; i < 3000; ++i) any.push_back({{"type", "string"}, {"pattern", "^a" + std::to_string(i) + "[a-z]{2,9}b$"}});
+    json body = {{"messages", {{{"role", "user"}, {"content", "pick one"}}}},
+                 {"max_tokens", 60},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", {{"anyOf", any}}}}}}}};
+    const std::string text = body.dump();
+    while (!stop) {
+      int fd = connect_from(src, host, port);
+      if (fd < 0) continue;
+      timeval tv{120, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      const std::string req = chat_head + "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+      send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+      char buf[64] = {};
+      ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+      stats.add("pathological_schema", n > 12 ? std::atoi(buf + 9) : 0);
+      close(fd);
+    }
+  });
+  // Idle connections: opened, never used, reopened when the server closes them.
+  threads.emplace_back([=, &stop, &stats] {
+    std::vector<int> fds;
+    while (!stop) {
+      while (static_cast<int>(fds.size()) < idle_connections && !stop) {
+        int fd = connect_from(src, host, port);
+        if (fd < 0) break;
+        fds.push_back(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      for (std::size_t i = 0; i < fds.size();) {
+        char c;
+        ssize_t n = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+          stats.add("idle_connection", 0);  // closed by the server
+          close(fds[i]);
+          fds[i] = fds.back();
+          fds.pop_back();
+        } else {
+          ++i;
+        }
+      }
+    }
+    for (int fd : fds) close(fd);
+  });
+  return threads;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,6 +302,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-body", max_body, "The server's --max-body (oversized bodies exceed it)");
   app.add_option("--seed", seed);
   app.add_option("--json", json_out, "Write the report as JSON here too");
+  bool attacks = false;
+  int idle_connections = 500;
+  app.add_flag("--attacks", attacks, "Mix hostile clients into the load (from 127.0.0.2): chunked and gzip bodies "
+               "over the limit, endless and dripping headers, idle connections");
+  app.add_option("--idle-connections", idle_connections, "Idle connections the attack keeps open");
   CLI11_PARSE(app, argc, argv);
   if (host != "127.0.0.1" && host != "localhost") {
     std::fprintf(stderr, "load_test: loopback only\n");
@@ -164,6 +331,13 @@ int main(int argc, char** argv) {
   std::vector<Outcome> outcomes;
   std::vector<long> rss_rounds;
   const std::string oversized = "{\"messages\":[{\"role\":\"user\",\"content\":\"" + std::string(max_body + 1024, 'a') + "\"}]}";
+  std::atomic<bool> stop_attacks{false};
+  AttackStats attack_stats;
+  std::vector<std::thread> attackers;
+  if (attacks) {
+    attackers = start_attacks(host, port, max_body, idle_connections, stop_attacks, attack_stats);
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // let the attacks take hold first
+  }
   const auto t0 = Clock::now();
   for (int round = 0; round < rounds; ++round) {
     std::atomic<int> next{0};
@@ -211,6 +385,9 @@ int main(int argc, char** argv) {
     if (pid) rss_rounds.push_back(rss_kib(pid));
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop_attacks = true;
+  for (auto& th : attackers) th.join();
+  if (attacks) std::this_thread::sleep_for(std::chrono::seconds(1));
 
   // Let cancelled generations wind down, then look for anything left held.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -281,6 +458,17 @@ int main(int argc, char** argv) {
   }
   std::printf("after: %s; %s; %s; %s\n", health.dump().c_str(), kv_line.c_str(), cancelled_line.c_str(),
               rejected_line.c_str());
+  if (attacks) {
+    std::printf("attacks (status:count, 0 = connection closed by the server):\n");
+    for (auto& [attack, statuses] : attack_stats.outcomes) {
+      std::string s;
+      for (auto& [code, n] : statuses) s += std::to_string(code) + ":" + std::to_string(n) + " ";
+      std::printf("  %-20s %s\n", attack.c_str(), s.c_str());
+      json st;
+      for (auto& [code, n] : statuses) st[std::to_string(code)] = n;
+      report["attacks"][attack] = st;
+    }
+  }
   std::printf("unexpected statuses: %d\n", unexpected);
   if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
 

@@ -24,6 +24,7 @@ struct ChatOptions {
   std::string load;
   bool thinking = false;
   bool stats = false;
+  bool trust_control_tokens = false;
 };
 
 constexpr const char* kHelp =
@@ -138,7 +139,7 @@ void chat_loop(const ChatOptions& o) {
     if (line.empty()) continue;
 
     req.messages.push_back({{"role", "user"}, {"content", line}});
-    auto ids = engine.encode_chat(req);
+    auto ids = engine.encode_chat(req, o.trust_control_tokens);
     const auto params = o.sampling.params();
     cli::warn_if_context_cuts(ids.size(), params.max_tokens, gen.session().context_capacity());
     std::size_t streamed = 0;
@@ -177,6 +178,8 @@ RINGLM_COMMAND(chat) {
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--load", opts->load, "Continue a conversation saved with /save");
   sub->add_flag("--enable-thinking", opts->thinking, "Gemma 4 thinking mode");
+  sub->add_flag("--trust-control-tokens", opts->trust_control_tokens,
+                "Parse control tokens typed in messages (e.g. <turn|>) as control tokens");
   sub->add_flag("--stats", opts->stats, "Print per-turn token counts (incl. cache reuse) to stderr");
   sub->callback([opts] { chat_loop(*opts); });
 }

@@ -30,6 +30,7 @@ struct ExtractOptions {
   std::string id_field = "id";
   int limit = 0;
   bool progress = false;
+  bool trust_control_tokens = false;
   bool no_progress = false;
   bool retry_failed = false;
 };
@@ -125,7 +126,7 @@ void extract(const ExtractOptions& o) {
     req.messages.push_back(system_message);
     req.messages.push_back({{"role", "user"}, {"content", user}});
     req.add_generation_prompt = true;
-    return engine.encode_chat(req);
+    return engine.encode_chat(req, o.trust_control_tokens);
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {
@@ -199,6 +200,8 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");
+  sub->add_flag("--trust-control-tokens", opts->trust_control_tokens,
+                "Parse control tokens written in row fields (e.g. <turn|>) as control tokens");
   sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
   sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
   sub->add_flag("--retry-failed", opts->retry_failed,

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/common_options.h"
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -75,7 +76,7 @@ RINGLM_COMMAND(logits) {
     }
     if (ids.empty()) fail("logits: no token ids (use --ids or --ids-file)");
     const auto t0 = std::chrono::steady_clock::now();
-    auto model = model::Model::load(opt->model.model_dir(), opt->model.model_options());
+    auto model = model::load_model_any(opt->model.model_dir(), opt->model.model_options());
     const auto t1 = std::chrono::steady_clock::now();
     model::Session session(model, {.context_tokens = opt->model.ctx});
     const std::size_t T = ids.size(), V = model->config().vocab_size;

@@ -1,5 +1,8 @@
 // `ringlm serve`: the OpenAI-compatible HTTP server (see src/server/http_server.h). This file
 // only parses flags, builds the backend and turns SIGINT/SIGTERM into a graceful stop.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -18,10 +21,25 @@ struct ServeArgs {
   ringlm::server::ServerOptions server;
   int slots = 1;
   bool fake = false;
+  bool trust_control_tokens = false;
+  int mask_budget_ms = 10000;
+  std::size_t mask_budget_mb = 256;
   int fake_token_delay_us = 1000;
   int grace_ms = 10000;
+  int header_timeout_ms = 10000, idle_timeout_ms = 5000, body_timeout_ms = 30000;
   ServeArgs() { server.access_log = true; }  // on by default for the command (--no-access-log)
 };
+
+// Every open connection is a descriptor: make sure --max-connections fits under the soft
+// limit (1024 by default), as far as the hard limit allows.
+void raise_descriptor_limit(int connections) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(connections) + 256;
+  if (rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
 
 void run_serve(const ServeArgs& args) {
   using namespace ringlm::server;
@@ -51,10 +69,17 @@ void run_serve(const ServeArgs& args) {
     BackendOptions bo;
     bo.engine = args.model.engine_options();  // prints the demo-model notice when it is the demo
     bo.slots = args.slots;
+    bo.trust_control_tokens = args.trust_control_tokens;
+    bo.mask_budget_ms = args.mask_budget_ms;
+    bo.mask_budget_mb = args.mask_budget_mb;
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
   so.shutdown_grace = std::chrono::milliseconds(args.grace_ms);
+  so.header_timeout = std::chrono::milliseconds(args.header_timeout_ms);
+  so.idle_timeout = std::chrono::milliseconds(args.idle_timeout_ms);
+  so.body_timeout = std::chrono::milliseconds(args.body_timeout_ms);
+  raise_descriptor_limit(so.max_connections);
   HttpServer server(*backend, so);
   const int port = server.start();
   std::fprintf(stderr, "ringlm serve: %s on http://%s:%d (%d slots, queue %d, pid %d)\n", backend->model_id().c_str(),
@@ -100,6 +125,43 @@ RINGLM_COMMAND(serve) {
                   "Allow browser pages from this origin (e.g. http://localhost:3000, or *) to call the API");
   sub->add_flag("!--no-web-ui", args->server.web_ui, "Do not serve the chat and extraction page at /");
   sub->add_flag("!--no-access-log", args->server.access_log, "Do not print one line per request to stderr");
+  sub->add_option("--max-header-bytes", args->server.max_header_bytes, "Request head limit in bytes (431 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 24));
+  sub->add_option("--max-headers", args->server.max_headers, "Header fields per request (431 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  sub->add_option("--max-connections", args->server.max_connections,
+                  "Open connections; past it idle ones are closed, else 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  sub->add_option("--max-connections-per-client", args->server.max_connections_per_client,
+                  "Open connections per client IP address (503 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  sub->add_option("--max-connection-rate-per-client", args->server.connection_rate_per_client,
+                  "New connections per second per client IP, bursts of twice that (429 above; 0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  sub->add_option("--header-timeout-ms", args->header_timeout_ms, "Time a request head may take to arrive (408 after)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
+  sub->add_option("--idle-timeout-ms", args->idle_timeout_ms, "An idle keep-alive connection is closed after this")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
+  sub->add_option("--body-timeout-ms", args->body_timeout_ms, "Time a request body may take to arrive (408 after)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
+  sub->add_option("--mask-budget-ms", args->mask_budget_ms,
+                  "Per request: time guided decoding may spend computing token masks (400 past it; 0 = unlimited)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
+  sub->add_option("--mask-budget-mb", args->mask_budget_mb,
+                  "Per request: growth of the grammar caches it may cause (400 past it; 0 = unlimited)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
+                "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")
       ->capture_default_str();
   // Test-only: a deterministic stand-in for the model (src/server/fake_backend.h).

@@ -1,7 +1,9 @@
 // `ringlm template`: render a conversation with the model's chat template and tokenize it.
 //   ringlm template --model DIR --messages FILE.json [--add-generation-prompt] [--enable-thinking]
-// prints {"text": ..., "ids": [...]}. `--cases FILE.jsonl` renders many variable sets (one
-// JSON object per line, {"context": {...}}) and prints one {"text"} or {"error"} line each;
+// prints {"text": ..., "ids": [...]} (ids as transformers computes them: control tokens written
+// in the messages are parsed too; --plain-user-text gives the ids serve, chat and extract use).
+// `--cases FILE.jsonl` renders many variable sets (one JSON object per line, {"context": {...}})
+// and prints one {"text"} or {"error"} line each;
 // the differential tests use it with `--template FILE` to check the interpreter itself.
 #include <fstream>
 #include <iostream>
@@ -9,7 +11,10 @@
 #include <sstream>
 
 #include "chat/chat_template.h"
+#include "chat/gguf_template.h"
+#include "chat/user_text.h"
 #include "cli/command.h"
+#include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -35,15 +40,16 @@ struct TemplateOptions {
   bool add_generation_prompt = false;
   std::optional<bool> enable_thinking;
   bool no_ids = false;
+  bool plain_user_text = false;
 };
 
 ringlm::chat::ChatTemplate load_template(const TemplateOptions& o) {
   if (!o.template_file.empty()) {
     nlohmann::ordered_json tokens = nlohmann::ordered_json::object();
-    if (!o.model.empty()) tokens = ringlm::chat::ChatTemplate::load(o.model).special_tokens();
+    if (!o.model.empty()) tokens = ringlm::chat::load_chat_template_any(o.model).special_tokens();
     return ringlm::chat::ChatTemplate(slurp(o.template_file), o.template_file, tokens);
   }
-  return ringlm::chat::ChatTemplate::load(o.model);
+  return ringlm::chat::load_chat_template_any(o.model);
 }
 
 void run_cases(const TemplateOptions& o) {
@@ -80,8 +86,9 @@ void run_template(const TemplateOptions& o) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["text"] = tmpl.render(request);
   if (!o.no_ids) {
-    auto tokenizer = ringlm::Tokenizer::load(o.model);
-    out["ids"] = ringlm::chat::encode_prompt(tokenizer, out["text"].get<std::string>());
+    auto tokenizer = ringlm::load_tokenizer_any(o.model);
+    out["ids"] = o.plain_user_text ? ringlm::chat::encode_chat(tmpl, tokenizer, request)
+                                   : ringlm::chat::encode_prompt(tokenizer, out["text"].get<std::string>());
   }
   std::cout << dump(out) << '\n';
 }
@@ -102,6 +109,8 @@ RINGLM_COMMAND(template) {
       "Pass enable_thinking=true (or false) to the template; unset by default");
   sub->add_option("--template", opts->template_file, "Use this Jinja file instead of the model's template");
   sub->add_option("--cases", opts->cases, "Render each {\"context\": {...}} line of a JSONL file");
+  sub->add_flag("--plain-user-text", opts->plain_user_text,
+                "ids as serve/chat/extract compute them: control tokens written in the messages are plain text");
   sub->add_flag("--no-ids", opts->no_ids, "Print only the text (no tokenizer needed)");
   sub->callback([opts] { run_template(*opts); });
 }

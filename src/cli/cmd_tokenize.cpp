@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/model_locator.h"
+#include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -115,7 +116,7 @@ RINGLM_COMMAND(tokenize) {
     if (text->count() == 0 && file->count() == 0 && jsonl->count() == 0) {
       ringlm::fail("tokenize: give --text, --file or --jsonl");
     }
-    const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
+    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model));
     ringlm::EncodeOptions eo;
     eo.add_bos = opts->add_bos;
     eo.parse_special = !opts->no_parse_special;
@@ -149,7 +150,7 @@ RINGLM_COMMAND(detokenize) {
   sub->add_flag("--skip-special", opts->skip_special, "Leave special tokens out of the text");
   sub->callback([opts, ids_opt, jsonl] {
     if (ids_opt->count() == 0 && jsonl->count() == 0) ringlm::fail("detokenize: give --ids or --jsonl");
-    const auto tokenizer = ringlm::Tokenizer::load(model_dir_or_default(opts->model));
+    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model));
     if (jsonl->count()) {
       std::string out;
       for_each_jsonl(opts->jsonl, [&](const nlohmann::json& j) {

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "chat/gguf_template.h"
+#include "chat/user_text.h"
 #include "io/gguf_reader.h"
 #include "io/gguf_tokenizer.h"
 #include "model/gguf_model.h"
@@ -43,15 +45,7 @@ Engine::Engine(const EngineOptions& options)
   for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);
   if (io::is_gguf_file(options.model_dir)) {
     // A GGUF file carries its chat template in the tokenizer metadata.
-    io::GgufFile file(options.model_dir);
-    const auto data = io::gguf_tokenizer_data(file);
-    if (!data.chat_template.empty()) {
-      nlohmann::ordered_json specials = nlohmann::ordered_json::object();
-      if (tokenizer_.bos_id() >= 0) specials["bos_token"] = std::string(tokenizer_.piece(tokenizer_.bos_id()));
-      if (data.eos_id) specials["eos_token"] = std::string(tokenizer_.piece(*data.eos_id));
-      chat_template_ = std::make_unique<chat::ChatTemplate>(data.chat_template, options.model_dir.filename().string(),
-                                                            specials);
-    }
+    chat_template_ = chat::gguf_chat_template(options.model_dir, tokenizer_);
   } else {
     for (auto id : chat::StopIds::load(options.model_dir).ids) stop_ids_.add(id);
   }
@@ -71,8 +65,9 @@ std::string Engine::render_chat(const chat::ChatRequest& request) const {
   return chat_template_->render(request);
 }
 
-std::vector<std::int32_t> Engine::encode_chat(const chat::ChatRequest& request) const {
-  return tokenizer_.encode(render_chat(request));
+std::vector<std::int32_t> Engine::encode_chat(const chat::ChatRequest& request, bool trust_control_tokens) const {
+  if (!chat_template_) fail(options_.model_dir.string(), ": the model directory has no chat template");
+  return chat::encode_chat(*chat_template_, tokenizer_, request, trust_control_tokens);
 }
 
 std::vector<std::int32_t> Engine::encode_text(std::string_view text) const {

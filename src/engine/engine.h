@@ -56,10 +56,11 @@ class Engine {
 
   // Renders a conversation with the chat template; throws ringlm::Error if there is none.
   std::string render_chat(const chat::ChatRequest& request) const;
-  // The prompt ids of a conversation: render_chat() (the template writes <bos> itself),
-  // encoded with special tokens parsed and no further <bos>. The one way every command and
-  // the server turn a conversation into tokens.
-  std::vector<std::int32_t> encode_chat(const chat::ChatRequest& request) const;
+  // The prompt ids of a conversation: render_chat() (the template writes <bos> itself), no
+  // further <bos>; the template's markup becomes control tokens while the request's own
+  // strings stay plain text unless `trust_control_tokens` (chat::encode_chat). The one way
+  // every command and the server turn a conversation into tokens.
+  std::vector<std::int32_t> encode_chat(const chat::ChatRequest& request, bool trust_control_tokens = false) const;
   // Raw text as a prompt (no template): <bos> first when the tokenizer's config asks for it
   // (add_bos_token) and it has one.
   std::vector<std::int32_t> encode_text(std::string_view text) const;

@@ -4,6 +4,14 @@
 
 namespace ringlm::guided {
 
+namespace {
+// What one entry keeps besides its index: the key twice (list entry and map key; a schema
+// can be megabytes of text, e.g. a 60,000-value enum) and the list/map nodes.
+size_t entry_bytes(const std::string& key, const GrammarIndex& index) {
+  return 2 * key.size() + 160 + index.memory_bytes();
+}
+}  // namespace
+
 std::shared_ptr<GrammarIndex> GrammarCache::get(const std::string& key, const Build& build) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -33,13 +41,13 @@ std::shared_ptr<GrammarIndex> GrammarCache::get(const std::string& key, const Bu
 void GrammarCache::evict_locked() {
   auto total = [&] {
     size_t bytes = 0;
-    for (const auto& e : lru_) bytes += e.index->memory_bytes();
+    for (const auto& e : lru_) bytes += entry_bytes(e.key, *e.index);
     return bytes;
   };
   size_t bytes = total();
   while (!lru_.empty() && (lru_.size() > options_.max_entries || bytes > options_.max_bytes)) {
     const Entry& victim = lru_.back();
-    bytes -= std::min(bytes, victim.index->memory_bytes());
+    bytes -= std::min(bytes, entry_bytes(victim.key, *victim.index));
     by_key_.erase(victim.key);
     lru_.pop_back();
     ++evictions_;
@@ -50,7 +58,7 @@ GrammarCacheStats GrammarCache::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   GrammarCacheStats st;
   st.entries = lru_.size();
-  for (const auto& e : lru_) st.bytes += e.index->memory_bytes();
+  for (const auto& e : lru_) st.bytes += entry_bytes(e.key, *e.index);
   st.hits = hits_;
   st.misses = misses_;
   st.evictions = evictions_;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "guided/work_budget.h"
 #include "util/error.h"
 
 namespace ringlm::guided {
@@ -172,6 +173,7 @@ struct GrammarIndex::Impl {
     size_t n = trie.size();
     size_t i = 0;
     while (i < n) {
+      budget_detail::tick();
       int32_t parent = walk_stack[trie.depth[i] - 1];
       int32_t nc = fast_step(parent, trie.byte[i]);
       if (nc == kDead) {
@@ -324,21 +326,30 @@ GrammarIndex::~GrammarIndex() = default;
 
 int32_t GrammarIndex::step(int32_t config, uint8_t byte) {
   if (config < 0) return kDead;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  size_t before = impl_->configs.size() + impl_->next_tables;
-  int32_t out = impl_->fast_step(config, byte);
-  if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  budget_detail::enter(memory_bytes());
+  int32_t out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    size_t before = impl_->configs.size() + impl_->next_tables;
+    out = impl_->fast_step(config, byte);
+    if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  }
+  budget_detail::leave(memory_bytes());
   return out;
 }
 
 int32_t GrammarIndex::step_bytes(int32_t config, const std::string& bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  size_t before = impl_->configs.size() + impl_->next_tables;
-  for (char ch : bytes) {
-    if (config < 0) break;
-    config = impl_->fast_step(config, uint8_t(ch));
+  budget_detail::enter(memory_bytes());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    size_t before = impl_->configs.size() + impl_->next_tables;
+    for (char ch : bytes) {
+      if (config < 0) break;
+      config = impl_->fast_step(config, uint8_t(ch));
+    }
+    if (impl_->configs.size() + impl_->next_tables != before) note_memory();
   }
-  if (impl_->configs.size() + impl_->next_tables != before) note_memory();
+  budget_detail::leave(memory_bytes());
   return config < 0 ? kDead : config;
 }
 
@@ -356,15 +367,19 @@ void GrammarIndex::fill_mask(int32_t config, uint32_t* out) {
     std::memset(out, 0, words * sizeof(uint32_t));
     return;
   }
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  uint64_t misses = impl_->mask_misses;
-  const auto& m = impl_->body_mask(config);
-  std::memcpy(out, m.data(), std::min(m.size(), words) * sizeof(uint32_t));
-  if (m.size() < words) std::memset(out + m.size(), 0, (words - m.size()) * sizeof(uint32_t));
-  if (impl_->configs[size_t(config)].accept) {
-    for (uint32_t id : vocab_->stop_ids()) out[id >> 5] |= 1u << (id & 31);
+  budget_detail::enter(memory_bytes());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    uint64_t misses = impl_->mask_misses;
+    const auto& m = impl_->body_mask(config);
+    std::memcpy(out, m.data(), std::min(m.size(), words) * sizeof(uint32_t));
+    if (m.size() < words) std::memset(out + m.size(), 0, (words - m.size()) * sizeof(uint32_t));
+    if (impl_->configs[size_t(config)].accept) {
+      for (uint32_t id : vocab_->stop_ids()) out[id >> 5] |= 1u << (id & 31);
+    }
+    if (impl_->mask_misses != misses) note_memory();
   }
-  if (impl_->mask_misses != misses) note_memory();
+  budget_detail::leave(memory_bytes());
 }
 
 size_t GrammarIndex::num_configs() {

@@ -177,7 +177,8 @@ double as_written(const GgufFile& f, const std::string& key, double fallback) {
   const GgufValue* v = f.find(key);
   if (!v) return fallback;
   const double d = f.get_float(key);
-  if (v->type != GgufValueType::F32 || !std::isfinite(d)) return d;
+  if (!std::isfinite(d)) fail(f.path(), ": metadata key '", key, "' is ", d, " (not a finite number)");
+  if (v->type != GgufValueType::F32) return d;
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf - 1, static_cast<float>(d));
   *r.ptr = '\0';

@@ -1,7 +1,10 @@
 #include "model/weights.h"
 
+#include <cmath>
+#include <cstring>
 #include <sstream>
 
+#include "kernels/dequant_blocks.h"
 #include "kernels/dequant_ggml.h"
 #include "util/error.h"
 #include "util/float16.h"
@@ -15,6 +18,49 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
   os << ']';
   return os.str();
+}
+
+// An fp16 bit pattern that is Inf or NaN (all exponent bits set).
+bool fp16_not_finite(std::uint16_t h) { return (h & 0x7C00u) == 0x7C00u; }
+
+// Refuses a quantized matrix whose block scales (or int8 row scales) are not finite: such a
+// checkpoint loads, then every logit is NaN and generation emits one token forever. Only the
+// scales are read (one fp16 per 32 or 256 values), not every weight: see docs/model.md.
+template <typename Block, typename Fields>
+void check_blocks(const io::TensorView& v, const std::string& name, Fields fields) {
+  const std::int64_t n = v.shape[0] * v.shape[1] / static_cast<std::int64_t>(kernels::block_format(v.dtype).block_elems);
+  const auto* bytes = static_cast<const unsigned char*>(v.data);
+  for (std::int64_t b = 0; b < n; ++b) {
+    Block blk;
+    std::memcpy(&blk, bytes + b * static_cast<std::int64_t>(sizeof(Block)), sizeof(Block));
+    if (!fields(blk)) {
+      const std::int64_t per_row = v.shape[1] / kernels::block_format(v.dtype).block_elems;
+      fail(v.file, ": tensor ", name, ": block scale of row ", b / per_row, " (block ", b % per_row,
+           ") is not a finite number (NaN or Inf)");
+    }
+  }
+}
+
+void check_scales(const io::TensorView& v, const std::string& name) {
+  if (v.row_scales) {
+    for (std::int64_t r = 0; r < v.shape[0]; ++r) {
+      if (!std::isfinite(v.row_scales[r])) fail(v.file, ": tensor ", name, ": scale of row ", r, " is not a finite number");
+    }
+  }
+  if (v.packed || v.shape.size() != 2) return;  // ringlm's own q4p16 layout is written by ringlm
+  using namespace kernels;
+  switch (v.dtype) {
+    case io::DType::Q8_0: return check_blocks<BlockQ8_0>(v, name, [](const BlockQ8_0& b) { return !fp16_not_finite(b.d); });
+    case io::DType::Q4_0: return check_blocks<BlockQ4_0>(v, name, [](const BlockQ4_0& b) { return !fp16_not_finite(b.d); });
+    case io::DType::Q4_1:
+      return check_blocks<BlockQ4_1>(v, name, [](const BlockQ4_1& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.m); });
+    case io::DType::Q4_K:
+      return check_blocks<BlockQ4_K>(v, name, [](const BlockQ4_K& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.dmin); });
+    case io::DType::Q5_K:
+      return check_blocks<BlockQ5_K>(v, name, [](const BlockQ5_K& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.dmin); });
+    case io::DType::Q6_K: return check_blocks<BlockQ6_K>(v, name, [](const BlockQ6_K& b) { return !fp16_not_finite(b.d); });
+    default: return;  // float matrices: a full pass over every weight (see check_scales' comment)
+  }
 }
 
 class Binder {
@@ -40,6 +86,7 @@ class Binder {
 
   WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
     const io::TensorView& v = tensor(name, {rows, cols});
+    check_scales(v, name);
     WeightMatrix m{v.dtype, v.data, rows, cols};
     m.packed = v.packed;
     m.row_scales = v.row_scales;
@@ -50,6 +97,9 @@ class Binder {
     const io::TensorView& v = tensor(name, {n});
     std::vector<float> out(n);
     kernels::load_row_f32(WeightMatrix{v.dtype, v.data, 1, n}, 0, out.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(out[i])) fail(v.file, ": tensor ", name, ": element ", i, " is ", out[i], " (not a finite number)");
+    }
     return out;
   }
 

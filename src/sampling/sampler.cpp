@@ -71,11 +71,20 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
       }
     }
   }
+  bool any_nan = false;
   for (std::int32_t i = 0; i < vocab_; ++i) {
+    any_nan |= x[i] != x[i];
     if (x[i] > best_logit) {
       best_logit = x[i];
       best = i;
     }
+  }
+  // NaN compares false with everything, so it would simply never be chosen and the tokens
+  // that are left (maybe a single one, forever) would look like a valid distribution.
+  if (any_nan) {
+    std::int32_t first = 0;
+    while (x[first] == x[first]) ++first;
+    fail_internal("sampler: the logit of token ", first, " is NaN (the model computed NaN; are the checkpoint's weights finite?)");
   }
   if (best < 0 || !(best_logit > kNegInf)) fail_internal("sampler: no token is allowed (empty mask or all logits -inf/NaN)");
 

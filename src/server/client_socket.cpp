@@ -39,12 +39,16 @@ bool matches(int fd, const std::string& local_addr, int local_port, const std::s
   return getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && endpoint_is(ss, local_addr, local_port);
 }
 
+// Each server thread serves one connection at a time: the last answer, or the descriptor the
+// connection guard said this thread is serving, is tried first.
+thread_local int cached = -1;
+
 }  // namespace
+
+void note_connection_fd(int fd) { cached = fd; }
 
 int find_connection_fd(const std::string& local_addr, int local_port, const std::string& remote_addr,
                        int remote_port) {
-  // Each server thread serves one connection at a time: try the last answer first.
-  static thread_local int cached = -1;
   if (cached >= 0 && matches(cached, local_addr, local_port, remote_addr, remote_port)) return cached;
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return -1;

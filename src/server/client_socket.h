@@ -14,6 +14,10 @@ namespace ringlm::server {
 int find_connection_fd(const std::string& local_addr, int local_port, const std::string& remote_addr,
                        int remote_port);
 
+// Tells find_connection_fd which descriptor this thread is serving (it is still checked
+// against the address pair), so that the /proc scan is not needed.
+void note_connection_fd(int fd);
+
 // True if the peer has closed or reset the connection (data waiting to be read is not a close).
 bool peer_closed(int fd);
 

@@ -4,11 +4,13 @@
 #include "server/engine_backend.h"
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "chat/gemma_reply.h"
+#include "guided/work_budget.h"
 #include "engine/generator.h"
 #include "util/error.h"
 
@@ -20,7 +22,9 @@ class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
       : engine_(o.engine),
-        used_(static_cast<std::size_t>(std::max(1, o.slots))) {
+        used_(static_cast<std::size_t>(std::max(1, o.slots))),
+        trust_control_tokens_(o.trust_control_tokens),
+        mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
     for (int i = 0; i < o.slots; ++i) generators_.push_back(std::make_unique<engine::Generator>(engine_));
     const auto dir = o.engine.model_dir.lexically_normal();
@@ -46,7 +50,7 @@ class EngineBackend final : public Backend {
     // "none": the model must not call tools, so it is not told about them.
     if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
-    return engine_.encode_chat(req);
+    return engine_.encode_chat(req, trust_control_tokens_);
   }
 
   std::vector<std::int32_t> tokenize(std::string_view text) override {
@@ -66,6 +70,8 @@ class EngineBackend final : public Backend {
     if (slot < 0 || slot >= slots()) fail("internal error: slot ", slot, " out of range");
     auto& gen = *generators_[static_cast<std::size_t>(slot)];
     used_[static_cast<std::size_t>(slot)].store(static_cast<std::int64_t>(prompt.size()));
+    // The schema's mask work is bounded per request (guided/work_budget.h).
+    guided::ScopedWorkBudget budget(mask_budget_);
     auto result = gen.generate(prompt, params, on_token);
     used_[static_cast<std::size_t>(slot)].store(static_cast<std::int64_t>(gen.cached_tokens().size()));
     return result;
@@ -94,6 +100,8 @@ class EngineBackend final : public Backend {
   engine::Engine engine_;
   std::vector<std::unique_ptr<engine::Generator>> generators_;
   std::vector<std::atomic<std::int64_t>> used_;  // KV tokens held per slot (for /metrics)
+  bool trust_control_tokens_;
+  guided::WorkBudget mask_budget_;
   std::string id_;
 };
 

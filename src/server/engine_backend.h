@@ -2,6 +2,7 @@
 // engine (src/server/engine_backend.cpp); the HTTP layer only knows the Backend interface.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,12 @@ struct BackendOptions {
   // unless told otherwise), grammar caches.
   engine::EngineOptions engine;
   int slots = 1;  // concurrent generations (sessions, each with its own KV cache)
+  // Control tokens written in message content are parsed as control tokens (trusted callers
+  // only; by default they are plain text, chat/user_text.h).
+  bool trust_control_tokens = false;
+  // Per request: time computing token masks and growth of the grammar caches (0 = unlimited).
+  int mask_budget_ms = 10000;
+  std::size_t mask_budget_mb = 256;
 };
 
 // Loads the model and returns a Backend with `options.slots` slots. Throws ringlm::Error

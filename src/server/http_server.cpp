@@ -10,6 +10,7 @@
 #include "server/access.h"
 #include "server/api_error.h"
 #include "server/client_socket.h"
+#include "server/connection_guard.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "server/web_ui.h"
@@ -200,13 +201,28 @@ struct Stream {
   Clock::time_point started;
 };
 
+ConnectionLimits connection_limits(const ServerOptions& o) {
+  ConnectionLimits l;
+  l.framing.max_body = o.max_body;
+  l.framing.max_header_bytes = o.max_header_bytes;
+  l.framing.max_headers = o.max_headers;
+  l.framing.max_line = std::min<std::size_t>(l.framing.max_line, o.max_header_bytes);
+  l.header_timeout = o.header_timeout;
+  l.idle_timeout = o.idle_timeout;
+  l.body_timeout = o.body_timeout;
+  l.max_connections = std::max(1, o.max_connections);
+  l.max_connections_per_client = std::max(1, o.max_connections_per_client);
+  l.connection_rate_per_client = o.connection_rate_per_client;
+  return l;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(Backend& backend, ServerOptions options)
     : backend_(backend),
       options_(std::move(options)),
       scheduler_(std::make_unique<Scheduler>(backend, options_.queue, metrics_)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<GuardedServer>(connection_limits(options_))) {
   install_routes();
 }
 
@@ -217,11 +233,10 @@ HttpServer::~HttpServer() {
 
 void HttpServer::install_routes() {
   auto& s = *http_;
-  s.set_payload_max_length(options_.max_body);
+  // Framing, body and header limits, deadlines and the connection cap are enforced by
+  // GuardedServer before httplib reads a request; httplib only sees complete requests.
   s.set_keep_alive_max_count(1000);
-  s.set_keep_alive_timeout(2);  // also bounds how long an idle connection delays shutdown
-  s.set_read_timeout(10);
-  s.set_write_timeout(10);
+  s.set_refusal_observer([this](int status) { metrics_.count_request("other", status); });
 
   // The page at / and its assets (compiled in), CORS preflights, the API key on /v1; then
   // wrong path → 404, wrong method → 405; all before the body is read.
@@ -544,8 +559,6 @@ void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res)
 }
 
 int HttpServer::start() {
-  const int threads = options_.http_threads > 0 ? options_.http_threads : scheduler_->slots() + options_.queue + 16;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   // httplib listens with a backlog of 5; a burst of new connections beyond that has its SYNs
   // dropped and retried a second later. Remember the listening socket to widen the backlog.
   int listen_fd = -1;

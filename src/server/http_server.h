@@ -16,20 +16,29 @@
 #include "server/scheduler.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace ringlm::server {
 
+class GuardedServer;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                  // 0 = any free port (start() returns it)
   int queue = 16;                   // requests that may wait for a slot; more get 429
   int max_tokens = 4096;            // largest max_tokens a request may ask for
-  std::size_t max_body = 1 << 20;   // request body limit in bytes (413 above)
-  int http_threads = 0;             // connection threads; 0 = slots + queue + 16
+  std::size_t max_body = 1 << 20;   // request body limit in bytes, any transfer coding (413 above)
+  // Connection limits (connection_guard.h, docs/server.md "Limits").
+  std::size_t max_header_bytes = 32 << 10;  // whole request head (431 above)
+  std::size_t max_headers = 64;             // header fields (431 above)
+  int max_connections = 256;                // open connections (503 above, idle ones evicted first)
+  int max_connections_per_client = 64;      // per client IP address (503 above)
+  double connection_rate_per_client = 100;  // new connections per second per client IP (429 above; 0 = off)
+  std::chrono::milliseconds header_timeout{10000};  // a request head must arrive in this (408)
+  std::chrono::milliseconds idle_timeout{5000};     // an idle keep-alive connection is closed after this
+  std::chrono::milliseconds body_timeout{30000};    // a request body must arrive in this (408)
   std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
   std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
   std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
@@ -71,7 +80,7 @@ class HttpServer {
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedServer> http_;
   std::thread listener_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};

@@ -119,6 +119,29 @@ void read_normalizer(const Reader& r, element e, const std::string& path, std::v
   }
 }
 
+// The normalizer runs on every text before it is tokenized; one whose Replace steps multiply
+// its length (a 1 MB replacement for " ") turns a request into gigabytes. Real tokenizers grow
+// text by a small factor (Gemma: " " -> "▁", 3x), so the worst case is bounded here.
+constexpr double kMaxNormalizerGrowth = 16.0;
+constexpr std::size_t kMaxPrependBytes = 1024;
+
+void check_normalizer_growth(const Reader& r, const std::vector<NormalizerStep>& steps) {
+  double growth = 1.0;
+  for (const auto& s : steps) {
+    if (s.kind == NormalizerStep::Kind::kReplace && s.content.size() > s.pattern.size()) {
+      growth *= static_cast<double>(s.content.size()) / static_cast<double>(std::max<std::size_t>(1, s.pattern.size()));
+    }
+    if (s.kind == NormalizerStep::Kind::kPrepend && s.content.size() > kMaxPrependBytes) {
+      r.bad("normalizer", "prepends " + std::to_string(s.content.size()) + " bytes (limit " +
+                              std::to_string(kMaxPrependBytes) + ")");
+    }
+  }
+  if (growth > kMaxNormalizerGrowth) {
+    r.bad("normalizer", "can make a text " + std::to_string(static_cast<long long>(growth)) +
+                            " times longer (limit " + std::to_string(static_cast<int>(kMaxNormalizerGrowth)) + ")");
+  }
+}
+
 PreTokenizerStep::Prepend read_prepend_scheme(const Reader& r, object o, const std::string& path) {
   if (auto e = r.get_non_null(o, "prepend_scheme")) {
     const std::string_view s = r.as_string(*e, path + ".prepend_scheme");
@@ -361,7 +384,10 @@ TokenizerParts parse_document(std::shared_ptr<JsonDocument> doc, const std::stri
   parts.storage.push_back(doc);
   read_model(r, r.as_object(r.need(top, "model", "model"), "model"), parts);
   if (auto e = r.get_non_null(top, "added_tokens")) read_added_tokens(r, *e, parts);
-  if (auto e = r.get(top, "normalizer")) read_normalizer(r, *e, "normalizer", parts.normalizer);
+  if (auto e = r.get(top, "normalizer")) {
+    read_normalizer(r, *e, "normalizer", parts.normalizer);
+    check_normalizer_growth(r, parts.normalizer);
+  }
   if (auto e = r.get(top, "pre_tokenizer")) read_pre_tokenizer(r, *e, "pre_tokenizer", parts.pre_tokenizer);
   if (auto e = r.get_non_null(top, "decoder")) {
     read_decoder(r, *e, "decoder", parts.decoder);

@@ -276,18 +276,21 @@ void TokenizerImpl::check_id(int32_t id) const {
   if (id < 0 || id >= vocab_size) fail("token id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
 }
 
-void TokenizerImpl::encode(std::string_view input, const EncodeOptions& options, std::vector<int32_t>& out) const {
+void TokenizerImpl::encode(std::string_view input, const EncodeOptions& options, std::vector<int32_t>& out,
+                           std::span<const TextRange> plain_ranges) const {
   if (options.add_bos) {
     if (bos_id < 0) fail("tokenizer: add_bos requested but the tokenizer has no bos token");
     out.push_back(bos_id);
   }
-  split_added(input, raw_matcher, options.parse_special, true, false, out);
+  split_added(input, raw_matcher, options.parse_special, true, false, out,
+              options.parse_special ? plain_ranges : std::span<const TextRange>());
 }
 
 // Cuts `s` at added-token matches; the text between them goes on to the next stage (the
 // normalizer for raw text, the pre-tokenizer and model for normalized text).
 void TokenizerImpl::split_added(std::string_view s, const tok::AddedTokenMatcher& matcher, bool allow_special,
-                                bool at_origin, bool normalized_stage, std::vector<int32_t>& out) const {
+                                bool at_origin, bool normalized_stage, std::vector<int32_t>& out,
+                                std::span<const TextRange> plain_ranges) const {
   auto emit_text = [&](size_t begin, size_t end) {
     if (end <= begin) return;
     const std::string_view piece = s.substr(begin, end - begin);
@@ -308,6 +311,13 @@ void TokenizerImpl::split_added(std::string_view s, const tok::AddedTokenMatcher
       if (m.index < 0) break;
       const AddedToken& t = added[m.index];
       size_t begin = m.start, end = m.start + m.length;
+      if (t.special && !plain_ranges.empty()) {
+        while (!plain_ranges.empty() && plain_ranges.front().end <= begin) plain_ranges = plain_ranges.subspan(1);
+        if (!plain_ranges.empty() && plain_ranges.front().begin <= begin) {
+          from = begin + 1;  // written in plain text: not a match, look again one byte on
+          continue;
+        }
+      }
       from = end;
       if (t.single_word) {
         const bool left_ok = begin == 0 || !is_word_char(last_char(s.substr(0, begin)));
@@ -443,5 +453,25 @@ std::optional<int32_t> Tokenizer::find(std::string_view piece) const {
 int32_t Tokenizer::bos_id() const { return impl_->bos_id; }
 std::vector<int32_t> Tokenizer::eos_ids() const { return impl_->eos_ids; }
 bool Tokenizer::add_bos_default() const { return impl_->add_bos_default; }
+
+}  // namespace ringlm
+
+namespace ringlm {
+
+void encode_with_plain_ranges(const Tokenizer& tokenizer, std::string_view text, std::span<const TextRange> plain,
+                              std::vector<std::int32_t>& out) {
+  tokenizer.impl().encode(text, EncodeOptions{}, out, plain);
+}
+
+TextRange find_special_token(const Tokenizer& tokenizer, std::string_view text, std::size_t from) {
+  const TokenizerImpl& impl = tokenizer.impl();
+  while (from < text.size()) {
+    const auto m = impl.raw_matcher.find(text, from, true);
+    if (m.index < 0) break;
+    if (impl.added[m.index].special) return {m.start, m.start + m.length};
+    from = m.start + 1;
+  }
+  return {std::string_view::npos, std::string_view::npos};
+}
 
 }  // namespace ringlm

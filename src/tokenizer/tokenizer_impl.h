@@ -8,6 +8,7 @@
 
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/plain_text.h"
 #include "tokenizer/text_pipeline.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_parts.h"
@@ -18,7 +19,8 @@ class TokenizerImpl {
  public:
   explicit TokenizerImpl(TokenizerParts parts);
 
-  void encode(std::string_view text, const EncodeOptions& options, std::vector<int32_t>& out) const;
+  void encode(std::string_view text, const EncodeOptions& options, std::vector<int32_t>& out,
+              std::span<const TextRange> plain_ranges = {}) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;
   void check_id(int32_t id) const;
 
@@ -54,7 +56,8 @@ class TokenizerImpl {
  private:
   void encode_segment(std::string_view raw, bool at_origin, std::vector<int32_t>& out) const;
   void split_added(std::string_view text, const tok::AddedTokenMatcher& matcher, bool allow_special,
-                   bool at_origin, bool normalized_stage, std::vector<int32_t>& out) const;
+                   bool at_origin, bool normalized_stage, std::vector<int32_t>& out,
+                   std::span<const TextRange> plain_ranges = {}) const;
 };
 
 }  // namespace ringlm

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "chat/jinja/template.h"
 #include "util/error.h"
@@ -161,6 +162,52 @@ TEST(Jinja, DeepNestingIsRejectedNotCrashing) {
   EXPECT_NE(error_of(deep_ifs).find("nested too deeply"), std::string::npos);
   std::string deep_not = "{{ " + [] { std::string s; for (int i = 0; i < 5000; ++i) s += "not "; return s; }() + "1 }}";
   EXPECT_NE(error_of(deep_not).find("nested too deeply"), std::string::npos);
+}
+
+TEST(Jinja, LongChainsAreRejectedNotCrashing) {
+  // Chains built by the parser's loops, not its recursion: these crashed template, run and
+  // serve with SIGSEGV (stack overflow while evaluating or destroying the tree).
+  auto repeat = [](const std::string& unit, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += unit;
+    return s;
+  };
+  const std::vector<std::string> chains = {
+      "{{ 1" + repeat(" + 1", 15000) + " }}",
+      "{{ 'a'" + repeat(" ~ 'a'", 15000) + " }}",
+      "{{ x" + repeat("|string", 20000) + " }}",
+      "{{ x" + repeat(".a", 20000) + " }}",
+      "{{ x" + repeat("[0]", 20000) + " }}",
+      "{{ f" + repeat("()", 20000) + " }}",
+      "{{ 1" + repeat(" or 1", 15000) + " }}",
+      "{{ 2" + repeat(" ** 1", 15000) + " }}",
+      "{% set y = 1" + repeat(" * 1", 15000) + " %}",
+      "{{ [" + repeat("[", 150) + "1" + repeat(" + 1", 400) + repeat("]", 150) + "] }}",
+  };
+  for (const auto& src : chains) {
+    const std::string err = error_of(src);
+    EXPECT_NE(err.find("t.jinja: line 1"), std::string::npos) << src.substr(0, 40) << ": " << err;
+    EXPECT_NE(err.find("nested too deeply"), std::string::npos) << src.substr(0, 40) << ": " << err;
+  }
+  // Ordinary lengths still work.
+  EXPECT_EQ(render("{{ 1" + repeat(" + 1", 300) + " }}"), "301");
+  EXPECT_EQ(render("{{ 'x'" + repeat("|upper", 100) + " }}"), "X");
+}
+
+TEST(Jinja, QuadraticTemplatesHitTheWorkLimit) {
+  // Under the step and output limits, but each iteration copies the whole string so far.
+  RenderLimits limits;
+  limits.max_work_bytes = 64u << 20;
+  const std::string src =
+      "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'xxxxxxxxxx' %}{% endfor %}"
+      "{{ ns.s | length }}";
+  const std::string err = error_of(src, json::object(), limits);
+  EXPECT_NE(err.find("t.jinja"), std::string::npos) << err;
+  EXPECT_NE(err.find("intermediate values"), std::string::npos) << err;
+  // The same loop with a small count is fine.
+  EXPECT_EQ(render("{% set ns = namespace(s='') %}{% for i in range(100) %}{% set ns.s = ns.s ~ 'x' %}{% endfor %}"
+                   "{{ ns.s | length }}"),
+            "100");
 }
 
 // Random byte edits of the real Gemma template: each must either render or fail with a

@@ -151,7 +151,26 @@ TEST(GrammarCacheTest, HitsReturnTheSameIndex) {
   EXPECT_EQ(st.hits, 1u);
   EXPECT_EQ(st.misses, 1u);
   EXPECT_EQ(st.entries, 1u);
-  EXPECT_EQ(st.bytes, a1->memory_bytes());
+  // The key (schema text, kept twice) counts too.
+  EXPECT_GE(st.bytes, a1->memory_bytes() + 2 * schema_text(1).size());
+  EXPECT_LE(st.bytes, a1->memory_bytes() + 2 * schema_text(1).size() + 1024);
+}
+
+TEST(GrammarCacheTest, HugeKeysCountAgainstTheByteBound) {
+  // Before, only the indexes were counted: schemas of megabytes (a 60,000-value enum) took the
+  // cache far past its bound. Here the keys alone are over it.
+  GrammarCacheOptions opt;
+  opt.max_bytes = 1 << 20;
+  GrammarCache cache(opt);
+  Builder b;
+  for (int i = 0; i < 8; ++i) {
+    const std::string key = schema_text(1) + std::string(300 << 10, ' ') + std::to_string(i);
+    cache.get(key, b.for_text(schema_text(1)));
+  }
+  auto st = cache.stats();
+  EXPECT_LE(st.bytes, opt.max_bytes);
+  EXPECT_LE(st.entries, 1u);
+  EXPECT_GE(st.evictions, 7u);
 }
 
 TEST(GrammarCacheTest, EntryBoundEvictsLeastRecentlyUsed) {
@@ -179,7 +198,8 @@ TEST(GrammarCacheTest, ByteBoundCountsMasksAndRebuildGivesSameMasks) {
   auto probe = b.for_text(kSchema.dump())();
   const size_t base = probe->memory_bytes();
   GrammarCacheOptions opt;
-  opt.max_bytes = base + 8 * synthetic_vocab()->mask_words() * 4;
+  // The entry's key (the schema text, kept twice) and nodes count too.
+  opt.max_bytes = base + 2 * kSchema.dump().size() + 160 + 8 * synthetic_vocab()->mask_words() * 4;
   GrammarCache cache(opt);
   b.builds = 0;
   auto first = cache.get(kSchema.dump(), b.for_text(kSchema.dump()));

@@ -131,6 +131,22 @@ def shard_missing(d, st, h, b):
     json.dump({"weight_map": {Q: "model-00002-of-00002.safetensors"}}, open(os.path.join(d, "model.safetensors.index.json"), "w"))
 
 
+NAN_BITS = {"F32": bytes.fromhex("0000c07f"), "BF16": bytes.fromhex("c07f"), "F16": bytes.fromhex("007e")}
+INF_BITS = {"F32": bytes.fromhex("0000807f"), "BF16": bytes.fromhex("807f"), "F16": bytes.fromhex("007c")}
+
+
+def poison(name, bits, element=0):
+    """Overwrites one element of tensor `name` with NaN or Inf bits."""
+    def mutate(d, st, h, b):
+        t = h[name]
+        pattern = bits[t["dtype"]]
+        start = t["data_offsets"][0] + element * len(pattern)
+        body = bytearray(b)
+        body[start:start + len(pattern)] = pattern
+        write_st(st, h, bytes(body))
+    return mutate
+
+
 expect_error("missing tensor", variant("missing", drop), "layers.3.self_attn.q_proj.weight", "missing tensor")
 expect_error("wrong shape", variant("shape", wrong_shape), "model.safetensors", "layers.3.self_attn.q_proj.weight", "shape")
 expect_error("unsupported dtype", variant("dtype", bad_dtype), "model.safetensors", "q_proj", "I16")
@@ -145,6 +161,13 @@ expect_error("config bad JSON", variant("cfg_json", bad_config_json), "config.js
 expect_error("config missing field", variant("cfg_field", config_missing_field), "config.json", "num_key_value_heads")
 expect_error("config bad layer type", variant("cfg_type", config_bad_layer_type), "config.json", "layer_types", "chunked_attention")
 expect_error("index names a missing shard", variant("index", shard_missing), "model-00002-of-00002.safetensors")
+
+# Numbers that are not numbers: refused at load, naming the tensor (before, they loaded and
+# every logit was NaN: the model emitted <pad> forever).
+expect_error("NaN in a norm", variant("nan_norm", poison(L + "layers.1.input_layernorm.weight", NAN_BITS, 3)),
+             "model.safetensors", "layers.1.input_layernorm.weight", "element 3", "not a finite number")
+expect_error("Inf in the final norm", variant("inf_norm", poison(L + "norm.weight", INF_BITS)), "norm.weight", "not a finite")
+expect_error("NaN layer scalar", variant("nan_scalar", poison(L + "layers.0.layer_scalar", NAN_BITS)), "layers.0.layer_scalar")
 
 if failures:
     print("FAILED:", ", ".join(failures))

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <limits>
 #include <vector>
 
 #include "sampling/sampler.h"
@@ -58,6 +59,23 @@ TEST(Sampler, EmptyMaskIsAnError) {
   std::vector<float> l(10, 1.0f);
   std::uint32_t mask[1] = {0};
   EXPECT_THROW(s.sample(l, mask, {}), ringlm::Error);
+}
+
+TEST(Sampler, NaNLogitsAreAnErrorNotAToken) {
+  // Before: NaN compared false, so the one finite logit (or the first) was returned forever.
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplerParams p;
+    p.temperature = temperature;
+    Sampler s(p, 10);
+    std::vector<float> l(10, std::numeric_limits<float>::quiet_NaN());
+    l[4] = 1.0f;
+    try {
+      s.sample(l, nullptr, {});
+      ADD_FAILURE() << "a row with NaN logits was sampled";
+    } catch (const ringlm::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token 0 is NaN"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Sampler, TemperatureMatchesSoftmaxFrequencies) {

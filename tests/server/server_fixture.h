@@ -35,6 +35,8 @@ class ServerTest : public ::testing::Test {
     so.host = "127.0.0.1";
     so.port = 0;
     if (so.shutdown_grace == std::chrono::milliseconds(10000)) so.shutdown_grace = std::chrono::milliseconds(3000);
+    // Tests open connections faster than any client should; the rate limit has its own test.
+    if (so.connection_rate_per_client == ServerOptions{}.connection_rate_per_client) so.connection_rate_per_client = 0;
     server_ = std::make_unique<HttpServer>(*backend_, so);
     port_ = server_->start();
   }

@@ -86,6 +86,26 @@ TEST(TokenizerMalformed, UnsupportedPipelineStagesAreNamed) {
               HasSubstr("model.continuing_subword_prefix is not supported"));
 }
 
+TEST(TokenizerMalformed, NormalizersThatMultiplyTextAreRefused) {
+  // One space becomes 100 KB: every request would be inflated a hundred-thousand-fold.
+  const std::string huge(100000, 'x');
+  EXPECT_THAT(error_of(tiny_json(kGoodModel, R"("normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": ")" +
+                                                 huge + R"("},)")),
+              HasSubstr("t.json: normalizer can make a text 100000 times longer (limit 16)"));
+  // Steps multiply: 4 x 4 x 4 = 64.
+  EXPECT_THAT(error_of(tiny_json(kGoodModel, R"("normalizer": {"type": "Sequence", "normalizers": [)"
+                                             R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"},)"
+                                             R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"},)"
+                                             R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"}]},)")),
+              HasSubstr("64 times longer"));
+  EXPECT_THAT(error_of(tiny_json(kGoodModel, R"("normalizer": {"type": "Prepend", "prepend": ")" + std::string(2000, 'p') +
+                                                 R"("},)")),
+              HasSubstr("prepends 2000 bytes"));
+  // Gemma's own (a space becomes U+2581, 3 bytes) is fine.
+  EXPECT_EQ(error_of(tiny_json(kGoodModel, R"("normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},)")),
+            "(no error)");
+}
+
 TEST(TokenizerMalformed, BadAddedTokens) {
   EXPECT_THAT(error_of(tiny_json(kGoodModel, R"("added_tokens": [{"content": "x"}],)")), HasSubstr("added_tokens[0].id is missing"));
   EXPECT_THAT(error_of(tiny_json(kGoodModel, R"("added_tokens": [{"id": 5, "content": ""}],)")), HasSubstr("added_tokens[0].content is empty"));

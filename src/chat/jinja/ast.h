@@ -51,6 +51,7 @@ struct Expr {
   std::vector<ExprPtr> args;     // items / call, filter or test arguments
   std::vector<std::string> arg_names;
   std::vector<std::string> ops;  // Compare operators
+  std::uint32_t height = 1;      // levels of the tree below and including this node (parser-bounded)
 };
 
 enum class StmtKind : std::uint8_t {

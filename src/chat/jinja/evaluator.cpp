@@ -289,7 +289,17 @@ Value Evaluator::call(const Value& fn, CallArgs& args) {
 
 Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
   try {
-    return eval_inner(e, scope);
+    Value v = eval_inner(e, scope);
+    if (v.is_string()) {
+      work_bytes_ += v.as_string().size();
+    } else if (v.is_array()) {
+      work_bytes_ += 8 * v.as_array().size();
+    }
+    if (work_bytes_ > limits_.max_work_bytes) {
+      runtime_fail("template produced more than ", limits_.max_work_bytes,
+                   " bytes of intermediate values (quadratic or runaway template?)");
+    }
+    return v;
   } catch (const RuntimeError& err) {
     fail_at(e.offset, err.what());
   }

@@ -21,6 +21,10 @@ struct RenderLimits {
   std::size_t max_output_bytes = 64u << 20;  // any single string, and the whole output
   std::uint64_t max_steps = 50'000'000;      // statements executed + loop iterations + calls
   int max_call_depth = 200;                  // nested macro calls
+  // Bytes of every string value an expression produces (strings are copied when evaluated),
+  // plus 8 per item of every list: bounds quadratic templates (`s = s ~ x` in a loop) that
+  // stay under the output and step limits but copy gigabytes.
+  std::uint64_t max_work_bytes = std::uint64_t(2) << 30;
 };
 
 struct Scope {
@@ -80,6 +84,7 @@ class Evaluator {
   RenderLimits limits_;
   std::vector<Value> namespaces_;
   std::uint64_t steps_ = 0;
+  std::uint64_t work_bytes_ = 0;
   int call_depth_ = 0;
 };
 

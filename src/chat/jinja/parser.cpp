@@ -1,6 +1,8 @@
 #include "chat/jinja/parser.h"
 
+#include <algorithm>
 #include <initializer_list>
+#include <string>
 
 #include "util/error.h"
 
@@ -11,6 +13,7 @@ namespace {
 // Deepest expression / block nesting accepted; deeper input is rejected rather than risking
 // the native stack.
 constexpr int kMaxNesting = 200;
+constexpr std::uint32_t kMaxHeight = 500;   // levels of one expression tree
 
 class Parser {
  public:
@@ -91,6 +94,23 @@ class Parser {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
     e->offset = offset;
+    return e;
+  }
+
+  // Records a finished node's height (its children are finished first) and refuses trees taller
+  // than kMaxHeight. Evaluating and destroying an expression recurse once per level, and chains
+  // built by loops here (`1 + 1 + ...`, `x|f|f|...`, `a.b.c...`, `f()()...`) are not bounded by
+  // the recursion guard: a 15,000-term sum used to overflow the stack.
+  ExprPtr seal(ExprPtr e) {
+    std::uint32_t h = 0;
+    for (const ExprPtr* c : {&e->a, &e->b, &e->c, &e->d})
+      if (*c) h = std::max(h, (*c)->height);
+    for (const auto& c : e->args)
+      if (c) h = std::max(h, c->height);
+    e->height = h + 1;
+    if (e->height > kMaxHeight)
+      error_at(e->offset, "expression nested too deeply (more than " + std::to_string(kMaxHeight) +
+                              " levels of operators, filters, attributes, subscripts or calls)");
     return e;
   }
 
@@ -345,14 +365,14 @@ class Parser {
   ExprPtr parse_tuple_expression() {
     std::size_t offset = cur().offset;
     ExprPtr first = parse_expression();
-    if (!is_op(",")) return first;
+    if (!is_op(",")) return seal(std::move(first));
     auto tuple = make(ExprKind::Tuple, offset);
     tuple->args.push_back(std::move(first));
     while (skip_op(",")) {
       if (cur().type == TokenType::BlockEnd || cur().type == TokenType::VarEnd) break;
       tuple->args.push_back(parse_expression());
     }
-    return tuple;
+    return seal(std::move(tuple));
   }
 
   ExprPtr parse_expression() {
@@ -364,9 +384,9 @@ class Parser {
       cond->a = parse_or();
       cond->b = std::move(expr);
       if (skip_name("else")) cond->c = parse_expression();
-      expr = std::move(cond);
+      expr = seal(std::move(cond));
     }
-    return expr;
+    return seal(std::move(expr));
   }
 
   ExprPtr parse_or() {
@@ -376,9 +396,9 @@ class Parser {
       advance();
       e->a = std::move(left);
       e->b = parse_and();
-      left = std::move(e);
+      left = seal(std::move(e));
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_and() {
@@ -388,9 +408,9 @@ class Parser {
       advance();
       e->a = std::move(left);
       e->b = parse_not();
-      left = std::move(e);
+      left = seal(std::move(e));
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_not() {
@@ -399,7 +419,7 @@ class Parser {
       auto e = make(ExprKind::Not, cur().offset);
       advance();
       e->a = parse_not();
-      return e;
+      return seal(std::move(e));
     }
     return parse_compare();
   }
@@ -432,7 +452,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->args.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(first);
+    return cmp ? seal(std::move(cmp)) : std::move(first);
   }
 
   ExprPtr binary(ExprPtr left, const std::string& op, ExprPtr right, std::size_t offset) {
@@ -440,7 +460,7 @@ class Parser {
     e->name = op;
     e->a = std::move(left);
     e->b = std::move(right);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_math1() {
@@ -451,7 +471,7 @@ class Parser {
       advance();
       left = binary(std::move(left), op, parse_concat(), offset);
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_concat() {
@@ -461,7 +481,7 @@ class Parser {
       advance();
       left = binary(std::move(left), "~", parse_math2(), offset);
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_math2() {
@@ -472,7 +492,7 @@ class Parser {
       advance();
       left = binary(std::move(left), op, parse_pow(), offset);
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_pow() {
@@ -482,7 +502,7 @@ class Parser {
       advance();
       left = binary(std::move(left), "**", parse_unary(true), offset);
     }
-    return left;
+    return seal(std::move(left));
   }
 
   ExprPtr parse_unary(bool with_filter) {
@@ -497,7 +517,7 @@ class Parser {
     }
     node = parse_postfix(std::move(node));
     if (with_filter) node = parse_filter_expr(std::move(node));
-    return node;
+    return seal(std::move(node));
   }
 
   ExprPtr parse_primary() {
@@ -518,7 +538,7 @@ class Parser {
           if (t.value == "loop" && !loop_stack_.empty()) loop_stack_.back()->uses_loop = true;
         }
         advance();
-        return e;
+        return seal(std::move(e));
       }
       case TokenType::String: {
         std::string s = t.value;
@@ -529,26 +549,26 @@ class Parser {
         }
         auto e = make(ExprKind::Literal, offset);
         e->literal = Value::string(std::move(s));
-        return e;
+        return seal(std::move(e));
       }
       case TokenType::Integer: {
         auto e = make(ExprKind::Literal, offset);
         e->literal = Value::integer(t.int_value);
         advance();
-        return e;
+        return seal(std::move(e));
       }
       case TokenType::Float: {
         auto e = make(ExprKind::Literal, offset);
         e->literal = Value::floating(t.float_value);
         advance();
-        return e;
+        return seal(std::move(e));
       }
       case TokenType::Operator:
         if (t.value == "(") {
           advance();
-          if (skip_op(")")) return make(ExprKind::Tuple, offset);
+          if (skip_op(")")) return seal(make(ExprKind::Tuple, offset));
           ExprPtr first = parse_expression();
-          if (skip_op(")")) return first;
+          if (skip_op(")")) return seal(std::move(first));
           auto tuple = make(ExprKind::Tuple, offset);
           tuple->args.push_back(std::move(first));
           while (skip_op(",")) {
@@ -556,7 +576,7 @@ class Parser {
             tuple->args.push_back(parse_expression());
           }
           expect_op(")");
-          return tuple;
+          return seal(std::move(tuple));
         }
         if (t.value == "[") {
           advance();
@@ -567,7 +587,7 @@ class Parser {
             list->args.push_back(parse_expression());
           }
           expect_op("]");
-          return list;
+          return seal(std::move(list));
         }
         if (t.value == "{") {
           advance();
@@ -580,7 +600,7 @@ class Parser {
             dict->args.push_back(parse_expression());
           }
           expect_op("}");
-          return dict;
+          return seal(std::move(dict));
         }
         break;
       default:
@@ -600,19 +620,19 @@ class Parser {
           e->b = make(ExprKind::Literal, cur().offset);
           e->b->literal = Value::integer(cur().int_value);
           advance();
-          node = std::move(e);
+          node = seal(std::move(e));
           continue;
         }
         auto e = make(ExprKind::Attr, offset);
         e->a = std::move(node);
         e->name = expect_name();
-        node = std::move(e);
+        node = seal(std::move(e));
       } else if (is_op("[")) {
         node = parse_subscript(std::move(node));
       } else if (is_op("(")) {
         node = parse_call(std::move(node));
       } else {
-        return node;
+        return seal(std::move(node));
       }
     }
   }
@@ -634,7 +654,7 @@ class Parser {
     e->b = std::move(start);
     e->c = std::move(stop);
     e->d = std::move(step);
-    return e;
+    return seal(std::move(e));
   }
 
   void parse_args(Expr& e) {
@@ -660,7 +680,7 @@ class Parser {
     auto e = make(ExprKind::Call, node->offset);  // errors point at the callee
     e->a = std::move(node);
     parse_args(*e);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_filter_chain(ExprPtr operand, bool leading_pipe = true) {
@@ -673,9 +693,9 @@ class Parser {
       while (skip_op(".")) e->name += "." + expect_name();
       if (is_op("(")) parse_args(*e);
       e->a = std::move(operand);
-      operand = std::move(e);
+      operand = seal(std::move(e));
     }
-    return operand;
+    return seal(std::move(operand));
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
@@ -700,11 +720,11 @@ class Parser {
           e->arg_names.emplace_back();
         }
         e->a = std::move(node);
-        node = std::move(e);
+        node = seal(std::move(e));
       } else if (is_op("(")) {
         node = parse_call(std::move(node));
       } else {
-        return node;
+        return seal(std::move(node));
       }
     }
   }

@@ -1,0 +1,56 @@
+// The connection layer in front of cpp-httplib's request handling. httplib 0.11 (Debian 12)
+// has no limit on the number or size of header lines, applies --max-body to Content-Length
+// only (a chunked body is read whole, a gzip body is inflated whole), keeps waiting
+// connections in an unbounded job list and gives a slow client unlimited time to send its
+// head. GuardedServer overrides httplib's per-connection entry point: it admits or refuses the
+// connection (a cap on open connections and on connections per client address, with
+// eviction of idle ones), reads each request itself with the limits of http_framing.h and
+// the deadlines below, and only then hands httplib a normalised, fully read request (plain
+// Content-Length body) through an in-memory Stream. Routes, handlers and responses stay
+// httplib's. See docs/server.md "Limits".
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server/http_framing.h"
+
+namespace ringlm::server {
+
+struct ConnectionLimits {
+  FramingLimits framing;
+  std::chrono::milliseconds header_timeout{10000};  // first byte of a request -> end of its head
+  std::chrono::milliseconds idle_timeout{5000};     // a connection with no request in progress
+  std::chrono::milliseconds body_timeout{30000};    // end of the head -> end of the body
+  std::chrono::milliseconds write_timeout{10000};   // one blocked write of a response
+  int max_connections = 256;                        // open connections; more get 503
+  int max_connections_per_client = 64;              // per client IP address; more get 503
+  double connection_rate_per_client = 100;          // new connections per second per client IP (burst 2x)
+};
+
+class ConnectionTable;
+
+class GuardedServer : public httplib::Server {
+ public:
+  explicit GuardedServer(ConnectionLimits limits);
+  ~GuardedServer() override;
+
+  // Called with the status of every request refused by this layer (not seen by httplib's logger).
+  void set_refusal_observer(std::function<void(int status)> f) { on_refused_ = std::move(f); }
+  int open_connections() const;
+  const ConnectionLimits& limits() const { return limits_; }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  void refuse(int fd, int status, const std::string& code, const std::string& message, bool linger);
+
+  ConnectionLimits limits_;
+  std::unique_ptr<ConnectionTable> table_;
+  std::function<void(int)> on_refused_;
+};
+
+}  // namespace ringlm::server
