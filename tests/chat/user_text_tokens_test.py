@@ -4,7 +4,7 @@ chat and extract use), and the template's own markup still gives control tokens.
 ids come from @huggingface/jinja + @huggingface/tokenizers (tests/js/user_text_reference.mjs).
 Before this, the attack below turned into real turn tokens (106, 105).
 
-Env: RINGLM, RINGLM_SOURCE_DIR, RINGLM_SHARED_DIR, RINGLM_TMP (set by CTest).
+Env: RINGLM, RINGLM_SOURCE_DIR, RINGLM_TOKENIZER_DIR, RINGLM_TMP (set by CTest).
 """
 import json
 import os
@@ -14,7 +14,7 @@ import sys
 
 ringlm = os.environ["RINGLM"]
 source = os.environ["RINGLM_SOURCE_DIR"]
-model = os.path.join(os.environ["RINGLM_SHARED_DIR"], "gemma4-tokenizer")
+model = os.environ["RINGLM_TOKENIZER_DIR"]
 tmp = os.environ["RINGLM_TMP"]
 os.makedirs(tmp, exist_ok=True)
 js_dir = os.path.join(source, "tests", "js")
