@@ -49,7 +49,7 @@ std::vector<std::int32_t> prompt_of(std::size_t n, int salt) {
   return ids;
 }
 
-struct Run {
+struct SeqRun {
   engine::GenerationResult result;
   std::vector<engine::TokenEvent> events;
   std::string error;
@@ -103,9 +103,9 @@ std::vector<Case> cases() {
   return cs;
 }
 
-Run alone(engine::Engine& engine, const Case& c) {
+SeqRun alone(engine::Engine& engine, const Case& c) {
   engine::Generator g(engine);
-  Run r;
+  SeqRun r;
   r.result = g.generate(c.prompt, c.params, [&](const engine::TokenEvent& e) {
     r.events.push_back(e);
     return true;
@@ -115,10 +115,10 @@ Run alone(engine::Engine& engine, const Case& c) {
 }
 
 // Runs the cases through one scheduler, each admitted at its join step (when a slot is free).
-std::vector<Run> together(engine::Engine& engine, const std::vector<Case>& cs, int max_sequences,
+std::vector<SeqRun> together(engine::Engine& engine, const std::vector<Case>& cs, int max_sequences,
                           int cancel_case = -1, int cancel_after = 0) {
   engine::BatchScheduler sched(engine, {.max_sequences = max_sequences});
-  std::vector<Run> runs(cs.size());
+  std::vector<SeqRun> runs(cs.size());
   std::vector<std::uint64_t> ids(cs.size(), 0);
   std::size_t admitted = 0;
   for (int step = 0;; ++step) {
@@ -146,7 +146,7 @@ std::vector<Run> together(engine::Engine& engine, const std::vector<Case>& cs, i
   return runs;
 }
 
-void expect_same_run(const Run& a, const Run& b, const std::string& what) {
+void expect_same_run(const SeqRun& a, const SeqRun& b, const std::string& what) {
   ASSERT_TRUE(a.done && b.done) << what;
   EXPECT_EQ(a.error, b.error) << what;
   EXPECT_EQ(a.result.text, b.result.text) << what;
@@ -172,7 +172,7 @@ void expect_same_run(const Run& a, const Run& b, const std::string& what) {
 TEST(BatchScheduler, EveryRequestMatchesItsRunAlone) {
   auto& engine = q4_engine();
   const auto cs = cases();
-  std::vector<Run> ref;
+  std::vector<SeqRun> ref;
   for (const auto& c : cs) ref.push_back(alone(engine, c));
   // The guided cases really were guided, some steps on the subset head, some on the full one.
   EXPECT_GT(ref[3].result.guided_steps, ref[3].result.subset_head_steps);
@@ -187,7 +187,7 @@ TEST(BatchScheduler, EveryRequestMatchesItsRunAlone) {
 TEST(BatchScheduler, CancellingOneLeavesTheOthersUnchanged) {
   auto& engine = q4_engine();
   const auto cs = cases();
-  std::vector<Run> ref;
+  std::vector<SeqRun> ref;
   for (const auto& c : cs) ref.push_back(alone(engine, c));
   const auto got = together(engine, cs, 6, /*cancel_case=*/1, /*cancel_after=*/4);
   ASSERT_TRUE(got[1].done);
@@ -211,13 +211,13 @@ TEST(BatchScheduler, PinnedPrefixAndSlotReuseGiveTheSameTokens) {
     c.params.ignore_stop_ids = true;
     cs.push_back(c);
   }
-  std::vector<Run> ref;
+  std::vector<SeqRun> ref;
   for (const auto& c : cs) ref.push_back(alone(engine, c));
   for (bool reuse : {false, true})
     for (int slots : {1, 3}) {
       engine::BatchScheduler sched(engine, {.max_sequences = slots, .reuse_slot_cache = reuse});
       sched.pin_prefix(prefix);
-      std::vector<Run> runs(cs.size());
+      std::vector<SeqRun> runs(cs.size());
       std::size_t next = 0;
       for (;;) {
         while (next < cs.size() && sched.has_room()) {
