@@ -5,12 +5,15 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/batch_job.h"
 #include "engine/batch_scheduler.h"
+#include "engine/batch_output.h"
 #include "engine/generator.h"
 #include "guided/validator.h"
 #include "util/error.h"
@@ -27,11 +30,15 @@ struct ExtractOptions {
       "follows this JSON Schema:";
   std::string id_field = "id";
   int limit = 0;
-  int parallel = 8;
-  std::string shard;
   bool progress = false;
   bool no_progress = false;
+  bool retry_failed = false;
+  int parallel = 8;
+  std::string shard;
 };
+
+// Exit status when any row's final record in the output failed (0: all ok; 1: an error).
+constexpr int kExitRowsFailed = 3;
 
 using Clock = std::chrono::steady_clock;
 
@@ -85,20 +92,61 @@ void extract(const ExtractOptions& o) {
     // file whatever blank lines it has, with no gap and no overlap.
     std::erase_if(rows, [&](const engine::InputRow& r) { return (r.line - 1) % shard_n != shard_k; });
   }
-  engine::JsonlAppender out(o.output);  // locks the output first: never recover a file in use
-  const auto done_ids = engine::recover_output(o.output);
+
+  // Rows still to do: those without a record, and with --retry-failed those whose last
+  // record failed. `state` is the output's final verdict per id.
+  std::map<std::string, bool> state;
   std::vector<const engine::InputRow*> todo;
-  for (const auto& r : rows)
-    if (!done_ids.count(r.id)) todo.push_back(&r);
-  if (o.limit > 0 && todo.size() > static_cast<std::size_t>(o.limit)) todo.resize(static_cast<std::size_t>(o.limit));
-  std::size_t already = 0;
-  for (const auto& r : rows) already += done_ids.count(r.id);
-  std::fprintf(stderr, "ringlm extract: %zu rows in %s%s, %zu already in %s, %zu to do\n", rows.size(), o.input.c_str(),
-               shard_n > 1 ? (" (shard " + o.shard + ")").c_str() : "", already, o.output.c_str(), todo.size());
-  if (todo.empty()) return;
+  auto plan = [&] {
+    state = engine::read_output_state(o.output);
+    todo.clear();
+    for (const auto& r : rows) {
+      auto it = state.find(r.id);
+      if (it == state.end() || (o.retry_failed && !it->second)) todo.push_back(&r);
+    }
+    if (o.limit > 0 && todo.size() > static_cast<std::size_t>(o.limit)) todo.resize(static_cast<std::size_t>(o.limit));
+  };
+  auto failed_in_output = [&] {
+    std::size_t n = 0;
+    for (const auto& r : rows)
+      if (auto it = state.find(r.id); it != state.end() && !it->second) ++n;
+    return n;
+  };
+  plan();  // read-only: nothing is created until the model and the schema have loaded
+  if (todo.empty()) {
+    const std::size_t failed = failed_in_output();
+    std::fprintf(stderr, "ringlm extract: %zu rows in %s, all in %s, 0 to do", rows.size(), o.input.c_str(),
+                 o.output.c_str());
+    if (failed) std::fprintf(stderr, " (%zu failed; --retry-failed runs them again)", failed);
+    std::fputc('\n', stderr);
+    if (failed) throw cli::ExitStatus{kExitRowsFailed};
+    return;
+  }
 
   engine::Engine engine(o.model.engine_options());
   engine.grammar_for_schema(schema_text);  // a schema that does not compile fails here, before any row
+
+  auto out = std::make_unique<engine::JsonlAppender>(o.output);  // locks it: never recover a file in use
+  engine::recover_output(o.output);
+  std::size_t retried = 0;
+  if (o.retry_failed) {
+    // The failed records of the rows about to run again go, so every id ends with one final
+    // record; the lock moves to the new file.
+    plan();
+    std::set<std::string> redo;
+    for (const auto* r : todo)
+      if (auto it = state.find(r->id); it != state.end() && !it->second) redo.insert(r->id);
+    retried = engine::drop_records(o.output, redo);
+    if (retried) {
+      auto fresh = std::make_unique<engine::JsonlAppender>(o.output);
+      out = std::move(fresh);
+    }
+  }
+  plan();
+  std::fprintf(stderr, "ringlm extract: %zu rows in %s%s, %zu already in %s, %zu to do", rows.size(), o.input.c_str(),
+               shard_n > 1 ? (" (shard " + o.shard + ")").c_str() : "", state.size(), o.output.c_str(), todo.size());
+  if (retried) std::fprintf(stderr, " (%zu of them failed before)", retried);
+  std::fputc('\n', stderr);
   // Rows run --parallel at a time through one batched forward pass per step. Each row
   // starts from exactly the pinned prefix (never from what its slot ran before), so a row's
   // greedy output does not depend on --parallel or on the order rows finish in.
@@ -156,7 +204,8 @@ void extract(const ExtractOptions& o) {
       ++failed;
     }
     rec["seconds"] = std::chrono::duration<double>(Clock::now() - r0).count();
-    out.append(rec);
+    out->append(rec);
+    state[row.id] = rec["ok"].get<bool>();
     ++finished;
     if (show) draw_progress(finished, todo.size(), failed, std::chrono::duration<double>(Clock::now() - t0).count());
   };
@@ -183,6 +232,11 @@ void extract(const ExtractOptions& o) {
   if (show) std::fputc('\n', stderr);
   std::fprintf(stderr, "ringlm extract: %zu rows done (%zu failed) in %.2f s, %.2f rows/s\n", finished, failed, total,
                total > 0 ? finished / total : 0.0);
+  if (const std::size_t still = failed_in_output()) {
+    std::fprintf(stderr, "ringlm extract: %zu rows failed (their records say why); --retry-failed runs them again\n",
+                 still);
+    throw cli::ExitStatus{kExitRowsFailed};
+  }
 }
 
 }  // namespace
@@ -190,6 +244,7 @@ void extract(const ExtractOptions& o) {
 RINGLM_COMMAND(extract) {
   auto opts = std::make_shared<ExtractOptions>();
   auto* sub = app.add_subcommand("extract", "Guided JSON extraction over a JSONL file (resumable batch job)");
+  sub->footer("Example:\n  ringlm extract --schema examples/ticket.schema.json --input examples/tickets.jsonl --output out.jsonl");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
   sub->add_option("--schema", opts->schema_file, "JSON Schema file every reply must follow")->required();
@@ -199,13 +254,15 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");
+  sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
+  sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
   sub->add_option("--parallel", opts->parallel,
                   "Rows in flight at once, advanced together in one batched forward pass per step")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   sub->add_option("--shard", opts->shard,
                   "K/N: only input lines K+1, K+1+N, ... (every N-th line from line K+1), for N machines or pods");
-  sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
-  sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
+  sub->add_flag("--retry-failed", opts->retry_failed,
+                "Run again the rows whose last record failed (the output keeps one final record per id)");
   sub->callback([opts] { extract(*opts); });
 }
