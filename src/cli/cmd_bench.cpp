@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/bench_batch.h"
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/bench_data.h"
@@ -37,6 +38,7 @@ struct BenchOptions {
   int decode_tokens = 128;
   int growth_tokens = 2000;
   int guided_max_tokens = 128;
+  ringlm::cli::BenchBatchOptions batch;
 };
 
 double mb(std::int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
@@ -301,6 +303,7 @@ void bench(const BenchOptions& o) {
       std::printf("  needle  %5d prompt tokens: recalled %d/%d, TTFT %.2f s\n", r["prompt_tokens"].get<int>(),
                   r["recalled"].get<int>(), r["of"].get<int>(), r["ttft_s"].get<double>());
   }
+  if (want("batch")) report["batch"] = cli::bench_batch(engine, o.batch);
   report["peak_rss_mb"] = mb(peak_rss_bytes());
   std::printf("  peak RSS %.1f MB\n", mb(peak_rss_bytes()));
   if (!o.json_out.empty()) {
@@ -322,7 +325,13 @@ RINGLM_COMMAND(bench) {
   sub->footer("Example:\n  ringlm bench --model DIR --sections speed,guided --json bench.json");
   opts->model.add_to(sub);
   sub->add_option("--json", opts->json_out, "Also write the figures as JSON to this file");
-  sub->add_option("--sections", opts->sections, "Which parts to run: speed guided long needle")->delimiter(',');
+  sub->add_option("--sections", opts->sections, "Which parts to run: speed guided long needle batch")->delimiter(',');
+  sub->add_option("--batch-sizes", opts->batch.batch_sizes, "Sequences decoding together in the batch run")->delimiter(',');
+  sub->add_option("--batch-prompt-tokens", opts->batch.prompt_tokens, "Prompt size per sequence of the batch run");
+  sub->add_option("--batch-decode-tokens", opts->batch.decode_tokens, "Generated tokens per sequence of the batch run");
+  sub->add_option("--batch-extract-parallel", opts->batch.extract_parallel, "--parallel values of the batch extract run")
+      ->delimiter(',');
+  sub->add_option("--batch-extract-rows", opts->batch.extract_rows, "Rows of the batch extract run");
   sub->add_option("--long-contexts", opts->long_contexts, "Prompt sizes of the long-context run")->delimiter(',');
   sub->add_option("--needle-contexts", opts->needle_contexts, "Prompt sizes of the needle run")->delimiter(',');
   sub->add_option("--prefill-tokens", opts->prefill_tokens, "Prompt size of the speed run");

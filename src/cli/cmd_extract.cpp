@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/batch_job.h"
+#include "engine/batch_scheduler.h"
 #include "engine/batch_output.h"
 #include "engine/generator.h"
 #include "guided/validator.h"
@@ -33,6 +34,8 @@ struct ExtractOptions {
   bool trust_control_tokens = false;
   bool no_progress = false;
   bool retry_failed = false;
+  int parallel = 8;
+  std::string shard;
 };
 
 // Exit status when any row's final record in the output failed (0: all ok; 1: an error).
@@ -51,6 +54,25 @@ void draw_progress(std::size_t done, std::size_t total, std::size_t failed, doub
   std::fflush(stderr);
 }
 
+// "K/N" -> {K, N} with 0 <= K < N; {0, 1} when empty.
+std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
+  if (text.empty()) return {0, 1};
+  const auto slash = text.find('/');
+  std::size_t k = 0, n = 0;
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    std::size_t used = 0;
+    k = std::stoul(text.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("K");
+    n = std::stoul(text.substr(slash + 1), &used);
+    if (used != text.size() - slash - 1) throw std::invalid_argument("N");
+  } catch (const std::exception&) {
+    ringlm::fail("--shard ", text, ": expected K/N (e.g. 0/4)");
+  }
+  if (n == 0 || k >= n) ringlm::fail("--shard ", text, ": K must be in [0, N) and N at least 1");
+  return {k, n};
+}
+
 void extract(const ExtractOptions& o) {
   using namespace ringlm;
   using Json = nlohmann::ordered_json;
@@ -63,7 +85,14 @@ void extract(const ExtractOptions& o) {
   }
   guided::Validator validator(schema);
 
+  if (o.parallel < 1) fail("--parallel must be at least 1, got ", o.parallel);
+  const auto [shard_k, shard_n] = parse_shard(o.shard);
   auto rows = engine::read_input_rows(o.input, o.id_field);
+  if (shard_n > 1) {
+    // Every N-th input line starting at K (lines 1-based, so line - 1): shards partition the
+    // file whatever blank lines it has, with no gap and no overlap.
+    std::erase_if(rows, [&](const engine::InputRow& r) { return (r.line - 1) % shard_n != shard_k; });
+  }
 
   // Rows still to do: those without a record, and with --retry-failed those whose last
   // record failed. `state` is the output's final verdict per id.
@@ -97,7 +126,6 @@ void extract(const ExtractOptions& o) {
 
   engine::Engine engine(o.model.engine_options());
   engine.grammar_for_schema(schema_text);  // a schema that does not compile fails here, before any row
-  engine::Generator gen(engine);
 
   auto out = std::make_unique<engine::JsonlAppender>(o.output);  // locks it: never recover a file in use
   engine::recover_output(o.output);
@@ -116,10 +144,17 @@ void extract(const ExtractOptions& o) {
     }
   }
   plan();
-  std::fprintf(stderr, "ringlm extract: %zu rows in %s, %zu already in %s, %zu to do", rows.size(), o.input.c_str(),
-               state.size(), o.output.c_str(), todo.size());
+  std::fprintf(stderr, "ringlm extract: %zu rows in %s%s, %zu already in %s, %zu to do", rows.size(), o.input.c_str(),
+               shard_n > 1 ? (" (shard " + o.shard + ")").c_str() : "", state.size(), o.output.c_str(), todo.size());
   if (retried) std::fprintf(stderr, " (%zu of them failed before)", retried);
   std::fputc('\n', stderr);
+  // Rows run --parallel at a time through one batched forward pass per step. Each row
+  // starts from exactly the pinned prefix (never from what its slot ran before), so a row's
+  // greedy output does not depend on --parallel or on the order rows finish in.
+  engine::BatchSchedulerOptions so;
+  so.max_sequences = std::min<int>(o.parallel, static_cast<int>(std::max<std::size_t>(todo.size(), 1)));
+  so.reuse_slot_cache = false;
+  engine::BatchScheduler sched(engine, so);
   const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
   auto render = [&](const std::string& user) {
     chat::ChatRequest req;
@@ -133,7 +168,7 @@ void extract(const ExtractOptions& o) {
     auto a = render("A"), b = render("B");
     std::size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-    gen.pin_prefix(std::span<const std::int32_t>(a.data(), n));
+    sched.pin_prefix(std::span<const std::int32_t>(a.data(), n));
   }
 
   auto params = o.sampling.params();
@@ -141,13 +176,14 @@ void extract(const ExtractOptions& o) {
   const bool show = o.progress || (!o.no_progress && isatty(fileno(stderr)));
   const auto t0 = Clock::now();
   std::size_t finished = 0, failed = 0;
-  for (const auto* row : todo) {
-    const auto r0 = Clock::now();
-    Json rec = {{"id", row->id}, {"line", row->line}};
+  // Builds a row's record from its generation (or error) and appends it at once.
+  auto record = [&](const engine::InputRow& row, Clock::time_point r0, const engine::SequenceOutcome* outcome,
+                    const std::string& error) {
+    Json rec = {{"id", row.id}, {"line", row.line}};
     try {
-      if (!row->error.empty()) fail(row->error);
-      auto ids = render(engine::fill_prompt_template(o.prompt_template, row->data));
-      auto result = gen.generate(ids, params, nullptr);
+      if (!error.empty()) fail(error);
+      if (!outcome->error.empty()) fail(outcome->error);
+      const auto& result = outcome->result;
       rec["finish"] = engine::finish_reason_name(result.finish);
       rec["prompt_tokens"] = result.prompt_tokens;
       rec["cached_prompt_tokens"] = result.cached_prompt_tokens;
@@ -170,9 +206,28 @@ void extract(const ExtractOptions& o) {
     }
     rec["seconds"] = std::chrono::duration<double>(Clock::now() - r0).count();
     out->append(rec);
-    state[row->id] = rec["ok"].get<bool>();
+    state[row.id] = rec["ok"].get<bool>();
     ++finished;
     if (show) draw_progress(finished, todo.size(), failed, std::chrono::duration<double>(Clock::now() - t0).count());
+  };
+  std::size_t next = 0;
+  for (;;) {
+    // Fill the free slots (between steps: on_done never admits).
+    while (next < todo.size() && sched.has_room()) {
+      const engine::InputRow& row = *todo[next++];
+      const auto r0 = Clock::now();
+      try {
+        if (!row.error.empty()) fail(row.error);
+        engine::SequenceRequest req;
+        req.prompt = render(engine::fill_prompt_template(o.prompt_template, row.data));
+        req.params = params;
+        req.on_done = [&record, &row, r0](engine::SequenceOutcome&& outcome) { record(row, r0, &outcome, {}); };
+        sched.admit(std::move(req));
+      } catch (const Error& e) {
+        record(row, r0, nullptr, e.what());
+      }
+    }
+    if (sched.step() == 0 && next >= todo.size()) break;
   }
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
   if (show) std::fputc('\n', stderr);
@@ -204,6 +259,12 @@ RINGLM_COMMAND(extract) {
                 "Parse control tokens written in row fields (e.g. <turn|>) as control tokens");
   sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
   sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
+  sub->add_option("--parallel", opts->parallel,
+                  "Rows in flight at once, advanced together in one batched forward pass per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--shard", opts->shard,
+                  "K/N: only input lines K+1, K+1+N, ... (every N-th line from line K+1), for N machines or pods");
   sub->add_flag("--retry-failed", opts->retry_failed,
                 "Run again the rows whose last record failed (the output keeps one final record per id)");
   sub->callback([opts] { extract(*opts); });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "guided/work_budget.h"
 #include "sampling/sampler.h"
 
 namespace ringlm::engine {
@@ -20,6 +21,7 @@ struct GenerationParams {
   std::string json_schema;         // JSON Schema text; empty = unconstrained
   bool json_object = false;        // any JSON object (OpenAI response_format json_object)
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
+  guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
 };
 
 struct TokenEvent {

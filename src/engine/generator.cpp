@@ -161,6 +161,9 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
 
+  // The request's guided-decoding work limit, charged on this thread (guided/work_budget.h).
+  guided::BudgetAccount budget(params.mask_budget);
+  guided::ScopedBudgetBinding charge(budget);
   std::unique_ptr<guided::Matcher> matcher;
   if (!params.json_schema.empty())
     matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema));

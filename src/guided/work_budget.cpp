@@ -8,16 +8,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct State {
-  bool active = false;
-  WorkBudget budget;
-  Clock::duration spent{0};
-  std::size_t grown = 0;
-  int depth = 0;  // nested enter() calls (an index call inside another)
-  Clock::time_point entered;
-  std::size_t memory_at_enter = 0;
-  std::uint32_t ticks = 0;
-};
+using budget_detail::State;
 
 thread_local State t_state;
 
@@ -35,6 +26,21 @@ ScopedWorkBudget::ScopedWorkBudget(const WorkBudget& budget) {
 }
 
 ScopedWorkBudget::~ScopedWorkBudget() { t_state = State{}; }
+
+BudgetAccount::BudgetAccount(const WorkBudget& budget) {
+  state_.active = budget.time.count() > 0 || budget.memory_bytes > 0;
+  state_.budget = budget;
+}
+
+ScopedBudgetBinding::ScopedBudgetBinding(BudgetAccount& account) : account_(account), saved_(t_state) {
+  t_state = account_.state_;
+}
+
+ScopedBudgetBinding::~ScopedBudgetBinding() {
+  t_state.depth = 0;  // an exception may have left an index call open
+  account_.state_ = t_state;
+  t_state = saved_;
+}
 
 namespace budget_detail {
 

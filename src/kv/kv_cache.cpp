@@ -91,6 +91,35 @@ std::int64_t LayerCache::end_position() const {
   return e;
 }
 
+void LayerCache::check_copy_prefix(const LayerCache& src, std::int64_t n) const {
+  const LayerCacheSpec& a = spec_;
+  const LayerCacheSpec& b = src.spec_;
+  if (a.n_kv_heads != b.n_kv_heads || a.head_dim != b.head_dim || a.n_slots != b.n_slots || a.window != b.window)
+    fail("KV cache: copying a prefix between caches of different geometry");
+  if (n < 0 || (!is_ring() && n > spec_.n_slots)) fail("KV cache: cannot copy a prefix of ", n, " positions");
+  if (!is_ring()) {
+    for (std::int64_t p = 0; p < n; ++p)
+      if (src.pos_[p] != p) fail("KV cache: the source does not hold position ", p);
+    return;
+  }
+  for (std::int64_t p = std::max<std::int64_t>(0, n - spec_.window); p < n; ++p)
+    if (src.pos_[src.slot_of(p)] != p)
+      fail("KV cache: the source's sliding ring no longer holds position ", p, " of a ", n, "-token prefix");
+}
+
+void LayerCache::copy_prefix_from(const LayerCache& src, std::int64_t n) {
+  check_copy_prefix(src, n);
+  reset();
+  const int slots = is_ring() ? spec_.n_slots : static_cast<int>(n);
+  for (int s = 0; s < slots; ++s) {
+    const std::int64_t p = src.pos_[s];
+    if (p < 0 || p >= n) continue;
+    std::copy_n(src.k_.data() + static_cast<std::int64_t>(s) * row_, row_, k_.data() + static_cast<std::int64_t>(s) * row_);
+    std::copy_n(src.v_.data() + static_cast<std::int64_t>(s) * row_, row_, v_.data() + static_cast<std::int64_t>(s) * row_);
+    set_position(s, p);
+  }
+}
+
 KvCache::KvCache(const std::vector<LayerCacheSpec>& specs) {
   layers_.reserve(specs.size());
   for (const auto& s : specs) layers_.emplace_back(s);
@@ -107,6 +136,12 @@ void KvCache::reset() {
 void KvCache::truncate(std::int64_t n) {
   for (const auto& l : layers_) l.check_truncate(n);  // all or nothing
   for (auto& l : layers_) l.truncate(n);
+}
+
+void KvCache::copy_prefix_from(const KvCache& src, std::int64_t n) {
+  if (src.layers_.size() != layers_.size()) fail("KV cache: copying a prefix between caches of different models");
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i].check_copy_prefix(src.layers_[i], n);
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i].copy_prefix_from(src.layers_[i], n);
 }
 
 void KvCache::snapshot(std::int64_t end, KvSnapshot& out) const {

@@ -49,6 +49,12 @@ class LayerCache {
   void check_truncate(std::int64_t n) const;
   // Highest position held plus one (0 when empty).
   std::int64_t end_position() const;
+  // Makes this cache hold exactly src's positions [0, n) (same geometry; slot contents
+  // copied), as if those n tokens had been run here: another sequence's prompt prefix is
+  // reused without recomputing it. Throws ringlm::Error (nothing changed) if the geometry
+  // differs or a sliding ring of src no longer holds a position in [n - window, n).
+  void copy_prefix_from(const LayerCache& src, std::int64_t n);
+  void check_copy_prefix(const LayerCache& src, std::int64_t n) const;
   // Raw storage, for snapshots.
   std::vector<float>& keys() { return k_; }
   std::vector<float>& values() { return v_; }
@@ -83,6 +89,8 @@ class KvCache {
   void check_writable(std::span<const std::int64_t> positions) const;
   void reset();
   void truncate(std::int64_t n);
+  // LayerCache::copy_prefix_from for every layer, all or nothing.
+  void copy_prefix_from(const KvCache& src, std::int64_t n);
   std::size_t bytes() const;
   // Copies the rings into `out` (reusing its buffers) as the state after `end` positions.
   void snapshot(std::int64_t end, KvSnapshot& out) const;

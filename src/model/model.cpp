@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "kernels/attention.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
+#include "model/forward_pass.h"
 #include "model/packed_format.h"
 #include "model/packed_source.h"
 #include "model/q4_weights.h"
@@ -75,12 +75,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
          cfg_.max_position_embeddings, ")");
   std::vector<kv::LayerCacheSpec> specs;
   cache_index_.assign(cfg_.num_layers, -1);
-  int max_q = 0, max_kv = 0, max_ffn = 0;
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerConfig& L = cfg_.layers[l];
-    max_q = std::max(max_q, cfg_.num_heads * L.head_dim);
-    max_kv = std::max(max_kv, L.n_kv_heads * L.head_dim);
-    max_ffn = std::max(max_ffn, L.mlp_width);
     if (!L.owns_kv) continue;
     kv::LayerCacheSpec s;
     s.n_kv_heads = L.n_kv_heads;
@@ -98,25 +94,9 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     if (!cfg_.layers[l].owns_kv) cache_index_[l] = cache_index_[cfg_.layers[l].kv_source_layer];
   cache_ = kv::KvCache(specs);
 
-  const std::size_t T = kMaxChunk, H = cfg_.hidden_size;
-  h_.resize(T * H);
-  a_.resize(T * H);
-  o_.resize(T * H);
-  q_.resize(T * max_q);
-  attn_.resize(T * max_q);
-  k_.resize(T * max_kv);
-  v_.resize(T * max_kv);
-  gate_.resize(T * max_ffn);
-  up_.resize(T * max_ffn);
-  if (cfg_.ple_dim > 0) {
-    ple_all_.resize(T * cfg_.num_layers * cfg_.ple_dim);
-    ple_tok_.resize(T * cfg_.num_layers * cfg_.ple_dim);
-    ple_g_.resize(T * cfg_.ple_dim);
-  }
-  rope_sliding_.resize(T * cfg_.head_dim);
-  rope_full_.resize(T * cfg_.global_head_dim);
+  scratch_.size_for(cfg_, kMaxChunk);
   logits_.resize(cfg_.vocab_size);  // one row; grows to kMaxChunk rows on the first LogitsMode::All
-  head_in_.resize(H);
+  head_in_.resize(cfg_.hidden_size);
   head_rows_ = LmHeadRows(w_.lm_head, static_cast<float>(cfg_.final_logit_softcapping));
 }
 
@@ -130,6 +110,14 @@ void Session::truncate(std::int64_t n) {
   if (n < 0) fail("cannot truncate the session to ", n, " positions");
   if (n >= next_position_) return;
   cache_.truncate(n);
+  next_position_ = n;
+  hidden_valid_ = false;
+}
+
+void Session::copy_prefix_from(const Session& src, std::int64_t n) {
+  if (src.model_ != model_) fail("cannot copy KV between sessions of different models");
+  if (n > src.next_position_) fail("cannot copy a ", n, "-token prefix from a session holding ", src.next_position_);
+  cache_.copy_prefix_from(src.cache_, n);
   next_position_ = n;
   hidden_valid_ = false;
 }
@@ -224,208 +212,14 @@ void Session::head_logits_compact(std::span<const std::int32_t> ids, std::span<f
 
 void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
                             bool run_head) {
-  using namespace kernels;
-  ParallelFor* pool = model_->pool();
-  const int H = cfg_.hidden_size;
-  const float eps = static_cast<float>(cfg_.rms_norm_eps);
-
-  // Token embeddings, scaled by sqrt(hidden_size) computed in float32.
-  gather_rows(w_.embed_tokens, ids, n, 0, H, std::sqrt(static_cast<float>(H)), h_.data());
-
-  // Per-layer inputs: a projection of the scaled embedding plus the per-layer token table.
-  const int P = cfg_.ple_dim, LP = cfg_.num_layers * cfg_.ple_dim;
-  if (P > 0) {
-    matmul(w_.ple_model_projection, h_.data(), n, ple_all_.data(), pool);
-    const float proj_scale = 1.0f / std::sqrt(static_cast<float>(H));
-    const float tok_scale = std::sqrt(static_cast<float>(P));
-    const float mix = 1.0f / std::sqrt(2.0f);
-    gather_rows(w_.embed_tokens_ple, ids, n, 0, LP, tok_scale, ple_tok_.data());
-    for (int t = 0; t < n; ++t)
-      for (int l = 0; l < cfg_.num_layers; ++l) {
-        float* ctx = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
-        const float* tok = ple_tok_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
-        scale_inplace(ctx, P, proj_scale);
-        rms_norm(ctx, w_.ple_projection_norm.data(), P, eps, ctx);
-        for (int j = 0; j < P; ++j) ctx[j] = (ctx[j] + tok[j]) * mix;
-      }
-  }
-
-  // The rows are copied out: give the table pages back (see Model::release_gather_pages).
-  model_->release_gather_pages();
-
-  // Rotation angles for this chunk, per attention kind.
-  for (int t = 0; t < n; ++t) {
-    if (!cfg_.rope_sliding.inv_freq.empty())
-      rope_angles(cfg_.rope_sliding.inv_freq.data(), cfg_.head_dim / 2, positions[t],
-                  rope_sliding_.data() + static_cast<std::size_t>(t) * cfg_.head_dim);
-    if (!cfg_.rope_full.inv_freq.empty())
-      rope_angles(cfg_.rope_full.inv_freq.data(), cfg_.global_head_dim / 2, positions[t],
-                  rope_full_.data() + static_cast<std::size_t>(t) * cfg_.global_head_dim);
-  }
-
-  // From the first KV-shared layer on, only the rows that want logits matter (see
-  // SessionOptions::full_prefill): move them to the front and run the rest on them alone.
-  const int first_shared = cfg_.num_kv_shared_layers > 0 ? cfg_.first_shared_layer() : cfg_.num_layers;
-  for (int l = 0; l < cfg_.num_layers; ++l) {
-    if (l == first_shared && !full_prefill_ && first_logits_row > 0) {
-      if (first_logits_row >= n) return;  // no row wants logits: nothing past here is kept
-      keep_tail_rows(first_logits_row, n);
-      positions += first_logits_row;
-      n -= first_logits_row;
-      first_logits_row = 0;
-    }
-    const LayerConfig& L = cfg_.layers[l];
-    const LayerWeights& lw = w_.layers[l];
-    attention_block(l, n, positions);
-
-    // MLP block.
-    for (int t = 0; t < n; ++t)
-      rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.pre_feedforward_norm.data(), H, eps,
-               a_.data() + static_cast<std::size_t>(t) * H);
-    {
-      const WeightMatrix* ws[] = {&lw.gate_proj, &lw.up_proj};
-      float* outs[] = {gate_.data(), up_.data()};
-      matmul_shared_input(ws, outs, 2, a_.data(), n, pool);
-    }
-    {
-      // Element-wise, so split by tokens over the threads (a prefill chunk has up to
-      // 64 x 12288 of them).
-      const std::size_t W = static_cast<std::size_t>(L.mlp_width);
-      auto gelu_rows = [&](std::int64_t t0, std::int64_t t1) {
-        const std::size_t off = static_cast<std::size_t>(t0) * W;
-        gelu_mul(gate_.data() + off, up_.data() + off, static_cast<int>(static_cast<std::size_t>(t1 - t0) * W),
-                 gate_.data() + off);
-      };
-      if (pool && n > 1) pool->run(n, gelu_rows);
-      else gelu_rows(0, n);
-    }
-    matmul(lw.down_proj, gate_.data(), n, o_.data(), pool);
-    for (int t = 0; t < n; ++t) {
-      float* ot = o_.data() + static_cast<std::size_t>(t) * H;
-      rms_norm(ot, lw.post_feedforward_norm.data(), H, eps, ot);
-      add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
-    }
-
-    // Per-layer-embedding block.
-    if (P > 0) {
-      matmul(lw.ple_gate, h_.data(), n, ple_g_.data(), pool);
-      for (int t = 0; t < n; ++t) {
-        float* g = ple_g_.data() + static_cast<std::size_t>(t) * P;
-        const float* in = ple_all_.data() + static_cast<std::size_t>(t) * LP + static_cast<std::size_t>(l) * P;
-        gelu_mul(g, in, P, g);
-      }
-      matmul(lw.ple_projection, ple_g_.data(), n, o_.data(), pool);
-      for (int t = 0; t < n; ++t) {
-        float* ot = o_.data() + static_cast<std::size_t>(t) * H;
-        rms_norm(ot, lw.post_ple_norm.data(), H, eps, ot);
-        add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
-      }
-    }
-    scale_inplace(h_.data(), static_cast<std::int64_t>(n) * H, lw.layer_scalar);
-  }
-
-  // Final norm, tied LM head, soft cap, for the rows that want logits. A single row is
-  // normed straight into head_in_, where the deferred head calls find it.
-  const int rows = n - first_logits_row;
-  if (rows <= 0) return;
-  float* normed = rows == 1 ? head_in_.data() : a_.data();
-  for (int t = 0; t < rows; ++t)
-    rms_norm(h_.data() + static_cast<std::size_t>(first_logits_row + t) * H, w_.final_norm.data(), H, eps,
-             normed + static_cast<std::size_t>(t) * H);
-  if (rows > 1) std::copy_n(a_.data() + static_cast<std::size_t>(rows - 1) * H, H, head_in_.data());
-  hidden_valid_ = true;
-  if (!run_head) return;
-  matmul(w_.lm_head, normed, rows, logits_.data(), pool);
-  if (cfg_.final_logit_softcapping > 0)
-    soft_cap(logits_.data(), static_cast<std::int64_t>(rows) * cfg_.vocab_size,
-             static_cast<float>(cfg_.final_logit_softcapping));
-}
-
-void Session::keep_tail_rows(int first, int n) {
-  // Every per-token scratch the later layers read: hidden states, per-layer inputs, angles.
-  auto shift = [&](std::vector<float>& buf, std::size_t row) {
-    if (buf.empty()) return;
-    std::copy(buf.begin() + static_cast<std::ptrdiff_t>(first * row), buf.begin() + static_cast<std::ptrdiff_t>(n * row),
-              buf.begin());
-  };
-  shift(h_, static_cast<std::size_t>(cfg_.hidden_size));
-  if (cfg_.ple_dim > 0) shift(ple_all_, static_cast<std::size_t>(cfg_.num_layers) * cfg_.ple_dim);
-  if (!cfg_.rope_sliding.inv_freq.empty()) shift(rope_sliding_, static_cast<std::size_t>(cfg_.head_dim));
-  if (!cfg_.rope_full.inv_freq.empty()) shift(rope_full_, static_cast<std::size_t>(cfg_.global_head_dim));
-}
-
-void Session::attention_block(int l, int n, const std::int64_t* positions) {
-  using namespace kernels;
-  ParallelFor* pool = model_->pool();
-  const LayerConfig& L = cfg_.layers[l];
-  const LayerWeights& lw = w_.layers[l];
-  const int H = cfg_.hidden_size, d = L.head_dim, nh = cfg_.num_heads, nkv = L.n_kv_heads;
-  const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  const bool sliding = L.kind == AttentionKind::Sliding;
-  const float* rope = sliding ? rope_sliding_.data() : rope_full_.data();
-
-  for (int t = 0; t < n; ++t)
-    rms_norm(h_.data() + static_cast<std::size_t>(t) * H, lw.input_norm.data(), H, eps,
-             a_.data() + static_cast<std::size_t>(t) * H);
-  if (L.owns_kv) {  // q, k and v read the same normed input: one quantization, one pool call
-    const WeightMatrix* ws[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
-    float* outs[] = {q_.data(), k_.data(), v_.data()};
-    matmul_shared_input(ws, outs, 3, a_.data(), n, pool);
-  } else {
-    matmul(lw.q_proj, a_.data(), n, q_.data(), pool);
-  }
-  for (int t = 0; t < n; ++t)
-    for (int h = 0; h < nh; ++h) {
-      float* qh = q_.data() + (static_cast<std::size_t>(t) * nh + h) * d;
-      rms_norm(qh, lw.q_norm.data(), d, eps, qh);
-      rope_apply(qh, d, rope + static_cast<std::size_t>(t) * d);
-    }
-
-  kv::LayerCache& cache = cache_.layer(cache_index_[l]);
-  if (L.owns_kv) {
-    for (int t = 0; t < n; ++t) {
-      const int slot = cache.slot_of(positions[t]);
-      float* ks = cache.key(slot);
-      float* vs = cache.value(slot);
-      for (int g = 0; g < nkv; ++g) {
-        const std::size_t off = (static_cast<std::size_t>(t) * nkv + g) * d;
-        rms_norm(k_.data() + off, lw.k_norm.data(), d, eps, ks + static_cast<std::size_t>(g) * d);
-        rope_apply(ks + static_cast<std::size_t>(g) * d, d, rope + static_cast<std::size_t>(t) * d);
-        rms_norm(v_.data() + off, nullptr, d, eps, vs + static_cast<std::size_t>(g) * d);
-      }
-      cache.set_position(slot, positions[t]);
-    }
-  }
-
-  // Every query of the chunk sees the whole chunk's keys through the causal position test.
-  // The tiled kernel reads each K/V tile once for all the chunk's tokens and heads; decode
-  // splits the slots over the pool (kernels/attention.h, docs/attention.md).
-  const int window = sliding ? cfg_.sliding_window : 0;
-  const KvSlots view = cache.view();
-  if (!model_->options().reference_attention) {
-    attend(q_.data(), n, positions, nh, view, window, 1.0f, attn_.data(), pool);
-  } else {
-    // ModelOptions::reference_attention: the float reference kernel one token at a time (A/B checks).
-    KvSlots whole = view;
-    whole.n_slots = cache.spec().n_slots;  // scratch sized for the whole cache once
-    const std::size_t scratch = attend_scratch_floats(nh, whole);
-    auto run = [&](std::int64_t begin, std::int64_t end) {
-      thread_local std::vector<float> scores;
-      if (scores.size() < scratch) scores.resize(scratch);
-      for (std::int64_t t = begin; t < end; ++t)
-        attend_one(q_.data() + static_cast<std::size_t>(t) * nh * d, nh, positions[t], view, window, 1.0f,
-                   scores.data(), attn_.data() + static_cast<std::size_t>(t) * nh * d);
-    };
-    if (pool) pool->run(n, run);
-    else run(0, n);
-  }
-
-  matmul(lw.o_proj, attn_.data(), n, o_.data(), pool);
-  for (int t = 0; t < n; ++t) {
-    float* ot = o_.data() + static_cast<std::size_t>(t) * H;
-    rms_norm(ot, lw.post_attention_norm.data(), H, eps, ot);
-    add_inplace(h_.data() + static_cast<std::size_t>(t) * H, ot, H);
-  }
+  std::copy_n(ids, n, scratch_.ids.data());
+  std::copy_n(positions, n, scratch_.pos.data());
+  detail::ForwardSegment seg;
+  seg.session = this;
+  seg.n = n;
+  seg.first_logits_row = first_logits_row;
+  seg.run_head = run_head;
+  detail::ForwardPass(*model_, scratch_, std::span<detail::ForwardSegment>(&seg, 1), logits_.data()).run();
 }
 
 }  // namespace ringlm::model

@@ -35,11 +35,17 @@
 #include "kernels/q4_packed.h"
 #include "kernels/ref_parallel.h"
 #include "kv/kv_cache.h"
-#include "model/lm_head.h"
 #include "model/config.h"
+#include "model/forward_scratch.h"
+#include "model/lm_head.h"
 #include "model/weights.h"
 
 namespace ringlm::model {
+
+class BatchForward;
+namespace detail {
+class ForwardPass;
+}
 
 // stored: matmuls over the checkpoint's weights as stored (the float reference path; on a
 //   converted directory: its q4_0 rows dequantized, float32 activations).
@@ -168,6 +174,10 @@ class Session {
     next_position_ = snap.end;
     hidden_valid_ = false;
   }
+  // Makes this session hold the first n positions of `src` (same model and context size),
+  // copied instead of recomputed: a prompt prefix another session already ran. Throws
+  // ringlm::Error (nothing changed) if src does not hold them all any more.
+  void copy_prefix_from(const Session& src, std::int64_t n);
   // The lowest position the next call may use.
   std::int64_t next_position() const { return next_position_; }
   int context_capacity() const { return capacity_; }
@@ -175,15 +185,14 @@ class Session {
   std::size_t kv_bytes() const { return cache_.bytes(); }
 
  private:
+  friend class BatchForward;
+  friend class detail::ForwardPass;
   void validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const;
   // Runs one chunk (at most kMaxChunk tokens); final-normed hidden states for rows >=
   // first_logits_row (the last one kept in head_in_), and their logits when run_head.
   void forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
                      bool run_head);
   void require_hidden() const;
-  void attention_block(int layer, int n, const std::int64_t* positions);
-  // Moves the per-token rows [first, n) of the chunk scratch to rows [0, n - first).
-  void keep_tail_rows(int first, int n);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
@@ -194,12 +203,10 @@ class Session {
   bool full_prefill_ = false;
   std::int64_t next_position_ = 0;
 
-  // Scratch, sized once for kMaxChunk tokens.
-  std::vector<float> h_, a_, q_, k_, v_, attn_, o_, gate_, up_, ple_all_, ple_tok_, ple_g_;
-  std::vector<float> rope_sliding_, rope_full_;  // [kMaxChunk][head_dim] cos|sin
-  std::vector<float> logits_;                     // [kMaxChunk][vocab]
-  std::vector<float> head_in_;                    // [hidden]: the last final-normed row
-  bool hidden_valid_ = false;                     // head_in_ belongs to the last token run
+  detail::ForwardScratch scratch_;  // per-token scratch, sized once for kMaxChunk tokens
+  std::vector<float> logits_;       // [kMaxChunk][vocab]
+  std::vector<float> head_in_;      // [hidden]: the last final-normed row
+  bool hidden_valid_ = false;       // head_in_ belongs to the last token run
   LmHeadRows head_rows_;                          // the subset LM head and its scratch
   std::vector<float> head_values_;                // compact logits for head_logits_rows()
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/generation.h"
+#include "server/metrics.h"
 
 namespace ringlm::server {
 
@@ -63,6 +64,8 @@ class Backend {
   // KV cache use for /metrics: tokens held across all slots, and their capacity.
   virtual std::int64_t kv_tokens_used() const = 0;
   virtual std::int64_t kv_tokens_capacity() const = 0;
+  // Backend-specific gauges for /metrics (the batched loop's figures); none by default.
+  virtual void add_gauges(Gauges&) const {}
 };
 
 }  // namespace ringlm::server

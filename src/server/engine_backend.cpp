@@ -1,6 +1,9 @@
 // The engine-backed Backend behind `ringlm serve`: one Engine (model, tokenizer, chat
-// template, grammar cache) shared by all slots, and one Generator (KV session) per slot, so a
-// client that continues its conversation on the same slot reuses its KV cache.
+// template, grammar cache) and one engine::BatchLoop whose --slots sequences all advance in
+// one batched forward pass per step (continuous batching). The server's slot workers call
+// generate() concurrently; each call joins the loop at its next step. A request lands on the
+// free row whose KV cache shares the longest prefix with its prompt (a follow-up turn reuses
+// its conversation's KV) and the first rows' caches serve as the prefix cache.
 #include "server/engine_backend.h"
 
 #include <atomic>
@@ -10,8 +13,7 @@
 #include <vector>
 
 #include "chat/gemma_reply.h"
-#include "guided/work_budget.h"
-#include "engine/generator.h"
+#include "engine/batch_loop.h"
 #include "util/error.h"
 
 namespace ringlm::server {
@@ -22,11 +24,10 @@ class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
       : engine_(o.engine),
-        used_(static_cast<std::size_t>(std::max(1, o.slots))),
         trust_control_tokens_(o.trust_control_tokens),
         mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
-    for (int i = 0; i < o.slots; ++i) generators_.push_back(std::make_unique<engine::Generator>(engine_));
+    loop_ = std::make_unique<engine::BatchLoop>(engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots});
     const auto dir = o.engine.model_dir.lexically_normal();
     id_ = dir.filename().string();
     if (id_.empty()) id_ = dir.parent_path().filename().string();
@@ -34,8 +35,8 @@ class EngineBackend final : public Backend {
   }
 
   std::string model_id() const override { return id_; }
-  int context_length() const override { return generators_[0]->session().context_capacity(); }
-  int slots() const override { return static_cast<int>(generators_.size()); }
+  int context_length() const override { return loop_->context_capacity(); }
+  int slots() const override { return loop_->max_sequences(); }
 
   std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                         const std::string& tool_choice, bool add_generation_prompt) override {
@@ -68,13 +69,11 @@ class EngineBackend final : public Backend {
                                     const engine::GenerationParams& params,
                                     const engine::TokenCallback& on_token) override {
     if (slot < 0 || slot >= slots()) fail("internal error: slot ", slot, " out of range");
-    auto& gen = *generators_[static_cast<std::size_t>(slot)];
-    used_[static_cast<std::size_t>(slot)].store(static_cast<std::int64_t>(prompt.size()));
-    // The schema's mask work is bounded per request (guided/work_budget.h).
-    guided::ScopedWorkBudget budget(mask_budget_);
-    auto result = gen.generate(prompt, params, on_token);
-    used_[static_cast<std::size_t>(slot)].store(static_cast<std::int64_t>(gen.cached_tokens().size()));
-    return result;
+    // The schema's mask work is bounded per request (guided/work_budget.h); the batched loop
+    // charges it to this request whichever step computes its masks.
+    engine::GenerationParams p = params;
+    p.mask_budget = mask_budget_;
+    return loop_->generate(prompt, p, on_token);
   }
 
   ParsedReply parse_reply(std::string_view text) override {
@@ -87,19 +86,25 @@ class EngineBackend final : public Backend {
     return out;
   }
 
-  std::int64_t kv_tokens_used() const override {
-    std::int64_t n = 0;
-    for (const auto& u : used_) n += u.load();
-    return n;
-  }
+  std::int64_t kv_tokens_used() const override { return loop_->stats().kv_tokens_used; }
   std::int64_t kv_tokens_capacity() const override {
     return static_cast<std::int64_t>(context_length()) * slots();
+  }
+  void add_gauges(Gauges& g) const override {
+    const engine::BatchLoopStats s = loop_->stats();
+    g.batched = true;
+    g.batch_steps = s.batch.steps;
+    g.batch_rows = s.batch.rows;
+    g.batch_sequence_steps = s.batch.sequence_steps;
+    g.batch_last = s.batch.last_batch;
+    g.prefix_hits = s.batch.prefix_hits;
+    g.prefix_reused_tokens = s.batch.reused_tokens;
+    g.kv_bytes = s.kv_bytes;
   }
 
  private:
   engine::Engine engine_;
-  std::vector<std::unique_ptr<engine::Generator>> generators_;
-  std::vector<std::atomic<std::int64_t>> used_;  // KV tokens held per slot (for /metrics)
+  std::unique_ptr<engine::BatchLoop> loop_;
   bool trust_control_tokens_;
   guided::WorkBudget mask_budget_;
   std::string id_;

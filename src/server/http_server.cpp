@@ -555,6 +555,7 @@ void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res)
   g.slots_total = scheduler_->slots();
   g.kv_used = backend_.kv_tokens_used();
   g.kv_capacity = backend_.kv_tokens_capacity();
+  backend_.add_gauges(g);
   res.set_content(metrics_.render(g), "text/plain; version=0.0.4");
 }
 

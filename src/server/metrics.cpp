@@ -118,6 +118,23 @@ std::string Metrics::render(const Gauges& g) const {
   sample(out, "ringlm_kv_tokens_used", static_cast<double>(g.kv_used));
   header(out, "ringlm_kv_tokens_capacity", "gauge", "KV cache capacity in tokens across all slots.");
   sample(out, "ringlm_kv_tokens_capacity", static_cast<double>(g.kv_capacity));
+  if (g.batched) {
+    header(out, "ringlm_batch_steps_total", "counter", "Batched forward passes (each advances every active sequence).");
+    sample(out, "ringlm_batch_steps_total", static_cast<double>(g.batch_steps));
+    header(out, "ringlm_batch_rows_total", "counter", "Token rows run over all batched passes.");
+    sample(out, "ringlm_batch_rows_total", static_cast<double>(g.batch_rows));
+    header(out, "ringlm_batch_sequence_steps_total", "counter",
+           "Sum over passes of the sequences advanced (divided by steps: the mean batch size).");
+    sample(out, "ringlm_batch_sequence_steps_total", static_cast<double>(g.batch_sequence_steps));
+    header(out, "ringlm_batch_size", "gauge", "Sequences advanced by the last batched pass.");
+    sample(out, "ringlm_batch_size", g.batch_last);
+    header(out, "ringlm_prefix_cache_hits_total", "counter", "Requests that reused cached prompt-prefix KV.");
+    sample(out, "ringlm_prefix_cache_hits_total", static_cast<double>(g.prefix_hits));
+    header(out, "ringlm_prefix_cache_reused_tokens_total", "counter", "Prompt tokens whose KV was reused, not recomputed.");
+    sample(out, "ringlm_prefix_cache_reused_tokens_total", static_cast<double>(g.prefix_reused_tokens));
+    header(out, "ringlm_kv_bytes", "gauge", "KV cache bytes allocated (all slots).");
+    sample(out, "ringlm_kv_bytes", static_cast<double>(g.kv_bytes));
+  }
   return out;
 }
 

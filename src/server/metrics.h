@@ -33,6 +33,15 @@ struct Gauges {
   int slots_total = 0;
   std::int64_t kv_used = 0;
   std::int64_t kv_capacity = 0;
+  // Continuous batching (engine backends that run every slot in one batched loop).
+  bool batched = false;
+  std::uint64_t batch_steps = 0;           // forward passes
+  std::uint64_t batch_rows = 0;            // token rows over all passes
+  std::uint64_t batch_sequence_steps = 0;  // sum of the sequences each pass advanced
+  int batch_last = 0;                      // sequences in the last pass
+  std::uint64_t prefix_hits = 0;           // requests that reused cached prompt KV
+  std::uint64_t prefix_reused_tokens = 0;  // prompt tokens not recomputed
+  std::uint64_t kv_bytes = 0;              // KV cache bytes allocated
 };
 
 class Metrics {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <new>
 
+#include "model/batch_forward.h"
 #include "model/model.h"
 #include "model/testing/test_checkpoint.h"
 
@@ -88,4 +89,42 @@ TEST(Decode, DeferredAndSubsetHeadAllocateNothingAfterWarmUp) {
     EXPECT_TRUE(std::isfinite(checksum));
   }
   fs::remove_all(dir);
+}
+
+TEST(Decode, BatchedStepsAllocateNothingAfterWarmUp) {
+  namespace fs = std::filesystem;
+  using namespace ringlm;
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_alloc_batch_test_" + std::to_string(::getpid()));
+  model::testing::TestCheckpointOptions o;
+  o.preset = "tiny";
+  model::testing::write_test_checkpoint(dir, o);
+  auto m = model::Model::load(dir, {.threads = 2, .weights = model::WeightFormat::q4_0});
+  fs::remove_all(dir);
+  std::vector<std::unique_ptr<model::Session>> sessions;
+  for (int i = 0; i < 3; ++i) sessions.push_back(std::make_unique<model::Session>(m));
+  model::BatchForward batch(m, {.max_rows = 3 + model::Session::kMaxChunk, .max_items = 3});
+  std::vector<std::int32_t> ids(3);
+  std::vector<std::int64_t> pos(3);
+  std::vector<model::BatchItem> items;
+  items.reserve(3);
+  auto step = [&](std::int64_t p) {
+    items.clear();
+    for (int i = 0; i < 3; ++i) {
+      ids[i] = static_cast<std::int32_t>((p * 31 + i) % m->config().vocab_size);
+      pos[i] = p;
+      items.push_back({sessions[i].get(), std::span<const std::int32_t>(&ids[i], 1),
+                       std::span<const std::int64_t>(&pos[i], 1), model::LogitsMode::Last});
+    }
+    batch.run(items);
+    return batch.logits(0)[0] + batch.logits(2)[1];
+  };
+  // Warm-up past 256 positions (decode attention splits the full layers' slots from there).
+  for (std::int64_t p = 0; p < 270; ++p) step(p);
+  allocations = 0;
+  counting = true;
+  float checksum = 0;
+  for (std::int64_t p = 270; p < 300; ++p) checksum += step(p);
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_TRUE(std::isfinite(checksum));
 }

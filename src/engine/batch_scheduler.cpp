@@ -1,0 +1,446 @@
+#include "engine/batch_scheduler.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "chat/stop_rules.h"
+#include "guided/matcher.h"
+#include "guided/work_budget.h"
+#include "sampling/sampler.h"
+#include "util/error.h"
+
+namespace ringlm::engine {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+struct BatchScheduler::Slot {
+  Slot(const std::shared_ptr<const model::Model>& m, const model::SessionOptions& o, std::size_t mask_words)
+      : session(m, o), mask(mask_words) {}
+
+  model::Session session;
+  std::vector<std::int32_t> cached;  // tokens the session's cache holds, in position order
+  std::vector<std::uint32_t> mask;
+  std::vector<std::int32_t> head_ids;
+  std::vector<std::int64_t> positions;  // of this step's item
+
+  // The request in flight (busy).
+  bool busy = false;
+  bool cancel_requested = false;
+  std::uint64_t id = 0;
+  std::uint64_t order = 0;  // admission order: older prompts prefill first
+  std::vector<std::int32_t> prompt;
+  GenerationParams params;
+  TokenCallback on_token;
+  std::function<void(SequenceOutcome&&)> on_done;
+  std::size_t prompt_done = 0;  // prompt tokens in the cache
+  std::unique_ptr<guided::Matcher> matcher;
+  guided::BudgetAccount budget;  // this request's mask work so far (GenerationParams::mask_budget)
+  std::optional<sampling::Sampler> sampler;
+  std::optional<StreamingDecoder> detok;
+  chat::StopStringMatcher stop_strings;
+  GenerationResult result;
+  std::vector<std::int32_t> generated;
+  std::vector<std::int32_t> pending;  // tokens to run at the next step (decoding)
+  std::span<const std::int32_t> step_ids;  // what this step runs
+  TokenEvent event;
+  std::string piece;
+  Clock::time_point t0;
+
+  bool prefilling() const { return prompt_done < prompt.size(); }
+};
+
+BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& options)
+    : engine_(engine), options_(options) {
+  if (options_.max_sequences < 1) fail("batch: at least one sequence is needed, got ", options_.max_sequences);
+  if (options_.max_rows == 0) options_.max_rows = options_.max_sequences + model::Session::kMaxChunk;
+  if (options_.max_rows < options_.max_sequences + model::Session::kMaxChunk)
+    fail("batch: ", options_.max_rows, " rows per step; at least max_sequences + ", model::Session::kMaxChunk,
+         " are needed (every decode row plus one prompt chunk)");
+  model::SessionOptions so;
+  so.context_tokens = options_.context_tokens != 0 ? options_.context_tokens : engine.options().context_tokens;
+  const std::size_t words = (static_cast<std::size_t>(engine.tokenizer().vocab_size()) + 31) / 32;
+  for (int i = 0; i < options_.max_sequences; ++i) {
+    slots_.push_back(std::make_unique<Slot>(engine.model(), so, words));
+    slots_.back()->positions.reserve(model::Session::kMaxChunk);
+    slots_.back()->pending.reserve(model::Session::kMaxChunk);
+  }
+  batch_ = std::make_unique<model::BatchForward>(
+      engine.model(), model::BatchOptions{.max_rows = options_.max_rows, .max_items = options_.max_sequences});
+  items_.reserve(slots_.size());
+  item_slot_.reserve(slots_.size());
+  full_head_.reserve(slots_.size());
+  full_head_slot_.reserve(slots_.size());
+  HeadSubsetPolicy policy;
+  if (const char* env = std::getenv("RINGLM_LM_HEAD_SUBSET")) {
+    const std::string v = env;
+    if (v == "always") policy.mode = HeadSubsetPolicy::Mode::Always;
+    else if (v == "never") policy.mode = HeadSubsetPolicy::Mode::Never;
+  }
+  set_head_subset(policy);
+}
+
+BatchScheduler::~BatchScheduler() = default;
+
+void BatchScheduler::set_head_subset(const HeadSubsetPolicy& policy) {
+  head_policy_ = policy;
+  const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
+  switch (policy.mode) {
+    case HeadSubsetPolicy::Mode::Never: head_row_limit_ = 0; break;
+    case HeadSubsetPolicy::Mode::Always: head_row_limit_ = vocab; break;
+    case HeadSubsetPolicy::Mode::Auto:
+      head_row_limit_ = static_cast<std::size_t>(policy.max_share * static_cast<double>(vocab));
+      break;
+  }
+  for (auto& s : slots_) {
+    s->head_ids.reserve(head_row_limit_);
+    s->session.reserve_head_rows(head_row_limit_);
+  }
+}
+
+bool BatchScheduler::has_room() const {
+  for (const auto& s : slots_)
+    if (!s->busy) return true;
+  return false;
+}
+
+int BatchScheduler::active() const {
+  int n = 0;
+  for (const auto& s : slots_) n += s->busy;
+  return n;
+}
+
+int BatchScheduler::context_capacity() const { return slots_[0]->session.context_capacity(); }
+
+std::size_t BatchScheduler::kv_bytes() const {
+  std::size_t b = pinned_session_ ? pinned_session_->kv_bytes() : 0;
+  for (const auto& s : slots_) b += s->session.kv_bytes();
+  return b;
+}
+
+std::int64_t BatchScheduler::kv_tokens_used() const {
+  std::int64_t n = 0;
+  for (const auto& s : slots_) n += static_cast<std::int64_t>(s->cached.size());
+  return n;
+}
+
+void BatchScheduler::pin_prefix(std::span<const std::int32_t> prefix) {
+  pinned_.clear();
+  if (prefix.empty()) return;
+  if (!pinned_session_) {
+    model::SessionOptions so;
+    so.context_tokens = context_capacity();
+    pinned_session_ = std::make_unique<model::Session>(engine_.model(), so);
+  }
+  pinned_session_->reset();
+  std::vector<std::int64_t> pos(prefix.size());
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+  pinned_session_->prefill(prefix, pos, model::LogitsMode::None);
+  pinned_.assign(prefix.begin(), prefix.end());
+}
+
+std::uint64_t BatchScheduler::admit(SequenceRequest request) {
+  const Tokenizer& tok = engine_.tokenizer();
+  const auto& prompt = request.prompt;
+  const GenerationParams& params = request.params;
+  if (prompt.empty()) fail("the prompt is empty");
+  if (params.max_tokens < 0) fail("max_tokens must be >= 0, got ", params.max_tokens);
+  const std::int64_t capacity = context_capacity();
+  if (static_cast<std::int64_t>(prompt.size()) >= capacity)
+    fail_limit("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
+  for (auto id : prompt)
+    if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
+  std::unique_ptr<guided::Matcher> matcher;
+  if (!params.json_schema.empty())
+    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema));
+  else if (params.json_object)
+    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
+
+  // The free slot whose cache shares the longest prefix with the prompt (at most size - 1
+  // tokens: the last one must run to give logits).
+  const std::size_t limit = prompt.size() - 1;
+  auto common_prefix = [&](const Slot& s) {
+    std::size_t n = 0;
+    while (n < s.cached.size() && n < limit && s.cached[n] == prompt[n]) ++n;
+    return n;
+  };
+  Slot* slot = nullptr;
+  std::size_t best = 0;
+  for (auto& s : slots_) {
+    if (s->busy) continue;
+    const std::size_t c = options_.reuse_slot_cache ? common_prefix(*s) : 0;
+    if (!slot || c > best) slot = s.get(), best = c;
+  }
+  if (!slot) fail("batch: all ", slots_.size(), " sequences are busy");
+
+  Slot& s = *slot;
+  std::size_t reused = best;
+  if (reused < s.cached.size()) {
+    try {
+      s.session.truncate(static_cast<std::int64_t>(reused));
+      s.cached.resize(reused);
+    } catch (const Error&) {  // the sliding rings no longer hold what position `reused` needs
+      s.session.reset();
+      s.cached.clear();
+      reused = 0;
+    }
+  }
+  const bool pin_applies = !pinned_.empty() && pinned_.size() <= limit &&
+                           std::equal(pinned_.begin(), pinned_.end(), prompt.begin());
+  if (pin_applies && reused < pinned_.size()) {
+    s.session.copy_prefix_from(*pinned_session_, static_cast<std::int64_t>(pinned_.size()));
+    s.cached = pinned_;
+    reused = pinned_.size();
+    ++stats_.prefix_copies;
+  }
+  stats_.reused_tokens += reused;
+  stats_.prefix_hits += reused > 0;
+
+  s.busy = true;
+  s.cancel_requested = false;
+  s.id = next_id_++;
+  s.order = s.id;
+  s.prompt = std::move(request.prompt);
+  s.params = std::move(request.params);
+  s.on_token = std::move(request.on_token);
+  s.on_done = std::move(request.on_done);
+  s.prompt_done = reused;
+  s.matcher = std::move(matcher);
+  s.budget = guided::BudgetAccount(s.params.mask_budget);
+  s.sampler.emplace(s.params.sampling, tok.vocab_size());
+  s.sampler->enable_logprobs(s.params.logprobs);
+  s.detok.emplace(tok);
+  s.stop_strings = chat::StopStringMatcher(s.params.stop);
+  s.result = GenerationResult{};
+  s.result.prompt_tokens = static_cast<int>(s.prompt.size());
+  s.result.cached_prompt_tokens = static_cast<int>(reused);
+  s.generated.clear();
+  s.generated.reserve(static_cast<std::size_t>(s.params.max_tokens));
+  s.pending.clear();
+  s.t0 = Clock::now();
+  return s.id;
+}
+
+void BatchScheduler::cancel(std::uint64_t id) {
+  for (auto& s : slots_)
+    if (s->busy && s->id == id) s->cancel_requested = true;
+}
+
+void BatchScheduler::cancel_all() {
+  for (auto& s : slots_)
+    if (s->busy) s->cancel_requested = true;
+}
+
+void BatchScheduler::finish(Slot& s, FinishReason reason, std::string error) {
+  s.result.finish = reason;
+  if (reason != FinishReason::Cancelled && error.empty()) {
+    // Text held back for a possible multi-token character or stop string goes into the
+    // result only: the stream is a prefix of result.text (as Generator::generate).
+    std::string tail = s.detok->flush();
+    std::string released;
+    if (!s.stop_strings.stopped()) {
+      s.stop_strings.push(tail, released);
+      s.stop_strings.flush(released);
+    }
+    s.result.text += released;
+  }
+  s.result.total_s = seconds_since(s.t0);
+  s.busy = false;
+  s.matcher.reset();
+  auto done = std::move(s.on_done);
+  s.on_token = nullptr;
+  s.on_done = nullptr;
+  SequenceOutcome out{std::move(s.result), std::move(error)};
+  if (done) done(std::move(out));
+}
+
+int BatchScheduler::step() {
+  for (auto& s : slots_)
+    if (s->busy && s->cancel_requested) finish(*s, FinishReason::Cancelled);
+
+  items_.clear();
+  item_slot_.clear();
+  const int budget = options_.max_rows;
+  int rows = 0;
+  auto add = [&](Slot& s, std::span<const std::int32_t> ids, model::LogitsMode mode) {
+    const std::int64_t from = static_cast<std::int64_t>(s.cached.size());
+    s.positions.resize(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) s.positions[i] = from + static_cast<std::int64_t>(i);
+    s.step_ids = ids;
+    items_.push_back({&s.session, ids, s.positions, mode});
+    item_slot_.push_back(&s);
+    rows += static_cast<int>(ids.size());
+  };
+  const model::LogitsMode decode_mode_guided = model::LogitsMode::Hidden, decode_mode = model::LogitsMode::Last;
+  // Decode rows first (a sampled token plus any forced ones), then prompt chunks, oldest
+  // request first, while the row budget lasts. A prompt chunk is never split differently:
+  // it waits for the next step instead.
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (!s.busy || s.prefilling()) continue;
+    if (rows + static_cast<int>(s.pending.size()) > budget) continue;
+    add(s, s.pending, s.matcher ? decode_mode_guided : decode_mode);
+  }
+  for (;;) {
+    Slot* next = nullptr;
+    for (auto& sp : slots_) {
+      Slot& s = *sp;
+      if (!s.busy || !s.prefilling()) continue;
+      if (std::find(item_slot_.begin(), item_slot_.end(), &s) != item_slot_.end()) continue;
+      if (!next || s.order < next->order) next = &s;
+    }
+    if (!next) break;
+    const std::size_t left = next->prompt.size() - next->prompt_done;
+    const std::size_t n = std::min<std::size_t>(left, model::Session::kMaxChunk);
+    if (rows + static_cast<int>(n) > budget) break;
+    const bool last = n == left;
+    const model::LogitsMode mode = !last ? model::LogitsMode::None
+                                   : next->matcher ? decode_mode_guided : decode_mode;
+    add(*next, std::span<const std::int32_t>(next->prompt).subspan(next->prompt_done, n), mode);
+  }
+  if (items_.empty()) return 0;
+
+  try {
+    batch_->run(items_);
+  } catch (const Error& e) {
+    // Validation failed before any session changed; every sequence in it ends with the error.
+    for (Slot* s : item_slot_) finish(*s, FinishReason::Stop, e.what());
+    return static_cast<int>(item_slot_.size());
+  }
+  ++stats_.steps;
+  stats_.rows += static_cast<std::uint64_t>(rows);
+  stats_.sequence_steps += items_.size();
+  stats_.last_batch = static_cast<int>(items_.size());
+
+  full_head_.clear();
+  full_head_slot_.clear();
+  const std::size_t vocab = static_cast<std::size_t>(engine_.model()->config().vocab_size);
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    Slot& s = *item_slot_[i];
+    s.cached.insert(s.cached.end(), s.step_ids.begin(), s.step_ids.end());
+    if (s.prefilling()) {
+      s.prompt_done += s.step_ids.size();
+      if (s.prefilling()) continue;
+      if (s.params.max_tokens == 0) {
+        finish(s, FinishReason::Length);
+        continue;
+      }
+    }
+    if (!s.matcher) {
+      advance(s, batch_->logits(i));
+      continue;
+    }
+    // Guided: the mask first; it decides how much of the LM head to compute. A request over
+    // its mask budget ends alone; the other rows of the step go on.
+    try {
+      guided::ScopedBudgetBinding charge(s.budget);
+      s.matcher->fill_mask(s.mask.data());
+    } catch (const std::exception& e) {
+      finish(s, FinishReason::Stop, e.what());
+      continue;
+    }
+    ++s.result.guided_steps;
+    s.head_ids.clear();
+    bool subset = head_row_limit_ > 0 && s.session.head_row_granularity() < vocab;
+    if (subset) {
+      static_assert(kernels::kQ4GroupRows == 16);
+      const bool grouped = s.session.head_row_granularity() != 1;
+      std::size_t cost = 0;
+      for (std::size_t w = 0; w < s.mask.size() && subset; ++w) {
+        std::uint32_t bits = s.mask[w];
+        if (bits == 0) continue;
+        cost += grouped ? 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0)) : static_cast<std::size_t>(std::popcount(bits));
+        if (cost > head_row_limit_) {
+          subset = false;
+          break;
+        }
+        for (; bits != 0; bits &= bits - 1) {
+          const std::size_t id = w * 32 + static_cast<std::size_t>(std::countr_zero(bits));
+          if (id >= vocab) break;
+          s.head_ids.push_back(static_cast<std::int32_t>(id));
+        }
+      }
+    }
+    if (subset) {
+      ++s.result.subset_head_steps;
+      advance(s, s.session.head_logits_rows(s.head_ids));
+    } else {
+      full_head_.push_back(&s.session);
+      full_head_slot_.push_back(&s);
+    }
+  }
+  if (!full_head_.empty()) {
+    batch_->head_logits(full_head_);
+    for (std::size_t j = 0; j < full_head_slot_.size(); ++j) advance(*full_head_slot_[j], batch_->head_row(j));
+  }
+  return static_cast<int>(items_.size());
+}
+
+void BatchScheduler::advance(Slot& s, std::span<float> logits) {
+  try {
+    guided::ScopedBudgetBinding charge(s.budget);  // accept() and forced_tokens() are mask work too
+    const chat::StopIds& stop_ids = engine_.stop_ids();
+    const GenerationParams& params = s.params;
+    const std::uint32_t* allowed = s.matcher ? s.mask.data() : nullptr;
+    // Emits one accepted token; false when generation must end (stop string, cancel, length).
+    auto emit = [&](std::int32_t id, float logprob, bool sampled) -> bool {
+      s.generated.push_back(id);
+      ++s.result.completion_tokens;
+      s.piece.clear();
+      s.detok->push_into(id, s.piece);
+      s.event.id = id;
+      s.event.text.clear();
+      s.stop_strings.push(s.piece, s.event.text);
+      s.event.logprob = logprob;
+      s.event.top.clear();
+      if (params.logprobs && params.top_logprobs > 0) {
+        if (sampled) s.sampler->top_logprobs(logits, params.top_logprobs, s.event.top);
+        else s.event.top.push_back({id, 0.0f});  // forced by the grammar: the only possible token
+      }
+      s.result.text += s.event.text;
+      if (s.result.completion_tokens == 1) s.result.ttft_s = seconds_since(s.t0);
+      if (s.on_token && !s.on_token(s.event)) {
+        s.result.finish = FinishReason::Cancelled;
+        return false;
+      }
+      if (s.stop_strings.stopped()) {
+        s.result.finish = FinishReason::Stop;
+        return false;
+      }
+      if (s.result.completion_tokens >= params.max_tokens) {
+        s.result.finish = FinishReason::Length;
+        return false;
+      }
+      return true;
+    };
+
+    const std::int32_t id = s.sampler->sample(logits, allowed, s.generated);
+    if (stop_ids.contains(id) && !params.ignore_stop_ids) return finish(s, FinishReason::Stop);
+    if (s.matcher && !s.matcher->accept(static_cast<std::uint32_t>(id)))
+      fail("internal error: the sampler chose token ", id, " outside the grammar mask");
+    if (!emit(id, s.sampler->chosen_logprob(), true)) return finish(s, s.result.finish);
+
+    // Fast-forward: tokens the grammar forces go through the model as one chunk.
+    s.pending.assign(1, id);
+    if (s.matcher) {
+      for (std::uint32_t f : s.matcher->forced_tokens()) {
+        if (stop_ids.contains(static_cast<std::int32_t>(f))) return finish(s, FinishReason::Stop);
+        if (s.pending.size() == static_cast<std::size_t>(model::Session::kMaxChunk)) break;
+        if (!s.matcher->accept(f)) fail("internal error: the grammar rejected its own forced token ", f);
+        if (!emit(static_cast<std::int32_t>(f), 0.0f, false)) return finish(s, s.result.finish);
+        s.pending.push_back(static_cast<std::int32_t>(f));
+      }
+    }
+    if (static_cast<std::int64_t>(s.cached.size() + s.pending.size()) >= context_capacity())
+      return finish(s, FinishReason::Length);  // the context is full
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Stop, e.what());
+  }
+}
+
+}  // namespace ringlm::engine

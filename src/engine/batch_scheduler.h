@@ -1,0 +1,130 @@
+// Continuous batching: many generations advanced together, one forward pass per step.
+//
+//   engine::BatchScheduler sched(engine, {.max_sequences = 8});
+//   sched.admit({prompt, params, on_token, on_done});   // while sched.has_room()
+//   while (sched.step() > 0) { /* admit more, cancel some */ }
+//
+// The scheduler owns max_sequences slots, each a model::Session with the tokens its cache
+// holds. admit() puts a request on the free slot whose cache shares the longest prefix with
+// its prompt (a follow-up turn reuses its KV) and, failing that, copies a pinned prefix
+// (pin_prefix: e.g. extract's instructions + schema) instead of recomputing it. Each step()
+// runs one model::BatchForward pass over every active sequence: the pending tokens of the
+// decoding ones (a sampled token plus any tokens the grammar forces) and the next prompt
+// chunk of the prefilling ones, as long as the step's row budget lasts (decode rows first, so
+// a long new prompt never stalls the others). Prompts are chunked exactly as
+// Session::prefill would chunk them from the reused point, so on the q4_0 path a sequence's
+// tokens, logprobs and text are bit-identical to the same request run alone (Generator) and
+// do not depend on what else is in the batch.
+//
+// Per sequence: its own sampler (seed), grammar matcher (the deferred LM head computes only
+// the allowed rows when that pays; otherwise the guided rows share one pass over the head),
+// stop ids, stop strings, max_tokens, logprobs. A sequence finishes at a stop or limit, or is
+// cancelled (cancel(), or its on_token returning false) at the next step without stalling
+// the others; its slot is free for the next admit at once.
+//
+// Not thread-safe: one thread calls admit/cancel/step, and the callbacks run on it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/generation.h"
+#include "engine/generator.h"
+#include "model/batch_forward.h"
+
+namespace ringlm::engine {
+
+struct BatchSchedulerOptions {
+  int max_sequences = 8;   // slots: sequences in flight
+  int context_tokens = 0;  // full-attention KV capacity per slot; 0: the engine's
+  int max_rows = 0;        // token rows per step; 0: max_sequences + Session::kMaxChunk
+  // true: a request reuses the longest prefix its slot's cache shares with it (serve: a
+  // follow-up turn). false: only the pinned prefix, so every request computes exactly the
+  // same chunks whatever ran on its slot before (extract: results independent of --parallel).
+  bool reuse_slot_cache = true;
+};
+
+struct SequenceOutcome {
+  GenerationResult result;
+  std::string error;  // non-empty: the request failed (the engine rejected it mid-way)
+};
+
+struct SequenceRequest {
+  std::vector<std::int32_t> prompt;
+  GenerationParams params;
+  TokenCallback on_token;                                 // may be null; false cancels
+  std::function<void(SequenceOutcome&&)> on_done;         // called exactly once
+};
+
+struct BatchStats {
+  std::uint64_t steps = 0;
+  std::uint64_t rows = 0;            // token rows run, over all steps
+  std::uint64_t sequence_steps = 0;  // sum over steps of the sequences advanced
+  std::uint64_t prefix_copies = 0;   // admits that copied the pinned prefix
+  std::uint64_t prefix_hits = 0;     // admits that reused any cached prompt KV
+  std::uint64_t reused_tokens = 0;   // prompt tokens not recomputed (slot cache or pin)
+  int last_batch = 0;                // sequences in the last step
+};
+
+class BatchScheduler {
+ public:
+  BatchScheduler(Engine& engine, const BatchSchedulerOptions& options = {});
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
+
+  bool has_room() const;
+  int active() const;
+  int max_sequences() const { return static_cast<int>(slots_.size()); }
+  int context_capacity() const;
+  // Starts a request on a free slot and returns its id. Throws ringlm::Error for a bad
+  // request (empty or too long prompt, bad token id, schema that does not compile, no free
+  // slot) before anything changes; on_done is then never called.
+  std::uint64_t admit(SequenceRequest request);
+  // Finishes that sequence as Cancelled at the next step (no-op for an unknown/finished id).
+  void cancel(std::uint64_t id);
+  void cancel_all();
+  // Advances every active sequence by one batched forward pass; returns how many it
+  // advanced (0: nothing active).
+  int step();
+
+  // Prefills `prefix` once on a private session; admits whose prompt starts with it copy its
+  // KV instead of computing it (when their slot's own cache shares less).
+  void pin_prefix(std::span<const std::int32_t> prefix);
+  const BatchStats& stats() const { return stats_; }
+  // KV cache bytes allocated over all slots (and the pinned prefix).
+  std::size_t kv_bytes() const;
+  // Tokens held in the slots' caches (for /metrics).
+  std::int64_t kv_tokens_used() const;
+  void set_head_subset(const HeadSubsetPolicy& policy);
+
+  struct Slot;  // implementation detail (batch_scheduler.cpp)
+
+ private:
+  void finish(Slot& slot, FinishReason reason, std::string error = {});
+  // After a step: sample, emit, stop checks; queue the next tokens.
+  void advance(Slot& slot, std::span<float> logits);
+
+  Engine& engine_;
+  BatchSchedulerOptions options_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<model::BatchForward> batch_;
+  std::unique_ptr<model::Session> pinned_session_;
+  std::vector<std::int32_t> pinned_;
+  HeadSubsetPolicy head_policy_;
+  std::size_t head_row_limit_ = 0;
+  std::uint64_t next_id_ = 1;
+  BatchStats stats_;
+  // Per-step scratch, sized once.
+  std::vector<model::BatchItem> items_;
+  std::vector<Slot*> item_slot_;
+  std::vector<model::Session*> full_head_;
+  std::vector<Slot*> full_head_slot_;
+};
+
+}  // namespace ringlm::engine

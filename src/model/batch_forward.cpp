@@ -1,0 +1,104 @@
+#include "model/batch_forward.h"
+
+#include <algorithm>
+
+#include "kernels/ref_matmul.h"
+#include "kernels/ref_ops.h"
+#include "util/error.h"
+
+namespace ringlm::model {
+
+BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOptions& options)
+    : model_(std::move(model)), options_(options) {
+  if (options_.max_items < 1) fail("batch: at least one sequence per step is needed, got ", options_.max_items);
+  if (options_.max_rows < options_.max_items)
+    fail("batch: ", options_.max_rows, " rows per step cannot hold ", options_.max_items, " sequences");
+  scratch_.size_for(model_->config(), options_.max_rows);
+  segs_.reserve(static_cast<std::size_t>(options_.max_items));
+  logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
+  logits_.resize(static_cast<std::size_t>(options_.max_items) * static_cast<std::size_t>(model_->config().vocab_size));
+}
+
+void BatchForward::run(std::span<const BatchItem> items) {
+  if (static_cast<int>(items.size()) > options_.max_items)
+    fail("batch: ", items.size(), " sequences in one step; at most ", options_.max_items);
+  std::size_t rows = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const BatchItem& it = items[i];
+    if (it.session == nullptr) fail("batch item ", i, ": no session");
+    if (&it.session->model() != model_.get()) fail("batch item ", i, ": the session runs another model");
+    if (it.mode == LogitsMode::All) fail("batch item ", i, ": LogitsMode::All is not supported in a batch");
+    if (it.ids.empty()) fail("batch item ", i, ": no tokens");
+    if (it.ids.size() > static_cast<std::size_t>(Session::kMaxChunk))
+      fail("batch item ", i, ": ", it.ids.size(), " tokens; a step takes at most ", Session::kMaxChunk, " per sequence");
+    for (std::size_t j = 0; j < i; ++j)
+      if (items[j].session == it.session) fail("batch items ", j, " and ", i, " advance the same session");
+    try {
+      it.session->validate(it.ids, it.positions);
+      it.session->cache_.check_writable(it.positions);
+    } catch (const Error& e) {
+      fail("batch item ", i, ": ", e.what());
+    }
+    rows += it.ids.size();
+  }
+  if (rows > static_cast<std::size_t>(options_.max_rows))
+    fail("batch: ", rows, " token rows in one step; at most ", options_.max_rows);
+
+  segs_.clear();
+  logits_row_.assign(items.size(), -1);
+  std::size_t row = 0;
+  for (const BatchItem& it : items) {
+    std::copy(it.ids.begin(), it.ids.end(), scratch_.ids.begin() + static_cast<std::ptrdiff_t>(row));
+    std::copy(it.positions.begin(), it.positions.end(), scratch_.pos.begin() + static_cast<std::ptrdiff_t>(row));
+    row += it.ids.size();
+    detail::ForwardSegment seg;
+    seg.session = it.session;
+    seg.n = static_cast<int>(it.ids.size());
+    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : seg.n - 1;
+    seg.run_head = it.mode == LogitsMode::Last;
+    segs_.push_back(seg);
+    it.session->hidden_valid_ = false;
+  }
+  detail::ForwardPass(*model_, scratch_, segs_, logits_.data()).run();
+  used_rows_ = 0;
+  head_rows_ = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (segs_[i].logits_row >= 0) used_rows_ = std::max(used_rows_, segs_[i].logits_row + 1);
+    items[i].session->next_position_ = items[i].positions.back() + 1;
+    logits_row_[i] = segs_[i].logits_row;
+  }
+}
+
+void BatchForward::head_logits(std::span<Session* const> sessions) {
+  const int n = static_cast<int>(sessions.size());
+  if (used_rows_ + n > options_.max_items)
+    fail("batch: ", n, " deferred heads do not fit beside the step's ", used_rows_, " logits rows");
+  const ModelConfig& cfg = model_->config();
+  const std::size_t H = static_cast<std::size_t>(cfg.hidden_size), V = static_cast<std::size_t>(cfg.vocab_size);
+  for (int j = 0; j < n; ++j) {
+    Session& s = *sessions[static_cast<std::size_t>(j)];
+    s.require_hidden();
+    if (&s.model() != model_.get()) fail("batch: deferred head of a session of another model");
+    std::copy(s.head_in_.begin(), s.head_in_.end(), scratch_.a.begin() + static_cast<std::ptrdiff_t>(j * H));
+  }
+  head_rows_ = n;
+  if (n == 0) return;
+  float* out = logits_.data() + static_cast<std::size_t>(used_rows_) * V;
+  kernels::matmul(model_->weights().lm_head, scratch_.a.data(), n, out, model_->pool());
+  if (cfg.final_logit_softcapping > 0)
+    kernels::soft_cap(out, static_cast<std::int64_t>(n) * cfg.vocab_size, static_cast<float>(cfg.final_logit_softcapping));
+}
+
+std::span<float> BatchForward::head_row(std::size_t j) {
+  if (static_cast<int>(j) >= head_rows_) fail("batch: no deferred head row ", j);
+  const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
+  return {logits_.data() + (static_cast<std::size_t>(used_rows_) + j) * V, V};
+}
+
+std::span<float> BatchForward::logits(std::size_t i) {
+  if (i >= logits_row_.size() || logits_row_[i] < 0) fail("batch: item ", i, " of the last step has no logits");
+  const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
+  return {logits_.data() + static_cast<std::size_t>(logits_row_[i]) * V, V};
+}
+
+}  // namespace ringlm::model

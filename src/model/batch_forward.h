@@ -1,0 +1,81 @@
+// One forward pass that advances several sessions at once (continuous batching).
+//
+//   model::BatchForward batch(model, {.max_rows = 80, .max_items = 16});
+//   model::BatchItem items[] = {{&a, ids_a, pos_a, LogitsMode::Last},     // a decode row
+//                               {&b, chunk_b, pos_b, LogitsMode::None},   // a prefill chunk
+//                               {&c, ids_c, pos_c, LogitsMode::Hidden}};  // a guided row
+//   batch.run(items);
+//   auto la = batch.logits(0);           // a's next-token logits (editable in place)
+//   auto lc = c.head_logits_rows(ids);   // c's deferred head, as after c.decode_hidden()
+//
+// Each item is one call of Session::prefill on its session (at most Session::kMaxChunk
+// tokens; LogitsMode None, Last or Hidden), and leaves the session exactly as that call
+// would: same cache contents, same kept hidden state, same logits. Every linear layer runs
+// once over all the items' rows, so a step's weights stream from memory once however many
+// sequences it advances; attention runs per item against its own session's cache. On the
+// q4_0 path (the w4a8 kernels quantize activations per row) every item's logits are
+// bit-identical to its session run alone with the same chunks; on the float path they agree
+// to float rounding (the reference matmul groups 4 tokens per dot pass).
+//
+// Nothing is allocated per run once constructed (apart from a kernel's per-thread buffers
+// growing to the largest row count once). Not thread-safe; sessions must share the model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/forward_pass.h"
+#include "model/model.h"
+
+namespace ringlm::model {
+
+struct BatchItem {
+  Session* session = nullptr;
+  std::span<const std::int32_t> ids;
+  std::span<const std::int64_t> positions;
+  LogitsMode mode = LogitsMode::Last;
+};
+
+struct BatchOptions {
+  int max_rows = 80;   // token rows per run, over all items
+  int max_items = 16;  // sessions per run
+};
+
+class BatchForward {
+ public:
+  BatchForward(std::shared_ptr<const Model> model, const BatchOptions& options);
+
+  // Validates every item first (ids, positions, the cache's room, one item per session,
+  // the row and item limits) and throws ringlm::Error naming the item before any session
+  // changes; then runs them all as one step.
+  void run(std::span<const BatchItem> items);
+  // The last token's logits of item i of the last run (LogitsMode::Last only), valid until
+  // the next run. The caller may edit them in place (a sampler).
+  std::span<float> logits(std::size_t i);
+
+  // The full LM head over the kept hidden states of several sessions (each as its own
+  // head_logits() would compute it, bit for bit on the q4_0 path), in one pass over the
+  // head's weights: the guided rows whose grammar allows too much for a subset head. Row j
+  // is head_row(j), valid until the next run or head_logits call; logits(i) stay valid.
+  // At most max_items minus the last run's Last items.
+  void head_logits(std::span<Session* const> sessions);
+  std::span<float> head_row(std::size_t j);
+
+  int max_rows() const { return options_.max_rows; }
+  int max_items() const { return options_.max_items; }
+  const Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  BatchOptions options_;
+  detail::ForwardScratch scratch_;
+  std::vector<detail::ForwardSegment> segs_;
+  std::vector<int> logits_row_;  // per item of the last run: its row in logits_, -1 none
+  std::vector<float> logits_;    // [max_items][vocab]: Last items, then head_logits rows
+  int used_rows_ = 0;            // logits_ rows the last run filled
+  int head_rows_ = 0;            // rows of the last head_logits call, after used_rows_
+};
+
+}  // namespace ringlm::model

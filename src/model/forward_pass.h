@@ -1,0 +1,55 @@
+// The decoder's forward pass over one step's token rows, which may belong to several
+// sessions (model::BatchForward) or to one (Session::prefill). Internal to src/model.
+//
+// Rows are laid out segment after segment in the scratch. Everything but attention runs
+// once over all rows: embeddings, norms, every linear layer (one matmul per weight, so the
+// weights stream once per step however many sequences it advances), the MLP and the
+// per-layer-input block. Attention runs per segment, against that segment's session cache
+// and with exactly the call Session::prefill would make for the same chunk. On the q4_0
+// path a row's arithmetic does not depend on the other rows (activations are quantized per
+// row, each output is one row's dot products), so every row's result is bit-identical to the
+// same chunk run alone (tests/model/batch_forward_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/forward_scratch.h"
+#include "model/model.h"
+
+namespace ringlm::model::detail {
+
+struct ForwardSegment {
+  Session* session = nullptr;
+  int n = 0;                 // token rows (at most Session::kMaxChunk)
+  int first_logits_row = 0;  // rows >= this want the final hidden state (n: none)
+  bool run_head = true;      // and their logits
+  // Set by the pass: where the segment's logits rows start in the logits output (-1: none).
+  int logits_row = -1;
+  // Internal: the segment's first row in the scratch.
+  int first_row = 0;
+};
+
+class ForwardPass {
+ public:
+  // The segments' ids and positions are in scratch.ids / scratch.pos, segment after segment.
+  // Logits rows go to `logits` (room for every row that wants them), in segment order.
+  ForwardPass(const Model& model, ForwardScratch& scratch, std::span<ForwardSegment> segments, float* logits);
+  void run();
+
+ private:
+  void embed(int rows);
+  void drop_prompt_rows();  // the KV-shared-layer skip, per segment
+  void attention_block(int layer, int rows);
+  void mlp_block(int layer, int rows);
+  void finish(int rows);
+
+  const Model& model_;
+  const ModelConfig& cfg_;
+  const ModelWeights& w_;
+  ForwardScratch& s_;
+  std::span<ForwardSegment> segs_;
+  float* logits_;
+};
+
+}  // namespace ringlm::model::detail

@@ -1,0 +1,22 @@
+// Per-token working buffers of one forward pass, sized once for a number of rows (the
+// tokens of one step, over every sequence of a batch) and reused by every step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+
+namespace ringlm::model::detail {
+
+struct ForwardScratch {
+  int rows = 0;  // capacity in token rows
+  std::vector<std::int32_t> ids;
+  std::vector<std::int64_t> pos;
+  std::vector<float> h, a, q, k, v, attn, o, gate, up, ple_all, ple_tok, ple_g;
+  std::vector<float> rope_sliding, rope_full;  // [rows][head_dim] cos|sin
+
+  void size_for(const ModelConfig& cfg, int n_rows);
+};
+
+}  // namespace ringlm::model::detail

@@ -1,0 +1,271 @@
+// engine::BatchScheduler on a tiny random-weight q4_0 model: requests stepped together —
+// prompts of different lengths (several chunks, one token), greedy and seeded sampling with
+// logprobs, guided JSON (subset and full deferred heads, forced tokens), staggered joins,
+// a cancellation — must produce exactly what each request gives alone through a Generator.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "engine/batch_scheduler.h"
+#include "engine/generator.h"
+#include "model/testing/test_checkpoint.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+using namespace ringlm;
+
+namespace {
+
+const fs::path& model_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("ringlm_batch_sched_test_" + std::to_string(::getpid()));
+    model::testing::TestCheckpointOptions o;
+    o.preset = "tiny";
+    o.seed = 13;
+    o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";  // chat template only
+    model::testing::write_test_checkpoint(d, o);
+    return d;
+  }();
+  return dir;
+}
+
+struct Cleanup {
+  ~Cleanup() {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("ringlm_batch_sched_test_" + std::to_string(::getpid())), ec);
+  }
+} cleanup;
+
+engine::Engine& q4_engine() {
+  static engine::Engine e({.model_dir = model_dir(), .threads = 2, .weights = model::WeightFormat::q4_0});
+  return e;
+}
+
+std::vector<std::int32_t> prompt_of(std::size_t n, int salt) {
+  std::vector<std::int32_t> ids;
+  for (std::size_t i = 0; i < n; ++i) ids.push_back(static_cast<std::int32_t>(300 + (i * 37 + salt * 11) % 400));
+  return ids;
+}
+
+struct SeqRun {
+  engine::GenerationResult result;
+  std::vector<engine::TokenEvent> events;
+  std::string error;
+  bool done = false;
+};
+
+struct Case {
+  std::vector<std::int32_t> prompt;
+  engine::GenerationParams params;
+  int join_step = 0;
+};
+
+const char* kSchema =
+    R"({"type":"object","properties":{"color":{"enum":["red","green","blue"]},"n":{"type":"integer"},"note":{"type":"string","maxLength":12}},"required":["color","n","note"],"additionalProperties":false})";
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  auto greedy = [](int n) {
+    engine::GenerationParams p;
+    p.max_tokens = n;
+    p.ignore_stop_ids = true;
+    return p;
+  };
+  cs.push_back({prompt_of(150, 1), greedy(12), 0});  // three prompt chunks
+  cs.push_back({prompt_of(1, 2), greedy(20), 0});    // one-token prompt
+  {
+    auto p = greedy(16);
+    p.sampling.temperature = 0.9f;
+    p.sampling.top_p = 0.9f;
+    p.sampling.seed = 77;
+    p.logprobs = true;
+    p.top_logprobs = 3;
+    cs.push_back({prompt_of(30, 3), p, 2});  // joins later, sampled with logprobs
+  }
+  for (std::uint64_t seed = 0; seed < 2; ++seed) {
+    engine::GenerationParams p;
+    p.max_tokens = 80;
+    p.json_schema = kSchema;
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = seed;
+    p.logprobs = true;
+    p.top_logprobs = 2;
+    cs.push_back({prompt_of(20 + 50 * seed, 4 + static_cast<int>(seed)), p, static_cast<int>(seed)});  // guided
+  }
+  {
+    auto p = greedy(30);
+    p.stop = {"e"};
+    p.ignore_stop_ids = false;
+    cs.push_back({prompt_of(9, 6), p, 1});  // stop string / stop id
+  }
+  return cs;
+}
+
+SeqRun alone(engine::Engine& engine, const Case& c) {
+  engine::Generator g(engine);
+  SeqRun r;
+  r.result = g.generate(c.prompt, c.params, [&](const engine::TokenEvent& e) {
+    r.events.push_back(e);
+    return true;
+  });
+  r.done = true;
+  return r;
+}
+
+// Runs the cases through one scheduler, each admitted at its join step (when a slot is free).
+std::vector<SeqRun> together(engine::Engine& engine, const std::vector<Case>& cs, int max_sequences,
+                          int cancel_case = -1, int cancel_after = 0) {
+  engine::BatchScheduler sched(engine, {.max_sequences = max_sequences});
+  std::vector<SeqRun> runs(cs.size());
+  std::vector<std::uint64_t> ids(cs.size(), 0);
+  std::size_t admitted = 0;
+  for (int step = 0;; ++step) {
+    while (admitted < cs.size() && cs[admitted].join_step <= step && sched.has_room()) {
+      const std::size_t i = admitted++;
+      engine::SequenceRequest req;
+      req.prompt = cs[i].prompt;
+      req.params = cs[i].params;
+      req.on_token = [&runs, i](const engine::TokenEvent& e) {
+        runs[i].events.push_back(e);
+        return true;
+      };
+      req.on_done = [&runs, i](engine::SequenceOutcome&& o) {
+        EXPECT_FALSE(runs[i].done) << "on_done twice";
+        runs[i].result = std::move(o.result);
+        runs[i].error = std::move(o.error);
+        runs[i].done = true;
+      };
+      ids[i] = sched.admit(std::move(req));
+    }
+    if (cancel_case >= 0 && static_cast<int>(runs[cancel_case].events.size()) == cancel_after)
+      sched.cancel(ids[cancel_case]);
+    if (sched.step() == 0 && admitted == cs.size()) break;
+  }
+  return runs;
+}
+
+void expect_same_run(const SeqRun& a, const SeqRun& b, const std::string& what) {
+  ASSERT_TRUE(a.done && b.done) << what;
+  EXPECT_EQ(a.error, b.error) << what;
+  EXPECT_EQ(a.result.text, b.result.text) << what;
+  EXPECT_EQ(a.result.finish, b.result.finish) << what;
+  EXPECT_EQ(a.result.completion_tokens, b.result.completion_tokens) << what;
+  EXPECT_EQ(a.result.guided_steps, b.result.guided_steps) << what;
+  EXPECT_EQ(a.result.subset_head_steps, b.result.subset_head_steps) << what;
+  ASSERT_EQ(a.events.size(), b.events.size()) << what;
+  for (std::size_t k = 0; k < a.events.size(); ++k) {
+    EXPECT_EQ(a.events[k].id, b.events[k].id) << what << " token " << k;
+    EXPECT_EQ(a.events[k].text, b.events[k].text) << what << " token " << k;
+    EXPECT_EQ(a.events[k].logprob, b.events[k].logprob) << what << " token " << k;
+    ASSERT_EQ(a.events[k].top.size(), b.events[k].top.size()) << what << " token " << k;
+    for (std::size_t j = 0; j < a.events[k].top.size(); ++j) {
+      EXPECT_EQ(a.events[k].top[j].id, b.events[k].top[j].id) << what;
+      EXPECT_EQ(a.events[k].top[j].logprob, b.events[k].top[j].logprob) << what;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(BatchScheduler, EveryRequestMatchesItsRunAlone) {
+  auto& engine = q4_engine();
+  const auto cs = cases();
+  std::vector<SeqRun> ref;
+  for (const auto& c : cs) ref.push_back(alone(engine, c));
+  // The guided cases really were guided, some steps on the subset head, some on the full one.
+  EXPECT_GT(ref[3].result.guided_steps, ref[3].result.subset_head_steps);
+  EXPECT_GT(ref[3].result.subset_head_steps, 0);
+  for (int slots : {3, 6}) {
+    const auto got = together(engine, cs, slots);
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      expect_same_run(got[i], ref[i], "case " + std::to_string(i) + " with " + std::to_string(slots) + " slots");
+  }
+}
+
+TEST(BatchScheduler, CancellingOneLeavesTheOthersUnchanged) {
+  auto& engine = q4_engine();
+  const auto cs = cases();
+  std::vector<SeqRun> ref;
+  for (const auto& c : cs) ref.push_back(alone(engine, c));
+  const auto got = together(engine, cs, 6, /*cancel_case=*/1, /*cancel_after=*/4);
+  ASSERT_TRUE(got[1].done);
+  EXPECT_EQ(got[1].result.finish, engine::FinishReason::Cancelled);
+  EXPECT_EQ(got[1].events.size(), 4u);
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(got[1].events[k].id, ref[1].events[k].id);
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (i != 1) expect_same_run(got[i], ref[i], "case " + std::to_string(i));
+}
+
+TEST(BatchScheduler, PinnedPrefixAndSlotReuseGiveTheSameTokens) {
+  auto& engine = q4_engine();
+  const auto prefix = prompt_of(90, 8);  // longer than the sliding ring: copied, not recomputed
+  std::vector<Case> cs;
+  for (int i = 0; i < 5; ++i) {
+    Case c;
+    c.prompt = prefix;
+    const auto tail = prompt_of(3 + 4 * i, 20 + i);
+    c.prompt.insert(c.prompt.end(), tail.begin(), tail.end());
+    c.params.max_tokens = 8;
+    c.params.ignore_stop_ids = true;
+    cs.push_back(c);
+  }
+  std::vector<SeqRun> ref;
+  for (const auto& c : cs) ref.push_back(alone(engine, c));
+  for (bool reuse : {false, true})
+    for (int slots : {1, 3}) {
+      engine::BatchScheduler sched(engine, {.max_sequences = slots, .reuse_slot_cache = reuse});
+      sched.pin_prefix(prefix);
+      std::vector<SeqRun> runs(cs.size());
+      std::size_t next = 0;
+      for (;;) {
+        while (next < cs.size() && sched.has_room()) {
+          const std::size_t i = next++;
+          engine::SequenceRequest req{cs[i].prompt, cs[i].params,
+                                      [&runs, i](const engine::TokenEvent& e) {
+                                        runs[i].events.push_back(e);
+                                        return true;
+                                      },
+                                      [&runs, i](engine::SequenceOutcome&& o) {
+                                        runs[i].result = std::move(o.result);
+                                        runs[i].done = true;
+                                      }};
+          sched.admit(std::move(req));
+        }
+        if (sched.step() == 0 && next == cs.size()) break;
+      }
+      for (std::size_t i = 0; i < cs.size(); ++i) {
+        expect_same_run(runs[i], ref[i], "case " + std::to_string(i));
+        EXPECT_GE(runs[i].result.cached_prompt_tokens, static_cast<int>(prefix.size()));
+      }
+      EXPECT_GE(sched.stats().prefix_copies, 1u);
+    }
+}
+
+TEST(BatchScheduler, BadRequestsAreRefusedBeforeTakingASlot) {
+  auto& engine = q4_engine();
+  engine::BatchScheduler sched(engine, {.max_sequences = 1});
+  engine::SequenceRequest empty;
+  EXPECT_THROW(sched.admit(empty), Error);
+  engine::SequenceRequest bad_schema{prompt_of(4, 1), {}, nullptr, nullptr};
+  bad_schema.params.json_schema = "{not json";
+  EXPECT_THROW(sched.admit(bad_schema), Error);
+  engine::SequenceRequest too_long{prompt_of(static_cast<std::size_t>(sched.context_capacity()), 1), {}, nullptr, nullptr};
+  EXPECT_THROW(sched.admit(too_long), Error);
+  EXPECT_TRUE(sched.has_room());
+  EXPECT_EQ(sched.step(), 0);
+  bool done = false;
+  engine::SequenceRequest ok{prompt_of(4, 1), {}, nullptr, [&](engine::SequenceOutcome&& o) {
+                               done = true;
+                               EXPECT_TRUE(o.error.empty());
+                             }};
+  ok.params.max_tokens = 3;
+  sched.admit(std::move(ok));
+  EXPECT_FALSE(sched.has_room());
+  EXPECT_THROW(sched.admit({prompt_of(4, 2), {}, nullptr, nullptr}), Error);  // no free slot
+  while (sched.step() > 0) {
+  }
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(sched.has_room());
+}
