@@ -52,7 +52,7 @@ RINGLM_COMMAND(logits) {
     long long decode_from = -1;
     int ctx = 0;
     int threads = 0;
-    std::string weights = "q4_0", activations = "int8x2";
+    std::string weights = "q4_0", activations = "int8x2", kv_type = "f16";
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
@@ -71,6 +71,8 @@ RINGLM_COMMAND(logits) {
   sub->add_option("--activations", opt->activations, "With --weights q4_0: int8x2 (default; two-plane "
                   "~15-bit activations: meets the float64 numerics gate), int8 (fastest prefill) or f32 (dequantized weight rows in float32, for checking)")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
+  sub->add_option("--kv-type", opt->kv_type, "KV cache element type: f16 (default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   sub->callback([opt] {
     using namespace ringlm;
     std::vector<std::int32_t> ids;
@@ -91,7 +93,7 @@ RINGLM_COMMAND(logits) {
     const auto format = opt->weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
     auto model = model::Model::load(opt->model, {.threads = opt->threads, .weights = format});
     const auto t1 = std::chrono::steady_clock::now();
-    model::Session session(model, {.context_tokens = opt->ctx});
+    model::Session session(model, {.context_tokens = opt->ctx, .kv_type = kv::parse_kv_type(opt->kv_type)});
     const std::size_t T = ids.size(), V = model->config().vocab_size;
     const std::size_t n_prefill =
         opt->decode_from < 0 ? T : std::min<std::size_t>(T, static_cast<std::size_t>(opt->decode_from));

@@ -20,6 +20,9 @@ void ModelFlags::add_to(CLI::App* app) {
       ->check(CLI::IsMember({"stored", "q4_0"}));
   app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
+  app->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, half the memory and bytes per "
+                  "step) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   app->add_option("--grammar-cache-mb", grammar_cache_mb,
                   "Memory bound of the compiled-schema cache, least recently used dropped (default 512)");
   app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default 256)");
@@ -47,6 +50,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.activations = activations == "f32"      ? kernels::Q4Activations::f32
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
+  o.kv_type = kv::parse_kv_type(kv_type);
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   o.grammar_cache.max_bytes = grammar_cache_mb << 20;
   o.grammar_cache.max_entries = grammar_cache_entries;

@@ -33,6 +33,7 @@ struct EngineOptions {
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
   model::WeightFormat weights = model::WeightFormat::stored;  // q4_0: quantized fast path
   kernels::Q4Activations activations = kernels::Q4Activations::int8;  // for q4_0 weights
+  kv::KvType kv_type = kv::KvType::f16;  // every session's KV cache element type
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
   guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };

@@ -95,6 +95,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     max_ffn = std::max(max_ffn, L.mlp_width);
     if (!L.owns_kv) continue;
     kv::LayerCacheSpec s;
+    s.type = options.kv_type;
     s.n_kv_heads = L.n_kv_heads;
     s.head_dim = L.head_dim;
     if (L.kind == AttentionKind::Sliding) {
@@ -397,14 +398,15 @@ void Session::attention_block(int l, int n, const std::int64_t* positions) {
   if (L.owns_kv) {
     for (int t = 0; t < n; ++t) {
       const int slot = cache.slot_of(positions[t]);
-      float* ks = cache.key(slot);
-      float* vs = cache.value(slot);
+      float* kt = k_.data() + static_cast<std::size_t>(t) * nkv * d;
+      float* vt = v_.data() + static_cast<std::size_t>(t) * nkv * d;
       for (int g = 0; g < nkv; ++g) {
-        const std::size_t off = (static_cast<std::size_t>(t) * nkv + g) * d;
-        rms_norm(k_.data() + off, lw.k_norm.data(), d, eps, ks + static_cast<std::size_t>(g) * d);
-        rope_apply(ks + static_cast<std::size_t>(g) * d, d, rope + static_cast<std::size_t>(t) * d);
-        rms_norm(v_.data() + off, nullptr, d, eps, vs + static_cast<std::size_t>(g) * d);
+        float* kg = kt + static_cast<std::size_t>(g) * d;
+        rms_norm(kg, lw.k_norm.data(), d, eps, kg);
+        rope_apply(kg, d, rope + static_cast<std::size_t>(t) * d);
+        rms_norm(vt + static_cast<std::size_t>(g) * d, nullptr, d, eps, vt + static_cast<std::size_t>(g) * d);
       }
+      cache.write(slot, kt, vt);  // f16 caches round here (kv_cache.h)
       cache.set_position(slot, positions[t]);
     }
   }
