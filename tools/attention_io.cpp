@@ -4,7 +4,8 @@
 //
 //   attention_io IN OUT
 // IN (little-endian): int32 n_tokens, n_heads, n_kv_heads, head_dim, n_slots, window, threads,
-//   0; float32 scale; float32 q[n_tokens][n_heads][head_dim]; float32 k[n_slots][n_kv][head_dim];
+//   kv_type (0: f32 cache, 1: f16 cache: K and V are stored with kv_store_f16 first, as the
+//   model's cache does, and every path reads the halves); float32 scale; float32 q[n_tokens][n_heads][head_dim]; float32 k[n_slots][n_kv][head_dim];
 //   float32 v (same); int32 pos[n_slots]; int64 q_pos[n_tokens].
 // OUT: int32 n_paths, then per path: char name[16] (NUL padded), float32 out[n_tokens][n_heads][head_dim].
 #include <cstdint>
@@ -47,6 +48,7 @@ int run(const std::string& in_path, const std::string& out_path) {
   in.read(reinterpret_cast<char*>(&scale), sizeof scale);
   if (!in) ringlm::fail(in_path, ": truncated header");
   const int n = h[0], nh = h[1], nkv = h[2], d = h[3], n_slots = h[4], window = h[5], threads = h[6];
+  if (h[7] != 0 && h[7] != 1) ringlm::fail(in_path, ": kv_type must be 0 (f32) or 1 (f16), not ", h[7]);
   if (n < 1 || nh < 1 || nkv < 1 || d < 1 || n_slots < 0 || threads < 1 || n > 4096 || nh > 256 || d > 4096 ||
       n_slots > (1 << 20))
     ringlm::fail(in_path, ": implausible header (n=", n, " heads=", nh, "/", nkv, " d=", d, " slots=", n_slots,
@@ -59,7 +61,13 @@ int run(const std::string& in_path, const std::string& out_path) {
   read_into(in, v, static_cast<std::size_t>(n_slots) * nkv * d, "v", in_path);
   read_into(in, pos, n_slots, "pos", in_path);
   read_into(in, qpos, n, "q_pos", in_path);
-  const KvSlots kv{k.data(), v.data(), pos.data(), n_slots, nkv, d};
+  KvSlots kv{k.data(), v.data(), pos.data(), n_slots, nkv, d};
+  std::vector<std::uint16_t> k16(k.size()), v16(v.size());
+  if (h[7] == 1) {
+    kv_store_f16(k.data(), k16.data(), k.size());
+    kv_store_f16(v.data(), v16.data(), v.size());
+    kv = KvSlots{nullptr, nullptr, pos.data(), n_slots, nkv, d, KvType::f16, k16.data(), v16.data()};
+  }
 
   std::vector<Isa> isas = available_isas();
   std::ofstream out(out_path, std::ios::binary);

@@ -6,6 +6,8 @@
 // Decode at contexts 512, 4096, 8192 and a 64-token prefill chunk at 4096. K/V rotate through
 // copies spanning --set-mb (default 512 MB, above this machine's 260 MB L3), so a call reads
 // its cache from DRAM as in a real decode step (where 1 GB of weights streams in between).
+// The last columns: the tiled kernel over an f16 copy of the same caches (--set-mb / 2 of
+// halves), timed right after the f32 one, and the f16 gain (f32 time / f16 time).
 //
 //   bench_attention [--isa best|all|scalar,avx2,...] [--threads 1,2] [--set-mb 512] [--min-ms 300]
 //                   [--contexts 512,4096,8192] [--only decode,chunk]
@@ -44,9 +46,14 @@ struct Cache {
   int n_slots = 0, d = 0;
   std::vector<std::int32_t> pos;
   std::vector<std::vector<float>> k, v;
+  std::vector<std::vector<std::uint16_t>> k16, v16;  // the same values as an f16 cache holds them
   KvSlots view(std::size_t call) const {
     const std::size_t c = call % k.size();
     return {k[c].data(), v[c].data(), pos.data(), n_slots, 1, d};
+  }
+  KvSlots view16(std::size_t call) const {
+    const std::size_t c = call % k16.size();
+    return {nullptr, nullptr, pos.data(), n_slots, 1, d, KvType::f16, k16[c].data(), v16[c].data()};
   }
 };
 
@@ -66,6 +73,10 @@ Cache make_cache(const Layer& L, int context, std::size_t set_bytes, std::mt1993
     c.k.push_back(base);
     c.v.push_back(base);
     std::rotate(c.v.back().begin(), c.v.back().begin() + 1, c.v.back().end());
+    c.k16.emplace_back(floats);
+    c.v16.emplace_back(floats);
+    kv_store_f16(c.k.back().data(), c.k16.back().data(), floats);
+    kv_store_f16(c.v.back().data(), c.v16.back().data(), floats);
   }
   return c;
 }
@@ -106,8 +117,8 @@ int main(int argc, char** argv) {
   const auto wants = [&](const char* w) { return std::find(only.begin(), only.end(), w) != only.end(); };
   std::printf("cpu: %s; K/V rotated over %zu MB; times in ms per call (best / median)\n",
               cpu_features().describe().c_str(), set_mb);
-  std::printf("%-8s %-7s %-6s %6s %3s %7s | %17s | %17s | %s\n", "isa", "layer", "kind", "ctx", "thr", "tokens",
-              "reference", "tiled", "speedup (best, median)");
+  std::printf("%-8s %-7s %-6s %6s %3s %7s | %17s | %17s | %-13s | %17s | %s\n", "isa", "layer", "kind", "ctx", "thr",
+              "tokens", "reference", "tiled", "speedup", "tiled f16 KV", "f16 gain (best, median)");
   const Layer layers[] = {{"sliding", 256, 576, 512}, {"full", 512, 0, 0}};
   constexpr int kHeads = 8;
   std::mt19937 rng(5);
@@ -158,9 +169,14 @@ int main(int argc, char** argv) {
             const Timing fast = time_calls(min_ms, [&](std::size_t call) {
               attend(q.data(), n, qpos.data(), kHeads, cache.view(call), L.window, scale, out.data(), &pool);
             });
-            std::printf("%-8s %-7s %-6s %6d %3d %7d | %7.3f / %7.3f | %7.3f / %7.3f | %5.1fx %5.1fx\n",
+            const Timing half = time_calls(min_ms, [&](std::size_t call) {
+              attend(q.data(), n, qpos.data(), kHeads, cache.view16(call), L.window, scale, out.data(), &pool);
+            });
+            std::printf("%-8s %-7s %-6s %6d %3d %7d | %7.3f / %7.3f | %7.3f / %7.3f | %5.1fx %5.1fx | %7.3f / %7.3f | "
+                        "%5.2fx %5.2fx\n",
                         isa_name(isa), L.name, sh.kind, context, thr, n, ref.best * 1e3, ref.median * 1e3,
-                        fast.best * 1e3, fast.median * 1e3, ref.best / fast.best, ref.median / fast.median);
+                        fast.best * 1e3, fast.median * 1e3, ref.best / fast.best, ref.median / fast.median,
+                        half.best * 1e3, half.median * 1e3, fast.best / half.best, fast.median / half.median);
             std::fflush(stdout);
           }
         }

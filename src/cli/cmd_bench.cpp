@@ -119,14 +119,16 @@ Json bench_speed(ringlm::engine::Engine& engine, const BenchOptions& o) {
   // The decode floor: bytes one step reads (at the mid-generation context) over the read
   // bandwidth of this machine with as many threads as the model uses.
   const auto& model = *engine.model();
-  const auto traffic =
-      model::decode_traffic(model.config(), model.weights(), r.prompt_tokens + r.completion_tokens / 2);
+  const auto traffic = model::decode_traffic(model.config(), model.weights(), r.prompt_tokens + r.completion_tokens / 2,
+                                             kv::kv_type_bytes(engine.options().kv_type));
   const int threads = o.model.thread_count() > 0 ? o.model.thread_count() : kernels::default_thread_count();
   const double gbs = read_bandwidth_in_child(threads);
   const double floor_s = gbs > 0 ? static_cast<double>(traffic.total()) / (gbs * 1e9) : 0.0;
   const double decode_s = out["decode_tok_s"].get<double>() > 0 ? 1.0 / out["decode_tok_s"].get<double>() : 0.0;
   out["bytes_per_token"] = traffic.total();
   out["weight_bytes_per_token"] = traffic.weight_bytes;
+  out["kv_type"] = kv::kv_type_name(engine.options().kv_type);
+  out["kv_bytes_per_sequence"] = gen.session().kv_bytes();  // allocated K+V at this context capacity
   out["read_bandwidth_gbs"] = gbs;
   out["floor_tok_s"] = floor_s > 0 ? 1.0 / floor_s : 0.0;
   out["floor_fraction"] = decode_s > 0 ? floor_s / decode_s : 0.0;

@@ -78,7 +78,7 @@ RINGLM_COMMAND(logits) {
     const auto t0 = std::chrono::steady_clock::now();
     auto model = model::load_model_any(opt->model.model_dir(), opt->model.model_options());
     const auto t1 = std::chrono::steady_clock::now();
-    model::Session session(model, {.context_tokens = opt->model.ctx});
+    model::Session session(model, {.context_tokens = opt->model.ctx, .kv_type = kv::parse_kv_type(opt->model.kv_type)});
     const std::size_t T = ids.size(), V = model->config().vocab_size;
     const std::size_t n_prefill =
         opt->decode_from < 0 ? T : std::min<std::size_t>(T, static_cast<std::size_t>(opt->decode_from));

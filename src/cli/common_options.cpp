@@ -23,6 +23,9 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
       ->check(CLI::IsMember({"stored", "q4_0"}));
   app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
+  app->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, half the memory and bytes per "
+                  "step) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   if (!guided) return;
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
@@ -68,6 +71,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.activations = mo.activations;
   o.reference_attention = mo.reference_attention;
   o.lm_head_subset = lm_head_subset_from_env();
+  o.kv_type = kv::parse_kv_type(kv_type);
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   o.grammar_cache.max_bytes = grammar_cache_mb << 20;
   o.grammar_cache.max_entries = grammar_cache_entries;

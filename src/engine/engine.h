@@ -38,6 +38,7 @@ struct EngineOptions {
   // When a guided step computes only the allowed rows of the LM head (generator.h); the CLI
   // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.
   enum class HeadSubset { Auto, Always, Never } lm_head_subset = HeadSubset::Auto;
+  kv::KvType kv_type = kv::KvType::f16;  // every session's KV cache element type
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
   guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };

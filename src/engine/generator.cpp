@@ -22,6 +22,7 @@ double seconds_since(Clock::time_point t0) {
 namespace {
 model::SessionOptions with_engine_defaults(const Engine& engine, model::SessionOptions o) {
   if (o.context_tokens == 0) o.context_tokens = engine.options().context_tokens;
+  o.kv_type = engine.options().kv_type;
   return o;
 }
 }  // namespace

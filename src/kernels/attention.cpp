@@ -48,7 +48,9 @@ void check_shapes(int n_tokens, int n_heads, const KvSlots& kv) {
     fail("attend: bad cache view (", kv.n_kv_heads, " kv heads, head_dim ", kv.head_dim, ", ", kv.n_slots, " slots)");
   if (n_heads < kv.n_kv_heads || n_heads % kv.n_kv_heads != 0)
     fail("attend: ", n_heads, " query heads is not a multiple of ", kv.n_kv_heads, " kv heads");
-  if (kv.n_slots > 0 && (kv.k == nullptr || kv.v == nullptr || kv.pos == nullptr))
+  const bool half = kv.type == KvType::f16;
+  if (kv.n_slots > 0 && (kv.pos == nullptr || (half ? kv.k16 == nullptr || kv.v16 == nullptr
+                                                     : kv.k == nullptr || kv.v == nullptr)))
     fail("attend: cache view with ", kv.n_slots, " slots has no keys, values or positions");
 }
 
@@ -62,6 +64,7 @@ void init_rows(float* acc, float* m, float* l, std::size_t rows, int d) {
 // heads into its own partial state; the caller then merges the P states per head:
 // out = sum_p e^(m_p - M) acc_p / sum_p e^(m_p - M) l_p with M = max_p m_p.
 void attend_split_slots(const AttentionKernels& k, const AttnBlock& base, int parts, float* out, ParallelFor& pool) {
+  const auto run_block = base.kv.type == KvType::f16 ? k.block16 : k.block;
   const int nh = base.n_heads, d = base.kv.head_dim, nkv = base.kv.n_kv_heads;
   const std::size_t part_floats = static_cast<std::size_t>(nh) * d + 2 * static_cast<std::size_t>(nh);
   float* states = scratch_floats(part_floats * parts + 2 * static_cast<std::size_t>(parts));
@@ -82,7 +85,7 @@ void attend_split_slots(const AttentionKernels& k, const AttnBlock& base, int pa
       blk.l = l;
       for (int g = 0; g < nkv; ++g) {
         blk.kv_head = g;
-        k.block(blk);
+        run_block(blk);
       }
     }
   });
@@ -115,6 +118,7 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
   check_shapes(n_tokens, n_heads, kv);
   if (n_tokens == 0) return;
   const AttentionKernels& k = active_attention();
+  const auto run_block = kv.type == KvType::f16 ? k.block16 : k.block;
   const int d = kv.head_dim, nkv = kv.n_kv_heads;
   AttnBlock base;
   base.q = q;
@@ -160,7 +164,7 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
         const std::size_t row = static_cast<std::size_t>(t) * n_heads + static_cast<std::size_t>(g) * blk.group;
         init_rows(out + row * d, blk.m + row, blk.l + row, blk.group, d);
       }
-      k.block(blk);
+      run_block(blk);
       for (int t = t0; t < t1; ++t)
         for (int j = 0; j < blk.group; ++j) {
           const std::size_t row = static_cast<std::size_t>(t) * n_heads + static_cast<std::size_t>(g) * blk.group + j;
@@ -178,5 +182,8 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
 }
 
 void attention_exp(const float* x, float* y, std::size_t n) { active_attention().exp_n(x, y, n); }
+
+void kv_store_f16(const float* x, std::uint16_t* y, std::size_t n) { active_attention().store_f16(x, y, n); }
+void kv_widen_f16(const std::uint16_t* x, float* y, std::size_t n) { active_attention().widen_f16(x, y, n); }
 
 }  // namespace ringlm::kernels

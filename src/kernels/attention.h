@@ -19,6 +19,7 @@ namespace ringlm::kernels {
 // query heads; q and out are [n_tokens][n_heads][kv.head_dim]. Visibility as attend_one:
 // 0 <= pos[s] <= q_pos and, when window > 0, q_pos - pos[s] < window. A (token, head)
 // with no visible slot gets zeros. Query head h reads KV head h / (n_heads / n_kv_heads).
+// kv.type f16: K/V are read as binary16 (kv.k16 / kv.v16) and widened in registers.
 // pool (may be null): decode (n_tokens == 1) splits the slots over the participants and
 // merges their partial softmax states; a chunk splits (KV head, token) pairs. Allocates
 // only when a thread's scratch grows (the first call at a given size), never after.
@@ -30,5 +31,12 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
 // < 1 ulp measured, <= 3 ulp asserted, for x in [-87.33, 88] (docs/attention.md); 0 below -87.3365
 // (incl. -inf); inputs above 88 give e^88. NaN in, unspecified out. Exposed for the tests.
 void attention_exp(const float* x, float* y, std::size_t n);
+
+// The f16 KV cache's conversions (active ISA path; every path gives the same bits):
+// y = binary16(clamp(x, -65504, 65504)), to nearest even, so a value past the f16 range
+// saturates instead of becoming inf (NaN in: unspecified); and the exact widening back.
+// kv/kv_cache.cpp stores rows with the first; attend() widens inside its K/V loads.
+void kv_store_f16(const float* x, std::uint16_t* y, std::size_t n);
+void kv_widen_f16(const std::uint16_t* x, float* y, std::size_t n);
 
 }  // namespace ringlm::kernels

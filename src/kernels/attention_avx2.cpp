@@ -47,6 +47,12 @@ struct VecAvx2 {
     return _mm256_castsi256_ps(e);
   }
   static R zero_below(R x, R t, R y) { return _mm256_and_ps(y, _mm256_cmp_ps(x, t, _CMP_GE_OQ)); }
+  static R load_half(const std::uint16_t* p) {  // F16C
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void store_half(std::uint16_t* p, R x) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
 };
 
 }  // namespace
@@ -55,7 +61,10 @@ struct VecAvx2 {
 #include "kernels/attention_impl.h"
 
 namespace ringlm::kernels {
-const AttentionKernels kAttnAvx2 = {AttnImpl<VecAvx2>::block, AttnImpl<VecAvx2>::exp_n};
+using Avx2F32 = AttnImpl<VecAvx2>;
+using Avx2F16 = AttnImpl<VecAvx2, std::uint16_t>;
+const AttentionKernels kAttnAvx2 = {Avx2F32::block, Avx2F16::block, Avx2F32::exp_n, Avx2F32::store_f16,
+                                    Avx2F32::widen_f16};
 }  // namespace ringlm::kernels
 
 #pragma GCC pop_options

@@ -42,6 +42,12 @@ struct VecAvx512 {
     return _mm512_castsi512_ps(e);
   }
   static R zero_below(R x, R t, R y) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, t, _CMP_GE_OQ), y); }
+  static R load_half(const std::uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void store_half(std::uint16_t* p, R x) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
 };
 
 }  // namespace
@@ -50,7 +56,10 @@ struct VecAvx512 {
 #include "kernels/attention_impl.h"
 
 namespace ringlm::kernels {
-const AttentionKernels kAttnAvx512 = {AttnImpl<VecAvx512>::block, AttnImpl<VecAvx512>::exp_n};
+using Avx512F32 = AttnImpl<VecAvx512>;
+using Avx512F16 = AttnImpl<VecAvx512, std::uint16_t>;
+const AttentionKernels kAttnAvx512 = {Avx512F32::block, Avx512F16::block, Avx512F32::exp_n, Avx512F32::store_f16,
+                                      Avx512F32::widen_f16};
 }  // namespace ringlm::kernels
 
 #pragma GCC diagnostic pop

@@ -2,7 +2,12 @@
 // included by each attention_<isa>.cpp after its `#pragma GCC target`. V provides
 //   R (register type), W (floats per register), zero, set1, load, store, add, sub, mul,
 //   fma(a, b, c) = a * b + c, min, max, hsum, hmax, round (to nearest, ties to even),
-//   pow2i(k) = 2^k for integral k in [-127, 127] (0 for -127), zero_below(x, t, y) = x >= t ? y : 0.
+//   pow2i(k) = 2^k for integral k in [-127, 127] (0 for -127), zero_below(x, t, y) = x >= t ? y : 0,
+//   load_half(const uint16_t*) = W binary16 values widened to f32 (exact), and
+//   store_half(uint16_t*, R) = W values rounded to binary16 (to nearest even; the caller clamps).
+// The kernel is instantiated for K/V element type T = float and T = std::uint16_t (f16 bits):
+// only the K and V loads differ (kv_load), so an f16 cache gives exactly what the f32 kernel
+// gives on the widened values.
 // Everything here has internal linkage (anonymous namespace), so the differently targeted
 // copies in each ISA file never meet at link time. Design: docs/attention.md.
 #pragma once
@@ -13,11 +18,22 @@ namespace {
 // kAttnTile (attention_table.h): a tile is scored against one query row at a time into a
 // stack array; 32 slots keep a d=256 K tile (32 KiB) in L1 and a d=512 one (64 KiB) in L2
 // while the group's heads and the chunk's tokens reuse it.
-template <class V>
+template <class V, class T = float>
 struct AttnImpl {
   using R = typename V::R;
   static constexpr int W = V::W;
   static_assert(kAttnTile % W == 0, "the tile must be whole registers");
+
+  static R kv_load(const float* p) { return V::load(p); }
+  static R kv_load(const std::uint16_t* p) { return V::load_half(p); }
+  static float kv_one(float x) { return x; }
+  static float kv_one(std::uint16_t h) { return fp16_to_f32(h); }  // exact, as load_half
+  // The scalar tails (head_dim not a multiple of W) first widen their K/V elements into a
+  // float array and then run the same multiply-adds on it for both element types, so the
+  // compiler's FMA contraction cannot differ between the f32 and the f16 instantiation.
+  static void widen_strided(const T* src, std::int64_t stride, int n, float* dst) {
+    for (int i = 0; i < n; ++i) dst[i] = kv_one(src[i * stride]);
+  }
 
   // e^x: x = k ln2 + r (Cody-Waite, ln2 split in a 16-bit head, exact times |k| <= 127, and a
   // tail), |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (truncation < 6e-9 relative),
@@ -68,21 +84,21 @@ struct AttnImpl {
   // steps, the horizontal sum, then the scalar tail; the same order whatever NQ and NS are,
   // so a row's scores do not depend on how rows and slots are blocked.
   template <int NQ, int NS>
-  static void scores_block(const float* const* qr, const float* kt, std::int64_t stride, int i, int d,
+  static void scores_block(const float* const* qr, const T* kt, std::int64_t stride, int i, int d,
                            float (*sc)[kAttnTile]) {
     R acc[NQ][NS];
 #pragma GCC unroll 16
     for (int r = 0; r < NQ; ++r)
 #pragma GCC unroll 16
       for (int s = 0; s < NS; ++s) acc[r][s] = V::zero();
-    const float* k[NS];
+    const T* k[NS];
 #pragma GCC unroll 16
     for (int s = 0; s < NS; ++s) k[s] = kt + (i + s) * stride;
     int c = 0;
     for (; c + W <= d; c += W) {
       R kv[NS];
 #pragma GCC unroll 16
-      for (int s = 0; s < NS; ++s) kv[s] = V::load(k[s] + c);
+      for (int s = 0; s < NS; ++s) kv[s] = kv_load(k[s] + c);
 #pragma GCC unroll 16
       for (int r = 0; r < NQ; ++r) {
         const R qv = V::load(qr[r] + c);
@@ -90,10 +106,12 @@ struct AttnImpl {
         for (int s = 0; s < NS; ++s) acc[r][s] = V::fma(qv, kv[s], acc[r][s]);
       }
     }
+    float tail[NS][W];
+    for (int s = 0; s < NS; ++s) widen_strided(k[s] + c, 1, d - c, tail[s]);
     for (int r = 0; r < NQ; ++r)
       for (int s = 0; s < NS; ++s) {
         float t = V::hsum(acc[r][s]);
-        for (int cc = c; cc < d; ++cc) t += qr[r][cc] * k[s][cc];
+        for (int cc = c; cc < d; ++cc) t += qr[r][cc] * tail[s][cc - c];
         sc[r][i + s] = t;
       }
   }
@@ -102,7 +120,7 @@ struct AttnImpl {
   // accumulators stay in registers across the tile's slots, so acc is read and written once
   // per tile and each V load feeds NQ rows.
   template <int NQ, int NCB>
-  static void pv_block(float* const* acc, const float* corr, const float (*p)[kAttnTile], const float* vt,
+  static void pv_block(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
                        std::int64_t stride, int ts, const bool* any, int c0) {
     R a[NQ][NCB];
 #pragma GCC unroll 16
@@ -113,10 +131,10 @@ struct AttnImpl {
     }
     for (int s = 0; s < ts; ++s) {
       if (!any[s]) continue;  // masked for the whole token (all its rows have p = 0)
-      const float* vs = vt + s * stride + c0;
+      const T* vs = vt + s * stride + c0;
       R vv[NCB];
 #pragma GCC unroll 16
-      for (int j = 0; j < NCB; ++j) vv[j] = V::load(vs + j * W);
+      for (int j = 0; j < NCB; ++j) vv[j] = kv_load(vs + j * W);
 #pragma GCC unroll 16
       for (int r = 0; r < NQ; ++r) {
         const R ps = V::set1(p[r][s]);
@@ -131,24 +149,27 @@ struct AttnImpl {
   }
 
   template <int NQ>
-  static void pv(float* const* acc, const float* corr, const float (*p)[kAttnTile], const float* vt,
+  static void pv(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
                  std::int64_t stride, int ts, const bool* any, int d) {
     int c = 0;
     for (; c + NC * W <= d; c += NC * W) pv_block<NQ, NC>(acc, corr, p, vt, stride, ts, any, c);
     for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c);
-    for (; c < d; ++c)
+    for (; c < d; ++c) {
+      float col[kAttnTile];
+      widen_strided(vt + c, stride, ts, col);
       for (int r = 0; r < NQ; ++r) {
         float t = acc[r][c] * corr[r];
         for (int s = 0; s < ts; ++s)
-          if (any[s]) t += p[r][s] * vt[s * stride + c];
+          if (any[s]) t += p[r][s] * col[s];
         acc[r][c] = t;
       }
+    }
   }
 
   // Query heads [j0, j0 + NQ) of the group for token t against one tile: scores, the online
   // softmax update of each row's (m, l), then acc = acc * e^(m_old - m_new) + P.V.
   template <int NQ>
-  static void rows(const AttnBlock& b, int t, int j0, const float* kt, const float* vt, std::int64_t stride, int ts,
+  static void rows(const AttnBlock& b, int t, int j0, const T* kt, const T* vt, std::int64_t stride, int ts,
                    const bool* vis) {
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     const int d = b.kv.head_dim;
@@ -190,11 +211,16 @@ struct AttnImpl {
     pv<NQ>(acc, corr, sc, vt, stride, ts, vis, d);
   }
 
+  static const T* kv_base(const KvSlots& kv, bool keys) {
+    if constexpr (sizeof(T) == 2) return keys ? kv.k16 : kv.v16;
+    else return keys ? kv.k : kv.v;
+  }
+
   static void block(const AttnBlock& b) {
     const int d = b.kv.head_dim;
     const std::int64_t stride = static_cast<std::int64_t>(b.kv.n_kv_heads) * d;
-    const float* kbase = b.kv.k + static_cast<std::int64_t>(b.kv_head) * d;
-    const float* vbase = b.kv.v + static_cast<std::int64_t>(b.kv_head) * d;
+    const T* kbase = kv_base(b.kv, true) + static_cast<std::int64_t>(b.kv_head) * d;
+    const T* vbase = kv_base(b.kv, false) + static_cast<std::int64_t>(b.kv_head) * d;
     bool vis[kAttnTile];
     for (int s0 = b.s_begin; s0 < b.s_end; s0 += kAttnTile) {
       const int ts = std::min(kAttnTile, b.s_end - s0);
@@ -208,8 +234,8 @@ struct AttnImpl {
           pmax = std::max(pmax, pos[i]);
         }
       if (pmax < 0) continue;
-      const float* kt = kbase + s0 * stride;
-      const float* vt = vbase + s0 * stride;
+      const T* kt = kbase + s0 * stride;
+      const T* vt = vbase + s0 * stride;
       for (int t = b.t_begin; t < b.t_end; ++t) {
         const std::int64_t qp = b.q_pos[t];
         const std::int64_t lo = b.window > 0 ? qp - b.window + 1 : 0;
@@ -230,6 +256,22 @@ struct AttnImpl {
         }
       }
     }
+  }
+
+  // y = binary16(clamp(x, -65504, 65504)), rounded to nearest even: saturating, so a value
+  // beyond the f16 range is stored as the largest finite half instead of inf (which would
+  // turn the softmax into NaN). Whole registers through V::store_half, the tail through the
+  // scalar rule (the same bits: both round to nearest even). NaN in: unspecified out.
+  static void store_f16(const float* x, std::uint16_t* y, std::size_t n) {
+    const R lo = V::set1(-65504.0f), hi = V::set1(65504.0f);
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) V::store_half(y + i, V::min(V::max(V::load(x + i), lo), hi));
+    for (; i < n; ++i) y[i] = f32_to_fp16(std::min(std::max(x[i], -65504.0f), 65504.0f));
+  }
+  static void widen_f16(const std::uint16_t* x, float* y, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) V::store(y + i, V::load_half(x + i));
+    for (; i < n; ++i) y[i] = fp16_to_f32(x[i]);
   }
 };
 

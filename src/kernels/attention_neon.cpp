@@ -36,6 +36,9 @@ struct VecNeon {
   static R zero_below(R x, R t, R y) {
     return vreinterpretq_f32_u32(vandq_u32(vcgeq_f32(x, t), vreinterpretq_u32_f32(y)));
   }
+  // fcvtl / fcvtn are ARMv8.0 baseline; fcvtn rounds by FPCR (to nearest even by default).
+  static R load_half(const std::uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+  static void store_half(std::uint16_t* p, R x) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(x))); }
 };
 
 }  // namespace
@@ -44,6 +47,9 @@ struct VecNeon {
 #include "kernels/attention_impl.h"
 
 namespace ringlm::kernels {
-const AttentionKernels kAttnNeon = {AttnImpl<VecNeon>::block, AttnImpl<VecNeon>::exp_n};
+using NeonF32 = AttnImpl<VecNeon>;
+using NeonF16 = AttnImpl<VecNeon, std::uint16_t>;
+const AttentionKernels kAttnNeon = {NeonF32::block, NeonF16::block, NeonF32::exp_n, NeonF32::store_f16,
+                                    NeonF32::widen_f16};
 }  // namespace ringlm::kernels
 #endif

@@ -48,6 +48,21 @@ struct VecScalar {
   }
   static R pow2i(R k) { return (R)((__builtin_convertvector(k, I4) + 127) << 23); }
   static R zero_below(R x, R t, R y) { return (R)((I4)y & (x >= t)); }  // x >= t: lanes of -1 or 0
+  // binary16 -> f32 in vector integer ops: the half's exponent and mantissa shifted into
+  // place read as a float 2^-112 times the value (a half subnormal lands on a float
+  // subnormal with the same bits scaled), so one exact multiply by 2^112 finishes normals and
+  // subnormals alike; inf/NaN (exponent 31) get the float's all-ones exponent; then the sign.
+  static R load_half(const std::uint16_t* p) {
+    const I4 h = {p[0], p[1], p[2], p[3]};
+    const I4 mag = (h & 0x7fff) << 13;
+    const R scaled = (R)mag * set1(0x1p112f);
+    const I4 special = (h & 0x7c00) == 0x7c00;  // lanes of -1 or 0
+    const I4 bits = ((I4)scaled & ~special) | ((mag | 0x7f800000) & special);
+    return (R)(bits | ((h & 0x8000) << 16));
+  }
+  static void store_half(std::uint16_t* p, R x) {
+    for (int i = 0; i < W; ++i) p[i] = f32_to_fp16(x[i]);
+  }
 };
 
 }  // namespace
@@ -56,5 +71,8 @@ struct VecScalar {
 #include "kernels/attention_impl.h"
 
 namespace ringlm::kernels {
-const AttentionKernels kAttnScalar = {AttnImpl<VecScalar>::block, AttnImpl<VecScalar>::exp_n};
+using ScalarF32 = AttnImpl<VecScalar>;
+using ScalarF16 = AttnImpl<VecScalar, std::uint16_t>;
+const AttentionKernels kAttnScalar = {ScalarF32::block, ScalarF16::block, ScalarF32::exp_n, ScalarF32::store_f16,
+                                      ScalarF32::widen_f16};
 }  // namespace ringlm::kernels

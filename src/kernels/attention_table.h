@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "kernels/ref_ops.h"
+// Before any ISA file's target pragma, so these inline helpers are compiled for the baseline.
+#include "util/float16.h"
 
 namespace ringlm::kernels {
 
@@ -34,8 +36,11 @@ struct AttnBlock {
 constexpr int kAttnTile = 32;
 
 struct AttentionKernels {
-  void (*block)(const AttnBlock& b);
+  void (*block)(const AttnBlock& b);    // kv.type == f32
+  void (*block16)(const AttnBlock& b);  // kv.type == f16
   void (*exp_n)(const float* x, float* y, std::size_t n);
+  void (*store_f16)(const float* x, std::uint16_t* y, std::size_t n);  // kv_convert.h
+  void (*widen_f16)(const std::uint16_t* x, float* y, std::size_t n);
 };
 
 extern const AttentionKernels kAttnScalar;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "util/float16.h"
+
 
 namespace ringlm::kernels {
 
@@ -58,11 +60,17 @@ inline float dot(const float* a, const float* b, int n) {
   for (; i < n; ++i) total += a[i] * b[i];
   return total;
 }
+// The reference's own f16 widening (scalar, exact), independent of the kernels' SIMD one.
+inline void widen_f16(const std::uint16_t* h, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = fp16_to_f32(h[i]);
+}
 }  // namespace
 
 std::size_t attend_scratch_floats(int n_heads, const KvSlots& kv) {
   const int group = n_heads / std::max(1, kv.n_kv_heads);
-  return static_cast<std::size_t>(std::max(1, group)) * static_cast<std::size_t>(std::max(0, kv.n_slots));
+  // An f16 cache also needs one widened K row and one V row after the scores.
+  const std::size_t widen = kv.type == KvType::f16 ? 2 * static_cast<std::size_t>(std::max(0, kv.head_dim)) : 0;
+  return static_cast<std::size_t>(std::max(1, group)) * static_cast<std::size_t>(std::max(0, kv.n_slots)) + widen;
 }
 
 void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std::int64_t q_pos,
@@ -73,6 +81,9 @@ void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std
   const int group = n_heads / kv.n_kv_heads;
   const std::int64_t stride = static_cast<std::int64_t>(kv.n_kv_heads) * d;
   const std::int64_t n_slots = kv.n_slots;
+  const bool half = kv.type == KvType::f16;
+  float* k_wide = scores + static_cast<std::int64_t>(std::max(1, group)) * n_slots;  // f16 only
+  float* v_wide = k_wide + d;
   for (int h0 = head_begin; h0 < head_end;) {
     // The run of heads [h0, h1) that read the same KV head g.
     const int g = h0 / group;
@@ -83,7 +94,11 @@ void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std
     for (std::int64_t s = 0; s < n_slots; ++s) {
       const std::int64_t p = kv.pos[s];
       const bool visible = p >= 0 && p <= q_pos && (window <= 0 || q_pos - p < window);
-      const float* ks = kv.k + s * stride + static_cast<std::int64_t>(g) * d;
+      const float* ks = half ? nullptr : kv.k + s * stride + static_cast<std::int64_t>(g) * d;
+      if (half && visible) {
+        widen_f16(kv.k16 + s * stride + static_cast<std::int64_t>(g) * d, d, k_wide);
+        ks = k_wide;
+      }
       for (int j = 0; j < nh; ++j) {
         float& sc = scores[j * n_slots + s];
         if (!visible) {
@@ -101,7 +116,8 @@ void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std
       for (int i = 0; i < d; ++i) oh[i] = 0.0f;
     }
     for (std::int64_t s = 0; s < n_slots; ++s) {
-      const float* vs = kv.v + s * stride + static_cast<std::int64_t>(g) * d;
+      const float* vs = half ? v_wide : kv.v + s * stride + static_cast<std::int64_t>(g) * d;
+      if (half) widen_f16(kv.v16 + s * stride + static_cast<std::int64_t>(g) * d, d, v_wide);
       for (int j = 0; j < nh; ++j) {
         const float sc = scores[j * n_slots + s];
         if (sc == kNegInf) continue;  // also skips every slot of a head that sees nothing

@@ -42,6 +42,12 @@ void scale_inplace(float* y, std::int64_t n, float s);
 // from memory once per KV head instead of once per query head (8x less traffic for E2B's
 // full layers at long context). Per head the arithmetic and its order are those of a
 // one-head-at-a-time loop, so results do not depend on the grouping or on the head range.
+//
+// K and V are stored as float32 (k, v) or as IEEE binary16 bits (k16, v16, type f16: half
+// the bytes a long-context step streams). Widening f16 to f32 is exact, so attention over
+// an f16 cache is attention over the f32 values those halves hold; the only extra error is
+// the rounding when the row is stored (kv_store_f16, kv_convert.h).
+enum class KvType : std::uint8_t { f32, f16 };
 struct KvSlots {
   const float* k = nullptr;
   const float* v = nullptr;
@@ -49,6 +55,9 @@ struct KvSlots {
   int n_slots = 0;
   int n_kv_heads = 1;
   int head_dim = 0;
+  KvType type = KvType::f32;
+  const std::uint16_t* k16 = nullptr;  // type == f16: [slot][kv_head][head_dim] halves
+  const std::uint16_t* v16 = nullptr;
 };
 void attend_one(const float* q, int n_heads, std::int64_t q_pos, const KvSlots& kv, int window, float scale,
                 float* scores_scratch, float* out);

@@ -1,18 +1,48 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 
+#include "kernels/attention.h"
 #include "util/error.h"
 
 namespace ringlm::kv {
 
+const char* kv_type_name(KvType t) { return t == KvType::f16 ? "f16" : "f32"; }
+
+KvType parse_kv_type(std::string_view name) {
+  if (name == "f16") return KvType::f16;
+  if (name == "f32") return KvType::f32;
+  fail("unknown KV cache type '", std::string(name), "' (expected f16 or f32)");
+}
+
 LayerCache::LayerCache(const LayerCacheSpec& spec)
-    : spec_(spec),
-      row_(static_cast<std::int64_t>(spec.n_kv_heads) * spec.head_dim),
-      k_(static_cast<std::size_t>(row_) * spec.n_slots),
-      v_(static_cast<std::size_t>(row_) * spec.n_slots),
-      pos_(spec.n_slots, -1) {
+    : spec_(spec), row_(static_cast<std::int64_t>(spec.n_kv_heads) * spec.head_dim), pos_(std::max(0, spec.n_slots), -1) {
   if (spec.n_slots <= 0 || spec.head_dim <= 0 || spec.n_kv_heads <= 0) fail("KV cache: invalid layer geometry");
+  const std::size_t n = static_cast<std::size_t>(row_) * spec.n_slots;
+  if (spec.type == KvType::f16) {
+    k16_.resize(n);
+    v16_.resize(n);
+  } else {
+    k_.resize(n);
+    v_.resize(n);
+  }
+}
+
+void LayerCache::write(int slot, const float* k_row, const float* v_row) {
+  const std::size_t off = static_cast<std::size_t>(slot) * row_, n = static_cast<std::size_t>(row_);
+  if (spec_.type == KvType::f16) {
+    kernels::kv_store_f16(k_row, k16_.data() + off, n);
+    kernels::kv_store_f16(v_row, v16_.data() + off, n);
+  } else {
+    std::memcpy(k_.data() + off, k_row, n * sizeof(float));
+    std::memcpy(v_.data() + off, v_row, n * sizeof(float));
+  }
+}
+
+std::size_t LayerCache::bytes() const {
+  return 2 * kv_type_bytes(spec_.type) * static_cast<std::size_t>(row_) * static_cast<std::size_t>(spec_.n_slots);
 }
 
 void LayerCache::check_writable(std::span<const std::int64_t> positions) const {
@@ -47,8 +77,11 @@ void LayerCache::set_position(int slot, std::int64_t pos) {
 
 kernels::KvSlots LayerCache::view() const {
   kernels::KvSlots s;
-  s.k = k_.data();
-  s.v = v_.data();
+  s.k = k_.empty() ? nullptr : k_.data();
+  s.v = v_.empty() ? nullptr : v_.data();
+  s.type = spec_.type;
+  s.k16 = k16_.empty() ? nullptr : k16_.data();
+  s.v16 = v16_.empty() ? nullptr : v16_.data();
   s.pos = pos_.data();
   s.n_slots = is_ring() ? spec_.n_slots : used_slots_;
   s.n_kv_heads = spec_.n_kv_heads;
@@ -94,8 +127,9 @@ std::int64_t LayerCache::end_position() const {
 void LayerCache::check_copy_prefix(const LayerCache& src, std::int64_t n) const {
   const LayerCacheSpec& a = spec_;
   const LayerCacheSpec& b = src.spec_;
-  if (a.n_kv_heads != b.n_kv_heads || a.head_dim != b.head_dim || a.n_slots != b.n_slots || a.window != b.window)
-    fail("KV cache: copying a prefix between caches of different geometry");
+  if (a.n_kv_heads != b.n_kv_heads || a.head_dim != b.head_dim || a.n_slots != b.n_slots || a.window != b.window ||
+      a.type != b.type)
+    fail("KV cache: copying a prefix between caches of different geometry or element type");
   if (n < 0 || (!is_ring() && n > spec_.n_slots)) fail("KV cache: cannot copy a prefix of ", n, " positions");
   if (!is_ring()) {
     for (std::int64_t p = 0; p < n; ++p)
@@ -114,8 +148,14 @@ void LayerCache::copy_prefix_from(const LayerCache& src, std::int64_t n) {
   for (int s = 0; s < slots; ++s) {
     const std::int64_t p = src.pos_[s];
     if (p < 0 || p >= n) continue;
-    std::copy_n(src.k_.data() + static_cast<std::int64_t>(s) * row_, row_, k_.data() + static_cast<std::int64_t>(s) * row_);
-    std::copy_n(src.v_.data() + static_cast<std::int64_t>(s) * row_, row_, v_.data() + static_cast<std::int64_t>(s) * row_);
+    const std::int64_t off = static_cast<std::int64_t>(s) * row_;
+    if (spec_.type == KvType::f16) {  // bits copied as stored: the prefix is exactly what src computed
+      std::copy_n(src.k16_.data() + off, row_, k16_.data() + off);
+      std::copy_n(src.v16_.data() + off, row_, v16_.data() + off);
+    } else {
+      std::copy_n(src.k_.data() + off, row_, k_.data() + off);
+      std::copy_n(src.v_.data() + off, row_, v_.data() + off);
+    }
     set_position(s, p);
   }
 }
@@ -148,12 +188,16 @@ void KvCache::snapshot(std::int64_t end, KvSnapshot& out) const {
   out.end = end;
   out.k.resize(layers_.size());
   out.v.resize(layers_.size());
+  out.k16.resize(layers_.size());
+  out.v16.resize(layers_.size());
   out.pos.resize(layers_.size());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const auto& l = layers_[i];
     if (!l.is_ring()) continue;
     out.k[i] = l.keys();
     out.v[i] = l.values();
+    out.k16[i] = l.keys16();
+    out.v16[i] = l.values16();
     out.pos[i] = l.positions();
   }
 }
@@ -166,17 +210,20 @@ void KvCache::restore(const KvSnapshot& snapshot) {
       l.truncate(snapshot.end);
       continue;
     }
-    if (snapshot.k[i].size() != l.keys().size()) fail("KV cache: snapshot geometry does not match layer ", i);
+    if (snapshot.k[i].size() != l.keys().size() || snapshot.k16.size() != layers_.size() ||
+        snapshot.k16[i].size() != l.keys16().size())
+      fail("KV cache: snapshot geometry or element type does not match layer ", i);
     std::copy(snapshot.k[i].begin(), snapshot.k[i].end(), l.keys().begin());
     std::copy(snapshot.v[i].begin(), snapshot.v[i].end(), l.values().begin());
+    std::copy(snapshot.k16[i].begin(), snapshot.k16[i].end(), l.keys16().begin());
+    std::copy(snapshot.v16[i].begin(), snapshot.v16[i].end(), l.values16().begin());
     std::copy(snapshot.pos[i].begin(), snapshot.pos[i].end(), l.positions().begin());
   }
 }
 
 std::size_t KvCache::bytes() const {
   std::size_t b = 0;
-  for (const auto& l : layers_)
-    b += 2 * sizeof(float) * static_cast<std::size_t>(l.spec().n_slots) * l.spec().n_kv_heads * l.spec().head_dim;
+  for (const auto& l : layers_) b += l.bytes();
   return b;
 }
 

@@ -5,21 +5,34 @@
 // can see. A full layer keeps `capacity` slots (slot = pos). Each slot records the absolute
 // position it holds (-1: empty) and attention reads only slots with valid positions, so a
 // reset or a truncation never has to clear keys or values.
+//
+// Element type (LayerCacheSpec::type): f32, or f16 (IEEE binary16, half the bytes; rows are
+// rounded to nearest even and saturated at +-65504 when written, widened exactly in the
+// attention kernels). Write rows with write(); key()/value() are the f32 cache's storage.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kernels/ref_ops.h"
 
 namespace ringlm::kv {
 
+using KvType = kernels::KvType;
+
+// "f16" / "f32"; parse_kv_type throws ringlm::Error naming the accepted values.
+const char* kv_type_name(KvType t);
+KvType parse_kv_type(std::string_view name);
+inline std::size_t kv_type_bytes(KvType t) { return t == KvType::f16 ? 2 : 4; }
+
 struct LayerCacheSpec {
   int n_kv_heads = 1;
   int head_dim = 0;
   int n_slots = 0;   // ring size (sliding) or context capacity (full)
   int window = 0;    // > 0: sliding ring with this attention window; 0: full (slot = pos)
+  KvType type = KvType::f32;
 };
 
 class LayerCache {
@@ -35,8 +48,13 @@ class LayerCache {
   // can be written without exceeding the capacity or evicting a position a query still sees.
   void check_writable(std::span<const std::int64_t> positions) const;
 
-  float* key(int slot) { return k_.data() + static_cast<std::int64_t>(slot) * row_; }
-  float* value(int slot) { return v_.data() + static_cast<std::int64_t>(slot) * row_; }
+  KvType type() const { return spec_.type; }
+  // Stores one slot's K and V rows (n_kv_heads * head_dim floats each), converting to the
+  // cache's element type. Does not touch the slot's position (set_position).
+  void write(int slot, const float* k_row, const float* v_row);
+  // f32 caches only (null for f16): the slot's rows, to write in place.
+  float* key(int slot) { return k_.empty() ? nullptr : k_.data() + static_cast<std::int64_t>(slot) * row_; }
+  float* value(int slot) { return v_.empty() ? nullptr : v_.data() + static_cast<std::int64_t>(slot) * row_; }
   void set_position(int slot, std::int64_t pos);
 
   // The slots attention should scan (a full cache stops at its highest used slot).
@@ -55,18 +73,26 @@ class LayerCache {
   // differs or a sliding ring of src no longer holds a position in [n - window, n).
   void copy_prefix_from(const LayerCache& src, std::int64_t n);
   void check_copy_prefix(const LayerCache& src, std::int64_t n) const;
-  // Raw storage, for snapshots.
+  // Bytes of K and V storage (both), whatever the element type.
+  std::size_t bytes() const;
+  // Raw storage, for snapshots: keys()/values() hold an f32 cache (empty for f16),
+  // keys16()/values16() an f16 one (empty for f32).
   std::vector<float>& keys() { return k_; }
   std::vector<float>& values() { return v_; }
+  std::vector<std::uint16_t>& keys16() { return k16_; }
+  std::vector<std::uint16_t>& values16() { return v16_; }
   std::vector<std::int32_t>& positions() { return pos_; }
   const std::vector<float>& keys() const { return k_; }
   const std::vector<float>& values() const { return v_; }
+  const std::vector<std::uint16_t>& keys16() const { return k16_; }
+  const std::vector<std::uint16_t>& values16() const { return v16_; }
   const std::vector<std::int32_t>& positions() const { return pos_; }
 
  private:
   LayerCacheSpec spec_;
   std::int64_t row_;             // floats per slot: n_kv_heads * head_dim
-  std::vector<float> k_, v_;
+  std::vector<float> k_, v_;             // type f32
+  std::vector<std::uint16_t> k16_, v16_;  // type f16
   std::vector<std::int32_t> pos_;
   int used_slots_ = 0;           // full caches: highest written slot + 1
 };
@@ -75,7 +101,8 @@ class LayerCache {
 // holds position p and is never overwritten while the cache only grows past `end`.
 struct KvSnapshot {
   std::int64_t end = -1;  // -1: empty snapshot
-  std::vector<std::vector<float>> k, v;        // per layer (empty for full layers)
+  std::vector<std::vector<float>> k, v;        // per layer (empty for full layers and f16 caches)
+  std::vector<std::vector<std::uint16_t>> k16, v16;  // per layer, f16 caches' rings
   std::vector<std::vector<std::int32_t>> pos;  // per layer (empty for full layers)
 };
 

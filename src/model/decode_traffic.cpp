@@ -22,7 +22,8 @@ std::uint64_t matrix_bytes(const WeightMatrix& w) {
   }
 }
 
-DecodeTraffic decode_traffic(const ModelConfig& config, const ModelWeights& weights, std::int64_t context) {
+DecodeTraffic decode_traffic(const ModelConfig& config, const ModelWeights& weights, std::int64_t context,
+                             std::size_t kv_element_bytes) {
   DecodeTraffic t;
   for (const LayerWeights& l : weights.layers)
     for (const WeightMatrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
@@ -32,9 +33,9 @@ DecodeTraffic decode_traffic(const ModelConfig& config, const ModelWeights& weig
   for (const LayerConfig& lc : config.layers) {
     const std::int64_t visited =
         lc.kind == AttentionKind::Sliding ? std::min<std::int64_t>(context, config.sliding_window) : context;
-    // K and V, float32, every kv head of the cache this layer reads.
+    // K and V, every kv head of the cache this layer reads.
     t.kv_bytes += static_cast<std::uint64_t>(visited) * static_cast<std::uint64_t>(lc.n_kv_heads) *
-                  static_cast<std::uint64_t>(lc.head_dim) * 2 * sizeof(float);
+                  static_cast<std::uint64_t>(lc.head_dim) * 2 * kv_element_bytes;
   }
   return t;
 }

@@ -4,6 +4,7 @@
 // a GEMV-bound decoder cannot beat it, so the ratio says how much is left on the table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "model/config.h"
@@ -22,6 +23,8 @@ std::uint64_t matrix_bytes(const WeightMatrix& w);
 
 // Traffic of one decode step with `context` tokens already in the cache. Embedding and
 // per-layer-embedding rows are gathers of a few KB and are not counted.
-DecodeTraffic decode_traffic(const ModelConfig& config, const ModelWeights& weights, std::int64_t context);
+// kv_element_bytes: 4 for an f32 KV cache, 2 for f16.
+DecodeTraffic decode_traffic(const ModelConfig& config, const ModelWeights& weights, std::int64_t context,
+                             std::size_t kv_element_bytes = sizeof(float));
 
 }  // namespace ringlm::model

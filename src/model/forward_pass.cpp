@@ -182,14 +182,15 @@ void ForwardPass::attention_block(int l, int rows) {
       for (int i = 0; i < seg.n; ++i) {
         const int t = seg.first_row + i;
         const int slot = cache.slot_of(positions[i]);
-        float* ks = cache.key(slot);
-        float* vs = cache.value(slot);
+        float* kt = s_.k.data() + static_cast<std::size_t>(t) * nkv * d;
+        float* vt = s_.v.data() + static_cast<std::size_t>(t) * nkv * d;
         for (int g = 0; g < nkv; ++g) {
-          const std::size_t off = (static_cast<std::size_t>(t) * nkv + g) * d;
-          rms_norm(s_.k.data() + off, lw.k_norm.data(), d, eps, ks + static_cast<std::size_t>(g) * d);
-          rope_apply(ks + static_cast<std::size_t>(g) * d, d, rope + row_offset(t, d));
-          rms_norm(s_.v.data() + off, nullptr, d, eps, vs + static_cast<std::size_t>(g) * d);
+          float* kg = kt + static_cast<std::size_t>(g) * d;
+          rms_norm(kg, lw.k_norm.data(), d, eps, kg);
+          rope_apply(kg, d, rope + row_offset(t, d));
+          rms_norm(vt + static_cast<std::size_t>(g) * d, nullptr, d, eps, vt + static_cast<std::size_t>(g) * d);
         }
+        cache.write(slot, kt, vt);  // f16 caches round here (kv_cache.h)
         cache.set_position(slot, positions[i]);
       }
     }

@@ -79,6 +79,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     const LayerConfig& L = cfg_.layers[l];
     if (!L.owns_kv) continue;
     kv::LayerCacheSpec s;
+    s.type = options.kv_type;
     s.n_kv_heads = L.n_kv_heads;
     s.head_dim = L.head_dim;
     if (L.kind == AttentionKind::Sliding) {

@@ -118,6 +118,9 @@ struct SessionOptions {
   // q4_0 path it is bit-identical; see tests/model). On E2B that skips 20 of 35 layers,
   // ~70% of the prompt's matmul work. true runs every layer for every token (for tests).
   bool full_prefill = false;
+  // KV cache element type: f16 (default: half the bytes per token, rounding error measured in
+  // docs/attention.md) or f32.
+  kv::KvType kv_type = kv::KvType::f16;
 };
 
 class Session {

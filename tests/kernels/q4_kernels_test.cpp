@@ -2,6 +2,8 @@
 // reference and a float64 evaluation, on random blocks with extreme scales.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -40,6 +42,25 @@ TEST(Dispatch, ParsesNamesAndRefusesUnavailablePaths) {
     EXPECT_EQ(active_isa(), isa);
   }
   std::printf("cpu: %s; paths tested: %zu\n", cpu_features().describe().c_str(), available_isas().size());
+}
+
+// Without RINGLM_ISA the process runs the widest path the CPU has: AVX-512 VNNI on Zen 4/5
+// and Sapphire Rapids, AVX-512 BW on Skylake-X, AVX-VNNI on Alder Lake, AVX2, NEON dotprod.
+TEST(Dispatch, DefaultIsTheWidestPathTheCpuHas) {
+  const CpuFeatures& f = cpu_features();
+  Isa want = Isa::scalar;
+#if defined(__x86_64__)
+  if (f.avx2) want = Isa::avx2;
+  if (f.avxvnni) want = Isa::avxvnni;
+  if (f.avx512) want = Isa::avx512;
+  if (f.avx512vnni) want = Isa::avx512vnni;
+#elif defined(__aarch64__)
+  if (f.neon) want = Isa::neon;
+  if (f.neon && f.neon_dotprod) want = Isa::neon_dotprod;
+#endif
+  EXPECT_EQ(best_isa(), want) << f.describe();
+  const char* env = std::getenv("RINGLM_ISA");
+  if (env == nullptr || *env == '\0') EXPECT_EQ(active_isa(), want) << f.describe();  // every test restores it
 }
 
 TEST(Q4Packed, PackUnpackRoundTripsIncludingPaddedGroups) {

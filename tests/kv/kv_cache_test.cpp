@@ -2,6 +2,7 @@
 
 #include "kv/kv_cache.h"
 #include "util/error.h"
+#include "util/float16.h"
 
 using namespace ringlm::kv;
 
@@ -51,4 +52,43 @@ TEST(KvCache, RingTruncateNeedsTheWindow) {
   EXPECT_THROW(cache.truncate(14), ringlm::Error);
   EXPECT_EQ(cache.layer(0).end_position(), 20);
   EXPECT_NO_THROW(cache.truncate(15));  // needs 12..14, all present
+}
+
+// An f16 cache: write() rounds the rows (the attention kernels' kv_store_f16), view() hands
+// the halves to attention, bytes() is half the f32 cache's, and snapshots carry the halves.
+TEST(KvCache, F16RowsViewBytesAndSnapshots) {
+  const LayerCacheSpec f32_spec{.n_kv_heads = 2, .head_dim = 4, .n_slots = 8, .window = 4};
+  LayerCacheSpec f16_spec = f32_spec;
+  f16_spec.type = KvType::f16;
+  KvCache c32({f32_spec}), c16({f16_spec});
+  EXPECT_EQ(c16.bytes() * 2, c32.bytes());
+  EXPECT_EQ(c16.bytes(), 2u * 2 * 8 * 2 * 4);
+  EXPECT_EQ(c16.layer(0).key(0), nullptr);  // no float storage to write in place
+  float k[8], v[8];
+  for (int i = 0; i < 8; ++i) {
+    k[i] = 0.1f * static_cast<float>(i) + 1.0f / 3;
+    v[i] = i == 0 ? 0.5f : -100000.0f * static_cast<float>(i);  // past the f16 range from i = 1: saturates
+  }
+  c16.layer(0).write(3, k, v);
+  c16.layer(0).set_position(3, 3);
+  const ringlm::kernels::KvSlots view = c16.layer(0).view();
+  ASSERT_EQ(view.type, KvType::f16);
+  ASSERT_NE(view.k16, nullptr);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(view.k16[3 * 8 + i], ringlm::f32_to_fp16(k[i]));
+    EXPECT_EQ(view.v16[3 * 8 + i], i == 0 ? 0x3800 : 0xfbff) << i;  // 0.5, then -65504
+  }
+  KvSnapshot snap;
+  c16.snapshot(4, snap);
+  float other[8] = {};
+  c16.layer(0).write(3, other, other);
+  c16.restore(snap);
+  EXPECT_EQ(c16.layer(0).view().k16[3 * 8 + 1], ringlm::f32_to_fp16(k[1]));
+  // A snapshot of an f32 cache does not restore into an f16 one.
+  KvSnapshot snap32;
+  c32.snapshot(4, snap32);
+  EXPECT_THROW(c16.restore(snap32), ringlm::Error);
+  EXPECT_EQ(parse_kv_type("f16"), KvType::f16);
+  EXPECT_EQ(parse_kv_type("f32"), KvType::f32);
+  EXPECT_THROW(parse_kv_type("bf16"), ringlm::Error);
 }

@@ -7,7 +7,12 @@ checkpoints that carry the unused K/V tensors of KV-shared layers.
 
 Per position: argmax identical and cosine similarity >= 0.99999. The only tolerated
 argmax difference is a reference near-tie (top-2 gap below 10x the measured max abs
-difference); it is counted and printed, and expected to be zero."""
+difference); it is counted and printed, and expected to be zero.
+
+The runs use the default f16 KV cache (docs/attention.md: its rounding is most of the
+remaining difference). For the first model also: the same run against a reference that
+rounds K/V to f16 as the cache does (min cosine >= 0.999999, ten times tighter), and a
+--kv-type f32 run against the plain reference."""
 import os
 import subprocess
 import sys
@@ -31,13 +36,14 @@ def make_model(name, *flags):
     return out
 
 
-def run_cpp(model, ids, decode_from):
+def run_cpp(model, ids, decode_from, kv_type="f16"):
     out = os.path.join(TMP, "logits.bin")
     ids_file = os.path.join(TMP, "ids.txt")
     with open(ids_file, "w") as f:
         f.write(",".join(map(str, ids)))
     r = subprocess.run([RINGLM, "logits", "--model", model, "--ids-file", ids_file, "--out", out,
-                        "--decode-from", str(decode_from), "--weights", "stored"], capture_output=True, text=True)
+                        "--decode-from", str(decode_from), "--weights", "stored", "--kv-type", kv_type],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"ringlm logits failed: {r.stderr}")
     logits = np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
@@ -46,7 +52,7 @@ def run_cpp(model, ids, decode_from):
     return logits.astype(np.float64)
 
 
-def compare(label, got, want):
+def compare(label, got, want, min_cos=0.99999):
     assert got.shape == want.shape, (label, got.shape, want.shape)
     diff = np.abs(got - want)
     max_diff = float(diff.max())
@@ -57,7 +63,7 @@ def compare(label, got, want):
     mismatch = am_got != am_want
     near_tie = mismatch & (gap < 10 * max_diff) & (want[np.arange(len(want)), am_got] >= top2[:, 1] - 10 * max_diff)
     hard = mismatch & ~near_tie
-    ok = not hard.any() and cos.min() >= 0.99999 and np.isfinite(got).all()
+    ok = not hard.any() and cos.min() >= min_cos and np.isfinite(got).all()
     print(f"{'ok  ' if ok else 'FAIL'} {label}: T={len(got)} max_abs_diff={max_diff:.3e} min_cos={cos.min():.8f} "
           f"argmax_mismatch={int(hard.sum())} near_ties={int(near_tie.sum())} "
           f"logit_std={want.std():.2f} max|logit|={np.abs(want).max():.2f}")
@@ -65,7 +71,7 @@ def compare(label, got, want):
         failures.append(label)
 
 
-def check(label, model, n_tokens, decode_froms, seed):
+def check(label, model, n_tokens, decode_froms, seed, kv_checks=False):
     rng = np.random.default_rng(seed)
     ckpt = ref.load_checkpoint(model)
     vocab = ckpt[0]["vocab_size"]
@@ -74,7 +80,12 @@ def check(label, model, n_tokens, decode_froms, seed):
     # Healthy random model: logits neither flat nor pinned to the soft cap.
     assert 1.0 < want.std() < 15.0, f"{label}: unhealthy logits std {want.std()}"
     for decode_from in decode_froms:
-        compare(f"{label} decode_from={decode_from}", run_cpp(model, ids, decode_from), want)
+        got = run_cpp(model, ids, decode_from)
+        compare(f"{label} decode_from={decode_from}", got, want)
+    if kv_checks:
+        compare(f"{label} decode_from={decode_from} vs f16-rounded K/V reference", got,
+                ref.forward(ckpt, ids, kv_f16=True), min_cos=0.999999)
+        compare(f"{label} decode_from={decode_froms[0]} --kv-type f32", run_cpp(model, ids, decode_froms[0], "f32"), want)
 
 
 def main():
@@ -82,7 +93,7 @@ def main():
         m = make_model(f"tiny-s{seed}", "--preset", "tiny", "--seed", str(seed))
         # 1637 tokens: prefill 1600 (25 chunks of 64) + 37 decode; all decode; and a 1605-token
         # prefill that ends inside a chunk.
-        check(f"tiny seed={seed}", m, 1637, [1600, 0, 1605], seed=100 + seed)
+        check(f"tiny seed={seed}", m, 1637, [1600, 0, 1605], seed=100 + seed, kv_checks=seed == 1)
     check("tiny-gqa", make_model("gqa", "--preset", "tiny-gqa", "--seed", "3"), 700, [650, 0, 77], seed=7)
     variants = {
         "f16": ["--dtype", "f16"],

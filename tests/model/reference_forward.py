@@ -140,7 +140,9 @@ def linear(h, weight):
     return weight.apply_t(h) if isinstance(weight, _Stored) else h @ weight.T
 
 
-def forward(checkpoint, ids):
+def forward(checkpoint, ids, kv_f16=False):
+    """kv_f16: round K and V as ringlm's f16 KV cache stores them (saturate at +-65504, IEEE
+    round to nearest even), to separate that storage rounding from every other error."""
     c, W = checkpoint
     ids = np.asarray(ids, dtype=np.int64)
     T = len(ids)
@@ -185,6 +187,8 @@ def forward(checkpoint, ids):
             k = (a @ W[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, d)
             k = rope(rms_norm(k, W[p + "self_attn.k_norm.weight"], eps), pos, freqs[t])
             v = rms_norm((a @ W[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, d), None, eps)
+            if kv_f16:
+                k, v = (np.clip(x, -65504, 65504).astype(np.float16).astype(np.float64) for x in (k, v))
             kv_store[l] = (k, v)
         else:
             src = max(s for s in range(first_shared) if types[s] == t)

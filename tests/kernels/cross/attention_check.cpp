@@ -1,7 +1,9 @@
 // Stand-alone check of the tiled attention without GoogleTest, for cross-built targets (run
 // under qemu by attention_neon_cross_test.sh): every available path (NEON and scalar on
 // aarch64) against float64 attention on a wrapped ring with holes and a full cache, chunk and
-// decode (with the slot split over 2 threads), and the exp against float64. Exits 1 on failure.
+// decode (with the slot split over 2 threads), and the exp against float64; the same over an
+// f16 cache (K/V stored with kv_store_f16, checked bit for bit against the scalar rounding
+// rule, and the float64 reference over the widened halves). Exits 1 on failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
 #include "kernels/ref_parallel.h"
+#include "util/float16.h"
 
 using namespace ringlm::kernels;
 
@@ -23,7 +26,7 @@ int failures = 0;
 
 // Same bound as tests/kernels/attention_fast_test.cpp: vmax * (2 sqrt(d) eps A + 1e-6).
 int check_case(int n_tokens, int d, int n_slots, int window, std::int64_t end, bool holes, ParallelFor* pool,
-               std::mt19937& rng) {
+               std::mt19937& rng, bool half = false) {
   const int nh = 8, nkv = 1;
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> q(static_cast<std::size_t>(n_tokens) * nh * d), k(static_cast<std::size_t>(n_slots) * d), v(k.size());
@@ -36,7 +39,22 @@ int check_case(int n_tokens, int d, int n_slots, int window, std::int64_t end, b
     for (int s = 0; s < n_slots; s += 5) pos[s] = -1;
   std::vector<std::int64_t> qpos;
   for (int t = 0; t < n_tokens; ++t) qpos.push_back(end - n_tokens + t);
-  const KvSlots kv{k.data(), v.data(), pos.data(), n_slots, nkv, d};
+  KvSlots kv{k.data(), v.data(), pos.data(), n_slots, nkv, d};
+  std::vector<std::uint16_t> k16(k.size()), v16(v.size());
+  if (half) {
+    for (auto& f : k) f *= 30.0f;  // larger keys: larger absolute rounding, sharper softmax
+    k[3] = 1e6f;                   // saturates at 65504
+    kv_store_f16(k.data(), k16.data(), k.size());
+    kv_store_f16(v.data(), v16.data(), v.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      for (auto [x, h] : {std::pair{k[i], k16[i]}, std::pair{v[i], v16[i]}})
+        if (h != ringlm::f32_to_fp16(std::min(std::max(x, -65504.0f), 65504.0f)) && ++failures <= 10)
+          std::printf("FAIL kv_store_f16 %s: %g -> %04x\n", isa_name(active_isa()), x, h);
+      k[i] = ringlm::fp16_to_f32(k16[i]);  // the reference attends over what the cache holds
+      v[i] = ringlm::fp16_to_f32(v16[i]);
+    }
+    kv = KvSlots{nullptr, nullptr, pos.data(), n_slots, nkv, d, KvType::f16, k16.data(), v16.data()};
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::vector<float> out(q.size(), 777.0f);
   attend(q.data(), n_tokens, qpos.data(), nh, kv, window, scale, out.data(), pool);
@@ -93,6 +111,9 @@ int main() {
     check_case(1, 256, 576, 512, 1500, false, &two, rng);   // decode, slots split over 2 threads
     check_case(1, 512, 400, 0, 400, false, &one, rng);      // full cache, one thread
     check_case(5, 20, 50, 0, 50, true, &one, rng);          // head_dim with a tail (not whole registers)
+    check_case(7, 256, 576, 512, 1500, true, &two, rng, true);  // the same over f16 caches
+    check_case(1, 512, 600, 0, 600, false, &two, rng, true);
+    check_case(5, 20, 50, 0, 50, true, &one, rng, true);
     std::vector<float> x, y;
     for (double u = -87.3; u <= 88.0; u += 0.00731) x.push_back(static_cast<float>(u));
     y.resize(x.size());
