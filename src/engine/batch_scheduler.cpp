@@ -64,6 +64,7 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
          " are needed (every decode row plus one prompt chunk)");
   model::SessionOptions so;
   so.context_tokens = options_.context_tokens != 0 ? options_.context_tokens : engine.options().context_tokens;
+  so.kv_type = engine.options().kv_type;
   const std::size_t words = (static_cast<std::size_t>(engine.tokenizer().vocab_size()) + 31) / 32;
   for (int i = 0; i < options_.max_sequences; ++i) {
     slots_.push_back(std::make_unique<Slot>(engine.model(), so, words));
@@ -135,6 +136,7 @@ void BatchScheduler::pin_prefix(std::span<const std::int32_t> prefix) {
   if (!pinned_session_) {
     model::SessionOptions so;
     so.context_tokens = context_capacity();
+    so.kv_type = engine_.options().kv_type;  // the slots copy its prefix: same element type
     pinned_session_ = std::make_unique<model::Session>(engine_.model(), so);
   }
   pinned_session_->reset();
