@@ -67,7 +67,10 @@ void extract(const ExtractOptions& o) {
   if (todo.empty()) return;
 
   engine::Engine engine(o.model.engine_options());
-  engine.grammar_for_schema(schema_text);  // a schema that does not compile fails here, before any row
+  // A schema that does not compile fails here, before any row; in lenient mode say what only the
+  // validator (run on every reply below) checks.
+  for (const auto& u : engine.grammar_for_schema(schema_text)->unenforced())
+    std::fprintf(stderr, "ringlm extract: schema-mode lenient: not enforced while generating, checked after: %s\n", u.c_str());
   engine::Generator gen(engine);
   const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
   auto render = [&](const std::string& user) {

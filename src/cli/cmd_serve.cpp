@@ -20,6 +20,7 @@ struct ServeArgs {
   bool fake = false;
   int fake_token_delay_us = 1000;
   int grace_ms = 10000;
+  std::string schema_mode = "strict";
 };
 
 void run_serve(const ServeArgs& args) {
@@ -51,6 +52,7 @@ void run_serve(const ServeArgs& args) {
     bo.model_dir = model;
     bo.slots = args.slots;
     bo.context_length = args.ctx;
+    bo.schema_mode = args.schema_mode;
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
@@ -97,6 +99,11 @@ RINGLM_COMMAND(serve) {
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")
       ->capture_default_str();
   // Test-only: a deterministic stand-in for the model (src/server/fake_backend.h).
+  sub->add_option("--schema-mode", args->schema_mode,
+                  "Default for requests without \"schema_mode\": strict refuses (400) a schema the grammar cannot "
+                  "enforce exactly; lenient accepts it and enforces what it can")
+      ->check(CLI::IsMember({"strict", "lenient"}))
+      ->capture_default_str();
   sub->add_flag("--fake-backend", args->fake)->group("");
   sub->add_option("--fake-token-delay-us", args->fake_token_delay_us)->group("");
   sub->callback([args] { run_serve(*args); });

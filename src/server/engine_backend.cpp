@@ -19,7 +19,8 @@ namespace {
 class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
-      : engine_({.model_dir = o.model_dir, .context_tokens = o.context_length}),
+      : engine_({.model_dir = o.model_dir, .context_tokens = o.context_length,
+                 .schema_mode = guided::parse_schema_mode(o.schema_mode)}),
         used_(static_cast<std::size_t>(std::max(1, o.slots))) {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
     for (int i = 0; i < o.slots; ++i) generators_.push_back(std::make_unique<engine::Generator>(engine_));

@@ -13,6 +13,7 @@ struct BackendOptions {
   std::string model_dir;   // checkpoint + tokenizer + chat template
   int slots = 1;           // concurrent generations (sessions, each with its own KV cache)
   int context_length = 0;  // per-slot context in tokens; 0 = the model's default
+  std::string schema_mode = "strict";  // for requests without "schema_mode" (guided::SchemaMode)
 };
 
 // Loads the model and returns a Backend with `options.slots` slots. Throws ringlm::Error
