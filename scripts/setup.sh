@@ -9,6 +9,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
   python3 python3-numpy python3-jsonschema curl
+  libedit-dev tmux chromium
+  python3-dev pybind11-dev python3-pybind11 python3-pytest
   libclang-rt-14-dev
   g++-aarch64-linux-gnu qemu-user-static
 )
@@ -33,7 +35,8 @@ fi
 
 # JavaScript reference implementations used by the property tests (npm registry).
 if [[ -f tests/js/package.json ]]; then
-  (cd tests/js && { [[ -d node_modules ]] || npm ci --no-audit --no-fund --loglevel=error; })
+  # (again when package-lock.json is newer than the installed tree: a dependency was added)
+  (cd tests/js && { [[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund --loglevel=error; })
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

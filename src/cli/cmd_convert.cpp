@@ -20,6 +20,7 @@ RINGLM_COMMAND(convert) {
   static Options opt;
   auto* sub = app.add_subcommand("convert", "Convert a Hugging Face checkpoint to a packed model directory "
                                             "(mapped at load) or, with --out FILE.gguf, to a GGUF file");
+  sub->footer("Example:\n  ringlm convert --model /models/gemma-4-e2b-it --out /models/e2b-packed");
   sub->add_option("--model,-m", opt.model, "Hugging Face checkpoint directory (config.json + safetensors)")->required();
   sub->add_option("--out,-o", opt.out, "Output directory, or a file name ending in .gguf")->required();
   sub->add_option("--type", opt.type, "GGUF output only: matrix type f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k "

@@ -14,6 +14,7 @@ RINGLM_COMMAND(export_gguf) {
   static Options opt;
   auto* sub = app.add_subcommand("export-gguf", "Write a Hugging Face Gemma 4 checkpoint directory as a GGUF file "
                                                 "(alias of convert --out FILE.gguf)");
+  sub->footer("Example:\n  ringlm export-gguf /models/gemma-4-e2b-it e2b.gguf --type q4_0");
   sub->add_option("dir", opt.dir, "Checkpoint directory (config.json + safetensors)")->required();
   sub->add_option("out", opt.out, "Output .gguf file")->required();
   sub->add_option("--type", opt.type, "Matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k")->capture_default_str();

@@ -17,6 +17,7 @@ RINGLM_COMMAND(make_test_model) {
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
+  sub->footer("Example:\n  ringlm make-test-model /tmp/tiny --preset tiny --seed 1");
   sub->add_option("out", opt->out, "Output directory")->required();
   sub->add_option("--preset", opt->preset, "tiny | tiny-gqa | demo | e2b | e4b")->capture_default_str();
   sub->add_option("--seed", opt->seed, "Random seed")->capture_default_str();
