@@ -344,10 +344,13 @@ class Compiler {
       if (!alts.is_array() || alts.empty()) fail("anyOf/oneOf must be a non-empty array");
       // oneOf is generated as the union of its branches, which is exact only when no instance
       // can satisfy two of them.
-      if (any_of == s.end()) check_one_of_disjoint(alts);
+      const Json& src = any_of != s.end() ? *any_of : *one_of;
+      std::vector<const Json*> branch;
+      for (auto& a : src) branch.push_back(&a);
+      if (any_of == s.end()) exclusive_one_of(src, branch);
       bool plain = !has_assertions(rest);
       for (size_t i = 0; i < alts.size(); ++i) {
-        const Json& alt = (any_of != s.end() ? *any_of : *one_of)[i];
+        const Json& alt = *branch[i];
         if (plain) {
           b_.call(from, rule_for(alt), to);
         } else {
@@ -385,14 +388,59 @@ class Compiler {
     if (std::find(unenforced_.begin(), unenforced_.end(), note) == unenforced_.end()) unenforced_.push_back(note);
   }
 
-  void check_one_of_disjoint(const Json& alts) {
-    for (size_t i = 0; i < alts.size(); ++i)
-      for (size_t j = i + 1; j < alts.size(); ++j)
-        if (!provably_disjoint(alts[i], alts[j], 0)) {
-          unenforced("oneOf", "branches " + std::to_string(i) + " and " + std::to_string(j) +
+  // oneOf as a union is exact when no two branches overlap. Branches that may overlap are made
+  // exclusive by conjoining the negation of each branch they may overlap with, when that
+  // negation is a `not` form the grammar expresses (negatable()); otherwise the exclusivity is
+  // unenforced (strict: refused). branch[i] is replaced by the exclusive form where needed.
+  void exclusive_one_of(const Json& alts, std::vector<const Json*>& branch) {
+    size_t n = alts.size();
+    std::vector<std::vector<size_t>> overlaps(n);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i + 1; j < n; ++j)
+        if (!provably_disjoint(alts[i], alts[j], 0)) overlaps[i].push_back(j), overlaps[j].push_back(i);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j : overlaps[i])
+        if (!negatable(alts[j])) {
+          unenforced("oneOf", "branches " + std::to_string(std::min(i, j)) + " and " + std::to_string(std::max(i, j)) +
                                   " may both match; exclusivity cannot be enforced by a grammar");
           return;
         }
+    for (size_t i = 0; i < n; ++i) {
+      if (overlaps[i].empty()) continue;
+      Json all = Json::array({alts[i]});
+      for (size_t j : overlaps[i]) all.push_back(Json{{"not", alts[j]}});
+      branch[i] = &keep(Json{{"allOf", std::move(all)}});
+    }
+  }
+
+  // The `not` forms apply_not() handles without error: {} / booleans, a type, string / boolean /
+  // null values, a compilable pattern, one required name.
+  bool negatable(const Json& n_in) {
+    const Json& n = n_in.is_object() && n_in.contains("$ref") ? deref(n_in) : n_in;
+    if (n.is_boolean() || is_true_schema(n)) return true;
+    if (!n.is_object()) return false;
+    std::set<std::string> keys;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!annotation_keywords().count(it.key())) keys.insert(it.key());
+    if (keys == std::set<std::string>{"type"}) return true;
+    if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
+      const Json vals = n.contains("enum") ? n["enum"] : Json::array({n["const"]});
+      if (!vals.is_array()) return false;
+      for (auto& v : vals)
+        if (!v.is_string() && !v.is_boolean() && !v.is_null()) return false;
+      return true;
+    }
+    if (keys == std::set<std::string>{"pattern"} || (keys == std::set<std::string>{"pattern", "type"} && n["type"] == "string")) {
+      if (!n["pattern"].is_string()) return false;
+      try {
+        regex_cached(n["pattern"].get<std::string>());
+      } catch (const Error&) {
+        return false;
+      }
+      return true;
+    }
+    return keys == std::set<std::string>{"required"} && n["required"].is_array() && n["required"].size() == 1 &&
+           n["required"][0].is_string();
   }
 
   // The JSON types a schema allows, from `type` and, without it, from its enum/const values.
