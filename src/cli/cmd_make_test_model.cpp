@@ -7,13 +7,14 @@
 #include "cli/command.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
+#include "vision/testing/test_vision_tower.h"
 
 RINGLM_COMMAND(make_test_model) {
   struct Options {
     std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
     std::uint64_t seed = 1;
     int shards = 1;
-    bool flat = false, shared_kv = false;
+    bool flat = false, shared_kv = false, no_vision = false;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
@@ -26,6 +27,8 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_option("--prefix", opt->prefix, "Tensor name prefix")->capture_default_str();
   sub->add_flag("--with-shared-kv", opt->shared_kv, "Also store the unused k/v/k_norm of KV-shared layers");
   sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
+  sub->add_flag("--no-vision", opt->no_vision,
+                "Omit the vision tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
   sub->callback([opt] {
     using namespace ringlm;
     model::testing::TestCheckpointOptions o;
@@ -43,6 +46,11 @@ RINGLM_COMMAND(make_test_model) {
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();
     model::testing::write_test_checkpoint(opt->out, o);
+    // The text-only layout (--flat-config) has no place for towers.
+    if (!opt->no_vision && !opt->flat) {
+      const bool full = o.preset == "e2b" || o.preset == "e4b";
+      vision::testing::add_test_vision_tower(opt->out, full ? "full" : "tiny", o.seed, o.dtype);
+    }
     std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
                  static_cast<unsigned long long>(o.seed),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
