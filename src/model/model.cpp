@@ -243,6 +243,14 @@ void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positio
 
   // Token embeddings, scaled by sqrt(hidden_size) computed in float32.
   gather_rows(w_.embed_tokens, ids, n, 0, H, std::sqrt(static_cast<float>(H)), h_.data());
+  // Soft tokens (images, audio) replace their rows, unscaled.
+  if (!overrides_.empty())
+    for (int t = 0; t < n; ++t) {
+      auto it = std::lower_bound(overrides_.begin(), overrides_.end(), positions[t],
+                                 [](const EmbeddingOverride& o, std::int64_t p) { return o.position < p; });
+      if (it != overrides_.end() && it->position == positions[t])
+        std::copy_n(it->row, H, h_.data() + static_cast<std::size_t>(t) * H);
+    }
 
   // Per-layer inputs: a projection of the scaled embedding plus the per-layer token table.
   const int P = cfg_.ple_dim, LP = cfg_.num_layers * cfg_.ple_dim;
