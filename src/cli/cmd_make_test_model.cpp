@@ -3,6 +3,7 @@
 // loader must accept.
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "model/testing/test_checkpoint.h"
@@ -45,12 +46,20 @@ RINGLM_COMMAND(make_test_model) {
     o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer"
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();
-    model::testing::write_test_checkpoint(opt->out, o);
-    // The text-only layout (--flat-config) has no place for towers.
-    if (!opt->no_vision && !opt->flat) {
-      const bool full = o.preset == "e2b" || o.preset == "e4b";
-      vision::testing::add_test_vision_tower(opt->out, full ? "full" : "tiny", o.seed, o.dtype);
+    // The vision tower is stored in the same safetensors file(s) as the text decoder; the
+    // text-only layout (--flat-config) has no place for it.
+    const bool vision = !opt->no_vision && !opt->flat;
+    const std::string tower = o.preset == "e2b" || o.preset == "e4b" ? "full" : "tiny";
+    if (vision) {
+      const int text_hidden =
+          nlohmann::json::parse(model::testing::test_checkpoint_config_json(o))["text_config"]["hidden_size"].get<int>();
+      o.extra_tensors = vision::testing::test_vision_tensors(tower, text_hidden, o.dtype);
+      o.extra_filler = [tower, text_hidden, seed = o.seed](const io::TensorSpec& spec, const auto& write) {
+        vision::testing::fill_test_vision_tensor(tower, text_hidden, seed, spec, write);
+      };
     }
+    model::testing::write_test_checkpoint(opt->out, o);
+    if (vision) vision::testing::write_test_vision_config(opt->out, tower);
     std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
                  static_cast<unsigned long long>(o.seed),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -106,29 +106,49 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
   if (!out) fail(p.string(), ": write failed");
 }
 
-// Stored tensor names of a safetensors file, from its JSON header.
-std::vector<std::string> stored_names(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(p.string(), ": cannot open");
-  unsigned char len_bytes[8];
-  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) fail(p.string(), ": too short for a safetensors file");
-  std::uint64_t len = 0;
-  for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
-  if (len > (64ull << 20)) fail(p.string(), ": safetensors header too large");
-  std::string header(len, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(len))) fail(p.string(), ": truncated header");
-  std::vector<std::string> out;
-  const nlohmann::json doc = nlohmann::json::parse(header);  // items() must not outlive it
-  for (auto it = doc.begin(); it != doc.end(); ++it)
-    if (it.key() != "__metadata__") out.push_back(it.key());
-  return out;
+VisionConfig config_of(const std::string& preset, int text_hidden) {
+  if (preset != "tiny" && preset != "full") fail("make-test-model: unknown vision tower preset '", preset, "'");
+  ojson doc;
+  doc["vision_config"] = vision_config_json(preset);
+  doc["text_config"] = {{"hidden_size", text_hidden}};
+  return *parse_vision_config(doc.dump(), "make-test-model");
 }
 
 }  // namespace
 
-void add_test_vision_tower(const std::filesystem::path& dir, const std::string& preset, std::uint64_t seed,
-                           io::DType dtype) {
-  if (preset != "tiny" && preset != "full") fail("make-test-model: unknown vision tower preset '", preset, "'");
+std::vector<io::TensorSpec> test_vision_tensors(const std::string& preset, int text_hidden, io::DType dtype) {
+  std::vector<io::TensorSpec> specs;
+  for (const auto& t : vision_tensor_shapes(config_of(preset, text_hidden)))
+    specs.push_back({"model." + t.name, t.shape.empty() ? io::DType::F32 : dtype, t.shape});
+  return specs;
+}
+
+void fill_test_vision_tensor(const std::string& preset, int text_hidden, std::uint64_t seed,
+                             const io::TensorSpec& spec, const std::function<void(const void*, std::size_t)>& write) {
+  const VisionConfig vc = config_of(preset, text_hidden);
+  Rng rng(seed, spec.name);
+  const Range r = init_for(spec.name, spec.shape.empty() ? std::vector<std::int64_t>{1} : spec.shape, vc);
+  std::int64_t n = 1;
+  for (auto d : spec.shape) n *= d;
+  const std::size_t esize = spec.dtype == io::DType::F32 ? 4 : 2;
+  constexpr std::int64_t kBlock = 1 << 16;
+  std::vector<std::uint8_t> buf(static_cast<std::size_t>(kBlock) * 4);
+  for (std::int64_t done = 0; done < n; done += kBlock) {
+    const std::int64_t m = std::min(kBlock, n - done);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float v = rng.uniform(r.lo, r.hi);
+      if (spec.dtype == io::DType::F32) {
+        std::memcpy(buf.data() + 4 * i, &v, 4);
+      } else {
+        const std::uint16_t hv = spec.dtype == io::DType::BF16 ? f32_to_bf16(v) : f32_to_fp16(v);
+        std::memcpy(buf.data() + 2 * i, &hv, 2);
+      }
+    }
+    write(buf.data(), static_cast<std::size_t>(m) * esize);
+  }
+}
+
+void write_test_vision_config(const std::filesystem::path& dir, const std::string& preset) {
   const auto config_path = dir / "config.json";
   ojson config = ojson::parse(read_text(config_path));
   if (!config.contains("text_config")) fail(config_path.string(), ": a vision tower needs the multimodal layout (text_config)");
@@ -155,59 +175,6 @@ void add_test_vision_tower(const std::filesystem::path& dir, const std::string& 
   proc["image_seq_length"] = 280;
   proc["processor_class"] = "Gemma4Processor";
   write_text(dir / "processor_config.json", proc.dump(2) + "\n");
-
-  const VisionConfig vc = *parse_vision_config(config.dump(), config_path.string());
-  std::vector<io::TensorSpec> specs;
-  std::map<std::string, std::vector<std::int64_t>> shapes;
-  for (const auto& t : vision_tensor_shapes(vc)) {
-    // Clip bounds are float32 scalars in the released checkpoints; the rest follows --dtype.
-    const bool clip = t.shape.empty();
-    specs.push_back({"model." + t.name, clip ? io::DType::F32 : dtype, t.shape});
-    shapes[specs.back().name] = t.shape;
-  }
-  const std::string file = "model-vision.safetensors";
-  io::write_safetensors(dir / file, specs, [&](const io::TensorSpec& spec, const auto& write) {
-    Rng rng(seed, spec.name);
-    const Range r = init_for(spec.name, spec.shape.empty() ? std::vector<std::int64_t>{1} : spec.shape, vc);
-    std::int64_t n = 1;
-    for (auto d : spec.shape) n *= d;
-    std::vector<std::uint8_t> buf;
-    constexpr std::int64_t kBlock = 1 << 16;
-    for (std::int64_t done = 0; done < n; done += kBlock) {
-      const std::int64_t m = std::min(kBlock, n - done);
-      buf.resize(static_cast<std::size_t>(m) * 4);
-      std::size_t bytes = 0;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const float v = rng.uniform(r.lo, r.hi);
-        if (spec.dtype == io::DType::F32) {
-          std::memcpy(buf.data() + 4 * i, &v, 4);
-          bytes = static_cast<std::size_t>(m) * 4;
-        } else {
-          const std::uint16_t hv = spec.dtype == io::DType::BF16 ? f32_to_bf16(v) : f32_to_fp16(v);
-          std::memcpy(buf.data() + 2 * i, &hv, 2);
-          bytes = static_cast<std::size_t>(m) * 2;
-        }
-      }
-      write(buf.data(), bytes);
-    }
-  });
-
-  // One index over the text file(s) and the tower file.
-  const auto index_path = dir / "model.safetensors.index.json";
-  ojson index;
-  if (std::filesystem::exists(index_path)) {
-    index = ojson::parse(read_text(index_path));
-  } else {
-    index["metadata"] = ojson::object();
-    index["weight_map"] = ojson::object();
-    for (const auto& n : stored_names(dir / "model.safetensors")) index["weight_map"][n] = "model.safetensors";
-  }
-  for (const auto& s : specs) index["weight_map"][s.name] = file;
-  std::uint64_t total = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") total += e.file_size();
-  index["metadata"]["total_size"] = total;
-  write_text(index_path, index.dump(2) + "\n");
 }
 
 }  // namespace ringlm::vision::testing
