@@ -4,12 +4,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sampling/sampler.h"
 
 namespace ringlm::engine {
+
+// Soft-token rows (image or audio encoder outputs in the text embedding space) for prompt
+// indexes; see model::Session::set_embedding_overrides and engine/media_prompt.h.
+struct PromptEmbeddings {
+  std::vector<std::int64_t> positions;  // indexes into the prompt ids, increasing
+  std::vector<float> rows;              // [positions.size()][hidden]
+  int hidden = 0;
+};
 
 struct GenerationParams {
   sampling::SamplerParams sampling;
@@ -20,6 +29,7 @@ struct GenerationParams {
   std::string json_schema;         // JSON Schema text; empty = unconstrained
   bool json_object = false;        // any JSON object (OpenAI response_format json_object)
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
+  std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none
 };
 
 struct TokenEvent {
