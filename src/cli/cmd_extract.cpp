@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "cli/common_options.h"
 #include "engine/batch_job.h"
 #include "engine/generator.h"
+#include "engine/media_prompt.h"
 #include "guided/validator.h"
 #include "util/error.h"
 
@@ -21,6 +23,7 @@ struct ExtractOptions {
   ringlm::cli::SamplingFlags sampling;
   std::string schema_file, input, output;
   std::string prompt_template = "{text}";
+  int image_tokens = 0;
   std::string instructions =
       "Extract the requested fields from the user's message. Reply with one JSON object that "
       "follows this JSON Schema:";
@@ -70,12 +73,36 @@ void extract(const ExtractOptions& o) {
   engine.grammar_for_schema(schema_text);  // a schema that does not compile fails here, before any row
   engine::Generator gen(engine);
   const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
-  auto render = [&](const std::string& user) {
+  auto render_text = [&](const Json& content) {
     chat::ChatRequest req;
     req.messages.push_back(system_message);
-    req.messages.push_back({{"role", "user"}, {"content", user}});
+    req.messages.push_back({{"role", "user"}, {"content", content}});
     req.add_generation_prompt = true;
-    return engine.tokenizer().encode(engine.render_chat(req));
+    return engine.render_chat(req);
+  };
+  auto render = [&](const std::string& user) { return engine.tokenizer().encode(render_text(user)); };
+  // Rows may name images ("image": path, or "images": [paths], relative to the input file).
+  engine::MediaEncoder media(engine);
+  const std::filesystem::path input_dir = std::filesystem::path(o.input).parent_path();
+  auto row_images = [&](const Json& row) {
+    std::vector<std::string> paths;
+    for (const char* key : {"image", "images"}) {
+      if (!row.contains(key)) continue;
+      const Json& v = row[key];
+      if (v.is_string()) paths.push_back(v.get<std::string>());
+      else if (v.is_array())
+        for (const Json& p : v) {
+          if (!p.is_string()) fail("field ", key, ": expected file names (strings)");
+          paths.push_back(p.get<std::string>());
+        }
+      else if (!v.is_null()) fail("field ", key, ": expected a file name or a list of file names");
+    }
+    std::vector<vision::RgbImage> images;
+    for (const auto& p : paths) {
+      const std::filesystem::path f(p);
+      images.push_back(vision::read_image_file(f.is_absolute() ? f : input_dir / f));
+    }
+    return images;
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {
@@ -95,8 +122,21 @@ void extract(const ExtractOptions& o) {
     Json rec = {{"id", row->id}, {"line", row->line}};
     try {
       if (!row->error.empty()) fail(row->error);
-      auto ids = render(engine::fill_prompt_template(o.prompt_template, row->data));
-      auto result = gen.generate(ids, params, nullptr);
+      const std::string user = engine::fill_prompt_template(o.prompt_template, row->data);
+      const auto images = row_images(row->data);
+      engine::GenerationResult result;
+      if (images.empty()) {
+        result = gen.generate(render(user), params, nullptr);
+      } else {
+        Json parts = Json::array();
+        for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+        parts.push_back({{"type", "text"}, {"text", user}});
+        const engine::MediaPrompt mp = media.build(render_text(parts), images, o.image_tokens);
+        auto row_params = params;
+        row_params.prompt_embeddings = mp.embeddings;
+        result = gen.generate(mp.ids, row_params, nullptr);
+        rec["image_tokens"] = mp.image_tokens;
+      }
       rec["finish"] = engine::finish_reason_name(result.finish);
       rec["prompt_tokens"] = result.prompt_tokens;
       rec["cached_prompt_tokens"] = result.cached_prompt_tokens;
@@ -139,6 +179,9 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--input", opts->input, "Input rows, one JSON object per line")->required();
   sub->add_option("--output", opts->output, "Output JSONL (appended; a re-run resumes)")->required();
   sub->add_option("--template", opts->prompt_template, "User message template; {field} takes the row's field");
+  sub->add_option("--image-tokens", opts->image_tokens,
+                  "Soft tokens per image of rows with an image/images field: 70, 140, 280, 560 or 1120 "
+                  "(default: the processor config's)");
   sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");

@@ -1,10 +1,12 @@
 // `ringlm run`: one prompt through the chat template, the reply streamed to stdout.
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/generator.h"
+#include "engine/media_prompt.h"
 #include "util/error.h"
 
 namespace {
@@ -14,6 +16,8 @@ struct RunOptions {
   ringlm::cli::SamplingFlags sampling;
   std::string prompt, prompt_file, system, schema_file;
   std::vector<std::string> stop;
+  std::vector<std::string> images;
+  int image_tokens = 0;
   bool raw = false;
   bool thinking = false;
   bool stats = false;
@@ -23,7 +27,10 @@ void run(const RunOptions& o) {
   using namespace ringlm;
   std::string user = o.prompt;
   if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);
-  if (user.empty()) fail("give a prompt with --prompt TEXT or --file FILE");
+  if (user.empty() && o.images.empty()) fail("give a prompt with --prompt TEXT or --file FILE");
+  // Decoded (and size-checked) before the model loads, so a bad file fails fast.
+  std::vector<vision::RgbImage> images;
+  for (const auto& f : o.images) images.push_back(vision::read_image_file(f));
 
   engine::Engine engine(o.model.engine_options());
   engine::Generator gen(engine);
@@ -33,18 +40,36 @@ void run(const RunOptions& o) {
   } else {
     chat::ChatRequest req;
     if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
-    req.messages.push_back({{"role", "user"}, {"content", user}});
+    if (images.empty()) {
+      req.messages.push_back({{"role", "user"}, {"content", user}});
+    } else {
+      // One image content part per --image, then the text (as Gemma's examples put them).
+      nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+      for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+      if (!user.empty()) parts.push_back({{"type", "text"}, {"text", user}});
+      req.messages.push_back({{"role", "user"}, {"content", parts}});
+    }
     req.add_generation_prompt = true;
     if (o.thinking) req.enable_thinking = true;
     text = engine.render_chat(req);
   }
   EncodeOptions eo;
   eo.add_bos = o.raw && engine.tokenizer().add_bos_default();
-  auto ids = engine.tokenizer().encode(text, eo);
+  std::vector<std::int32_t> ids;
+  engine::MediaPrompt media_prompt;
+  if (images.empty()) {
+    ids = engine.tokenizer().encode(text, eo);
+  } else {
+    // With --raw the text carries one <|image|> placeholder per --image itself.
+    engine::MediaEncoder media(engine);
+    media_prompt = media.build(text, images, o.image_tokens, eo.add_bos);
+    ids = media_prompt.ids;
+  }
 
   auto params = o.sampling.params();
   params.stop = o.stop;
   if (!o.schema_file.empty()) params.json_schema = cli::read_text_file(o.schema_file);
+  params.prompt_embeddings = media_prompt.embeddings;
   std::size_t streamed = 0;
   auto result = gen.generate(ids, params, [&streamed](const engine::TokenEvent& e) {
     std::fwrite(e.text.data(), 1, e.text.size(), stdout);
@@ -60,6 +85,9 @@ void run(const RunOptions& o) {
                  result.completion_tokens > 1 && result.total_s > result.ttft_s
                      ? (result.completion_tokens - 1) / (result.total_s - result.ttft_s)
                      : 0.0);
+    if (!images.empty())
+      std::fprintf(stderr, "ringlm: %zu image(s), %d soft tokens, encoded in %.3f s\n", images.size(),
+                   media_prompt.image_tokens, media_prompt.encode_seconds);
     if (result.guided_steps > 0)
       std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
                    result.subset_head_steps);
@@ -78,6 +106,9 @@ RINGLM_COMMAND(run) {
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
   sub->add_option("--stop", opts->stop, "Stop string (repeatable)");
+  sub->add_option("--image", opts->images, "An image for the user message: JPEG, PNG or WebP (repeatable)");
+  sub->add_option("--image-tokens", opts->image_tokens,
+                  "Soft tokens per image: 70, 140, 280, 560 or 1120 (default: the processor config's)");
   sub->add_flag("--raw", opts->raw, "Send the prompt as is, without the chat template");
   sub->add_flag("--enable-thinking", opts->thinking, "Let the model think first (Gemma 4 thinking mode)");
   sub->add_flag("--stats", opts->stats, "Print token counts and speed to stderr");
