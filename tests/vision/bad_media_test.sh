@@ -5,7 +5,7 @@
 # image, an empty file, a non-image, an unknown budget. A text-only checkpoint says it has
 # no vision tower, in `encode` and in `inspect`.
 set -euo pipefail
-cd "$RINGLM_TMP"
+mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
 PY=${RINGLM_PYTHON:-python3}
 "$RINGLM" make-test-model m --preset tiny --seed 2 >/dev/null 2>&1
 "$RINGLM" make-test-model text --preset tiny --seed 2 --no-vision >/dev/null 2>&1
