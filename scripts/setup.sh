@@ -10,6 +10,8 @@ PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
   python3 python3-numpy python3-jsonschema curl
   libjpeg62-turbo-dev libpng-dev libwebp-dev imagemagick
+  libedit-dev tmux chromium
+  python3-dev pybind11-dev python3-pybind11 python3-pytest
   libclang-rt-14-dev
   g++-aarch64-linux-gnu qemu-user-static
 )
@@ -34,7 +36,8 @@ fi
 
 # JavaScript reference implementations used by the property tests (npm registry).
 if [[ -f tests/js/package.json ]]; then
-  (cd tests/js && { [[ -d node_modules ]] || npm ci --no-audit --no-fund --loglevel=error; })
+  # (again when package-lock.json is newer than the installed tree: a dependency was added)
+  (cd tests/js && { [[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund --loglevel=error; })
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -319,6 +319,7 @@ void bench(const BenchOptions& o) {
 RINGLM_COMMAND(bench) {
   auto opts = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "The model card's harness: guided extraction, long context, needles, speed");
+  sub->footer("Example:\n  ringlm bench --model DIR --sections speed,guided --json bench.json");
   opts->model.add_to(sub);
   sub->add_option("--json", opts->json_out, "Also write the figures as JSON to this file");
   sub->add_option("--sections", opts->sections, "Which parts to run: speed guided long needle")->delimiter(',');

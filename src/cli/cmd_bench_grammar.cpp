@@ -18,6 +18,7 @@ RINGLM_COMMAND(bench_grammar) {
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("bench-grammar", "Benchmark guided generation on JSONSchemaBench-format files");
+  sub->footer("Example:\n  ringlm bench-grammar --model build/demo-model /path/to/JSONSchemaBench/Github_easy");
   sub->add_option("--model", args->model, "Tokenizer or model directory (tokenizer.json)");
   sub->add_option("--json", args->json_out, "Write the summary (and failures) as JSON to this file");
   sub->add_option("--whitespace", args->whitespace, "Grammar whitespace style: compact or python")

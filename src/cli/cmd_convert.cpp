@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "cli/gguf_export.h"
 #include "kernels/thread_pool.h"
 #include "model/converter.h"
@@ -20,6 +21,7 @@ RINGLM_COMMAND(convert) {
   static Options opt;
   auto* sub = app.add_subcommand("convert", "Convert a Hugging Face checkpoint to a packed model directory "
                                             "(mapped at load) or, with --out FILE.gguf, to a GGUF file");
+  sub->footer("Example:\n  ringlm convert --model /models/gemma-4-e2b-it --out /models/e2b-packed");
   sub->add_option("--model,-m", opt.model, "Hugging Face checkpoint directory (config.json + safetensors)")->required();
   sub->add_option("--out,-o", opt.out, "Output directory, or a file name ending in .gguf")->required();
   sub->add_option("--type", opt.type, "GGUF output only: matrix type f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k "
@@ -28,6 +30,7 @@ RINGLM_COMMAND(convert) {
   sub->add_option("--threads", opt.threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([] {
     using namespace ringlm;
+    cli::show_progress(0.0);  // every stage: a bar on a terminal, a line per stage otherwise
     const bool gguf = opt.out.size() >= 5 && opt.out.compare(opt.out.size() - 5, 5, ".gguf") == 0;
     if (gguf) {
       cli::export_gguf(opt.model, opt.out, opt.type.empty() ? "q4_0" : opt.type, opt.no_tokenizer);

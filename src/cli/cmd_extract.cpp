@@ -6,11 +6,14 @@
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/batch_job.h"
+#include "engine/batch_output.h"
 #include "engine/generator.h"
 #include "engine/media_prompt.h"
 #include "guided/validator.h"
@@ -31,7 +34,11 @@ struct ExtractOptions {
   int limit = 0;
   bool progress = false;
   bool no_progress = false;
+  bool retry_failed = false;
 };
+
+// Exit status when any row's final record in the output failed (0: all ok; 1: an error).
+constexpr int kExitRowsFailed = 3;
 
 using Clock = std::chrono::steady_clock;
 
@@ -59,19 +66,62 @@ void extract(const ExtractOptions& o) {
   guided::Validator validator(schema);
 
   auto rows = engine::read_input_rows(o.input, o.id_field);
-  engine::JsonlAppender out(o.output);  // locks the output first: never recover a file in use
-  const auto done_ids = engine::recover_output(o.output);
+
+  // Rows still to do: those without a record, and with --retry-failed those whose last
+  // record failed. `state` is the output's final verdict per id.
+  std::map<std::string, bool> state;
   std::vector<const engine::InputRow*> todo;
-  for (const auto& r : rows)
-    if (!done_ids.count(r.id)) todo.push_back(&r);
-  if (o.limit > 0 && todo.size() > static_cast<std::size_t>(o.limit)) todo.resize(static_cast<std::size_t>(o.limit));
-  std::fprintf(stderr, "ringlm extract: %zu rows in %s, %zu already in %s, %zu to do\n", rows.size(), o.input.c_str(),
-               done_ids.size(), o.output.c_str(), todo.size());
-  if (todo.empty()) return;
+  auto plan = [&] {
+    state = engine::read_output_state(o.output);
+    todo.clear();
+    for (const auto& r : rows) {
+      auto it = state.find(r.id);
+      if (it == state.end() || (o.retry_failed && !it->second)) todo.push_back(&r);
+    }
+    if (o.limit > 0 && todo.size() > static_cast<std::size_t>(o.limit)) todo.resize(static_cast<std::size_t>(o.limit));
+  };
+  auto failed_in_output = [&] {
+    std::size_t n = 0;
+    for (const auto& r : rows)
+      if (auto it = state.find(r.id); it != state.end() && !it->second) ++n;
+    return n;
+  };
+  plan();  // read-only: nothing is created until the model and the schema have loaded
+  if (todo.empty()) {
+    const std::size_t failed = failed_in_output();
+    std::fprintf(stderr, "ringlm extract: %zu rows in %s, all in %s, 0 to do", rows.size(), o.input.c_str(),
+                 o.output.c_str());
+    if (failed) std::fprintf(stderr, " (%zu failed; --retry-failed runs them again)", failed);
+    std::fputc('\n', stderr);
+    if (failed) throw cli::ExitStatus{kExitRowsFailed};
+    return;
+  }
 
   engine::Engine engine(o.model.engine_options());
   engine.grammar_for_schema(schema_text);  // a schema that does not compile fails here, before any row
   engine::Generator gen(engine);
+
+  auto out = std::make_unique<engine::JsonlAppender>(o.output);  // locks it: never recover a file in use
+  engine::recover_output(o.output);
+  std::size_t retried = 0;
+  if (o.retry_failed) {
+    // The failed records of the rows about to run again go, so every id ends with one final
+    // record; the lock moves to the new file.
+    plan();
+    std::set<std::string> redo;
+    for (const auto* r : todo)
+      if (auto it = state.find(r->id); it != state.end() && !it->second) redo.insert(r->id);
+    retried = engine::drop_records(o.output, redo);
+    if (retried) {
+      auto fresh = std::make_unique<engine::JsonlAppender>(o.output);
+      out = std::move(fresh);
+    }
+  }
+  plan();
+  std::fprintf(stderr, "ringlm extract: %zu rows in %s, %zu already in %s, %zu to do", rows.size(), o.input.c_str(),
+               state.size(), o.output.c_str(), todo.size());
+  if (retried) std::fprintf(stderr, " (%zu of them failed before)", retried);
+  std::fputc('\n', stderr);
   const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
   auto render_text = [&](const Json& content) {
     chat::ChatRequest req;
@@ -158,7 +208,8 @@ void extract(const ExtractOptions& o) {
       ++failed;
     }
     rec["seconds"] = std::chrono::duration<double>(Clock::now() - r0).count();
-    out.append(rec);
+    out->append(rec);
+    state[row->id] = rec["ok"].get<bool>();
     ++finished;
     if (show) draw_progress(finished, todo.size(), failed, std::chrono::duration<double>(Clock::now() - t0).count());
   }
@@ -166,6 +217,11 @@ void extract(const ExtractOptions& o) {
   if (show) std::fputc('\n', stderr);
   std::fprintf(stderr, "ringlm extract: %zu rows done (%zu failed) in %.2f s, %.2f rows/s\n", finished, failed, total,
                total > 0 ? finished / total : 0.0);
+  if (const std::size_t still = failed_in_output()) {
+    std::fprintf(stderr, "ringlm extract: %zu rows failed (their records say why); --retry-failed runs them again\n",
+                 still);
+    throw cli::ExitStatus{kExitRowsFailed};
+  }
 }
 
 }  // namespace
@@ -173,6 +229,7 @@ void extract(const ExtractOptions& o) {
 RINGLM_COMMAND(extract) {
   auto opts = std::make_shared<ExtractOptions>();
   auto* sub = app.add_subcommand("extract", "Guided JSON extraction over a JSONL file (resumable batch job)");
+  sub->footer("Example:\n  ringlm extract --schema examples/ticket.schema.json --input examples/tickets.jsonl --output out.jsonl");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
   sub->add_option("--schema", opts->schema_file, "JSON Schema file every reply must follow")->required();
@@ -187,5 +244,7 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");
   sub->add_flag("--progress", opts->progress, "Always draw the progress bar");
   sub->add_flag("--no-progress", opts->no_progress, "Never draw the progress bar");
+  sub->add_flag("--retry-failed", opts->retry_failed,
+                "Run again the rows whose last record failed (the output keeps one final record per id)");
   sub->callback([opts] { extract(*opts); });
 }

@@ -115,6 +115,7 @@ void print_views(const std::vector<const ringlm::io::TensorView*>& views) {
 
 RINGLM_COMMAND(inspect) {
   auto* sub = app.add_subcommand("inspect", "Print the metadata and tensor table of a GGUF file (or the tensors of a safetensors file, checkpoint directory or ringlm convert directory)");
+  sub->footer("Example:\n  ringlm inspect /models/e2b.gguf");
   static std::string path;
   static std::size_t max_elems = 8;
   static bool config = false;

@@ -56,6 +56,7 @@ RINGLM_COMMAND(logits) {
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("logits", "Write the float32 logits of every position of a token sequence");
+  sub->footer("Example:\n  ringlm logits --model DIR --ids 2,105,300 --out logits.bin");
   sub->add_option("--model", opt->model, "Checkpoint directory")->required();
   sub->add_option("--ids", opt->ids, "Comma-separated token ids");
   sub->add_option("--ids-file", opt->ids_file, "File with token ids (comma or whitespace separated)");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
 #include "vision/testing/test_vision_tower.h"
@@ -19,6 +20,7 @@ RINGLM_COMMAND(make_test_model) {
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
+  sub->footer("Example:\n  ringlm make-test-model /tmp/tiny --preset tiny --seed 1");
   sub->add_option("out", opt->out, "Output directory")->required();
   sub->add_option("--preset", opt->preset, "tiny | tiny-gqa | demo | e2b | e4b")->capture_default_str();
   sub->add_option("--seed", opt->seed, "Random seed")->capture_default_str();
@@ -31,6 +33,7 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_flag("--no-vision", opt->no_vision,
                 "Omit the vision tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
   sub->callback([opt] {
+    ringlm::cli::show_progress(0.0);  // a bar on a terminal, a line per shard otherwise
     using namespace ringlm;
     model::testing::TestCheckpointOptions o;
     o.preset = opt->preset;

@@ -1,4 +1,6 @@
 // `ringlm run`: one prompt through the chat template, the reply streamed to stdout.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -25,9 +27,13 @@ struct RunOptions {
 
 void run(const RunOptions& o) {
   using namespace ringlm;
+  if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either --prompt or --file, not both");
   std::string user = o.prompt;
-  if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);
-  if (user.empty() && o.images.empty()) fail("give a prompt with --prompt TEXT or --file FILE");
+  if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);  // "-": standard input
+  else if (o.prompt.empty() && o.images.empty() && !isatty(fileno(stdin)))
+    user = cli::read_text_file("-");  // piped: echo hi | ringlm run
+  if (user.empty() && o.images.empty())
+    fail("give a prompt with --prompt TEXT, --file FILE, --file - or on a piped standard input");
   // Decoded (and size-checked) before the model loads, so a bad file fails fast.
   std::vector<vision::RgbImage> images;
   for (const auto& f : o.images) images.push_back(vision::read_image_file(f));
@@ -70,6 +76,7 @@ void run(const RunOptions& o) {
   params.stop = o.stop;
   if (!o.schema_file.empty()) params.json_schema = cli::read_text_file(o.schema_file);
   params.prompt_embeddings = media_prompt.embeddings;
+  cli::warn_if_context_cuts(ids.size(), params.max_tokens, gen.session().context_capacity());
   std::size_t streamed = 0;
   auto result = gen.generate(ids, params, [&streamed](const engine::TokenEvent& e) {
     std::fwrite(e.text.data(), 1, e.text.size(), stdout);
@@ -99,10 +106,11 @@ void run(const RunOptions& o) {
 RINGLM_COMMAND(run) {
   auto opts = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Generate a reply to one prompt, streamed to stdout");
+  sub->footer("Example:\n  echo \"Classify: my order never arrived\" | ringlm run --json-schema examples/ticket.schema.json");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
   sub->add_option("--prompt,-p", opts->prompt, "The user message");
-  sub->add_option("--file,-f", opts->prompt_file, "Read the user message from a file");
+  sub->add_option("--file,-f", opts->prompt_file, "Read the user message from a file (- = standard input)");
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
   sub->add_option("--stop", opts->stop, "Stop string (repeatable)");

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/common_options.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
 #include "server/http_server.h"
@@ -13,20 +14,22 @@
 namespace {
 
 struct ServeArgs {
-  std::string model;
+  ringlm::cli::ModelFlags model;  // -m/--model, --ctx (per slot), --threads, --weights, ...
   ringlm::server::ServerOptions server;
   int slots = 1;
-  int ctx = 0;
   bool fake = false;
   int fake_token_delay_us = 1000;
   int grace_ms = 10000;
+  ServeArgs() { server.access_log = true; }  // on by default for the command (--no-access-log)
 };
 
 void run_serve(const ServeArgs& args) {
   using namespace ringlm::server;
-  if (args.server.host != "127.0.0.1" && args.server.host != "localhost" && args.server.host != "::1") {
-    // Not a hard rule of HTTP, but this server has no authentication: say what it means.
-    std::fprintf(stderr, "ringlm serve: warning: listening on %s exposes the server beyond this machine\n",
+  if (args.server.host != "127.0.0.1" && args.server.host != "localhost" && args.server.host != "::1" &&
+      args.server.api_key.empty()) {
+    // Not a hard rule of HTTP, but without --api-key anyone who reaches the port may use it.
+    std::fprintf(stderr,
+                 "ringlm serve: warning: listening on %s without --api-key exposes the server beyond this machine\n",
                  args.server.host.c_str());
   }
   // Block the stop signals in every thread (the server's threads inherit this mask) and
@@ -41,16 +44,13 @@ void run_serve(const ServeArgs& args) {
   if (args.fake) {
     FakeBackendOptions fo;
     fo.slots = args.slots;
-    if (args.ctx > 0) fo.context_length = args.ctx;
+    if (args.model.ctx > 0) fo.context_length = args.model.ctx;
     fo.token_delay = std::chrono::microseconds(args.fake_token_delay_us);
     backend = std::make_unique<FakeBackend>(fo);
   } else {
-    std::string model = args.model.empty() ? ringlm::cli::default_model_dir() : args.model;
-    if (model.empty()) ringlm::fail("serve: --model DIR is required (no built-in demo model found)");
     BackendOptions bo;
-    bo.model_dir = model;
+    bo.engine = args.model.engine_options();  // prints the demo-model notice when it is the demo
     bo.slots = args.slots;
-    bo.context_length = args.ctx;
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
@@ -82,18 +82,24 @@ void run_serve(const ServeArgs& args) {
 RINGLM_COMMAND(serve) {
   auto args = std::make_shared<ServeArgs>();
   auto* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat/completions, completions, models, health, metrics)");
-  sub->add_option("--model", args->model, "Model directory (default: the built-in demo model)");
+  sub->footer("Example:\n  ringlm serve -m DIR --threads 4 --port 8080 --api-key KEY   # then open http://127.0.0.1:8080/");
+  args->model.add_to(sub);
   sub->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   sub->add_option("--slots", args->slots, "Concurrent generations")->capture_default_str()->check(CLI::Range(1, 256));
   sub->add_option("--queue", args->server.queue, "Requests that may wait for a slot (more get 429)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  sub->add_option("--ctx", args->ctx, "Context length per slot in tokens (0 = the model's)")->check(CLI::Range(0, 1 << 20));
   sub->add_option("--max-tokens", args->server.max_tokens, "Largest max_tokens a request may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--max-body", args->server.max_body, "Request body limit in bytes")->capture_default_str();
+  sub->add_option("--api-key", args->server.api_key,
+                  "Require 'Authorization: Bearer KEY' on every /v1 route (the web page asks for it)");
+  sub->add_option("--cors-origin", args->server.cors_origin,
+                  "Allow browser pages from this origin (e.g. http://localhost:3000, or *) to call the API");
+  sub->add_flag("!--no-web-ui", args->server.web_ui, "Do not serve the chat and extraction page at /");
+  sub->add_flag("!--no-access-log", args->server.access_log, "Do not print one line per request to stderr");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")
       ->capture_default_str();
   // Test-only: a deterministic stand-in for the model (src/server/fake_backend.h).

@@ -92,6 +92,7 @@ RINGLM_COMMAND(template) {
   auto opts = std::make_shared<TemplateOptions>();
   opts->model = ringlm::cli::default_model_dir();
   auto* sub = app.add_subcommand("template", "Render a conversation with the model's chat template and tokenize it");
+  sub->footer("Example:\n  ringlm template --model DIR --messages m.json --add-generation-prompt");
   sub->add_option("--model", opts->model, "Model or tokenizer directory");
   sub->add_option("--messages", opts->messages, "JSON file {\"messages\": [...], \"tools\": [...]}");
   sub->add_flag("--add-generation-prompt", opts->add_generation_prompt, "End with the assistant turn header");

@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/model_locator.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace {
 
 std::string model_dir_or_default(const std::string& model) {
-  if (!model.empty()) return model;
+  if (!model.empty()) return ringlm::cli::resolve_model(model).string();  // a path or an HF repo id
   std::string dflt = ringlm::cli::default_model_dir();
   if (dflt.empty()) ringlm::fail("--model is required (no demo model is installed)");
   return dflt;
@@ -98,6 +99,7 @@ RINGLM_COMMAND(tokenize) {
   };
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("tokenize", "Encode text into token ids (printed as a JSON array)");
+  sub->footer("Example:\n  ringlm tokenize --model DIR --text \"Hello world\"");
   sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
   auto* text = sub->add_option("--text", opts->text, "Text to encode");
   auto* file = sub->add_option("--file", opts->file, "File whose bytes are encoded");
@@ -138,6 +140,7 @@ RINGLM_COMMAND(detokenize) {
   };
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids into text (printed as is, no newline added)");
+  sub->footer("Example:\n  ringlm detokenize --model DIR --ids 9259,1902");
   sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
   auto* ids_opt = sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]");
   auto* jsonl = sub->add_option("--jsonl", opts->jsonl,

@@ -18,6 +18,12 @@ struct CommandRegistration {
 // Registered commands, sorted by name.
 std::vector<std::pair<std::string, CommandSetup>> registered_commands();
 
+// Thrown by a command to end the program with `code` after its normal output (for example
+// `extract` exits 3 when rows failed); main() turns it into the exit status.
+struct ExitStatus {
+  int code;
+};
+
 // Default model directory when --model is omitted (the built-in demo model), or "" if none.
 std::string default_model_dir();
 

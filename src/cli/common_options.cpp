@@ -1,16 +1,20 @@
 #include "cli/common_options.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/model_locator.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
 
 void ModelFlags::add_to(CLI::App* app) {
-  app->add_option("--model,-m", model, "Model directory (default: the built-in demo model)");
+  app->add_option("--model,-m", model, "Model directory, .gguf file, or Hugging Face repo id in the local HF cache (default: the built-in demo model)");
   app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
   app->add_option("--threads", threads, "Worker threads (default: all cores)");
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
@@ -39,7 +43,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
                  demo.c_str());
     o.model_dir = demo;
   } else {
-    o.model_dir = model;
+    o.model_dir = resolve_model(model);  // a path, or a Hugging Face repo id in the local cache
   }
   o.context_tokens = ctx;
   o.threads = threads;
@@ -77,12 +81,34 @@ engine::GenerationParams SamplingFlags::params() const {
 }
 
 std::string read_text_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    if (std::cin.bad()) fail("standard input: read error");
+    return ss.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail(path, ": read error");
   return ss.str();
+}
+
+}  // namespace ringlm::cli
+
+namespace ringlm::cli {
+
+void warn_if_context_cuts(std::size_t prompt_tokens, int max_tokens, std::int64_t context_capacity) {
+  static bool warned = false;
+  const std::int64_t room = context_capacity - static_cast<std::int64_t>(prompt_tokens);
+  if (warned || max_tokens <= room) return;
+  warned = true;
+  std::fprintf(stderr,
+               "ringlm: warning: the context (--ctx %lld tokens) leaves room for %lld new tokens after the %zu-token "
+               "prompt, fewer than --max-tokens %d; raise --ctx for longer replies\n",
+               static_cast<long long>(context_capacity), static_cast<long long>(std::max<std::int64_t>(room, 0)),
+               prompt_tokens, max_tokens);
 }
 
 }  // namespace ringlm::cli

@@ -37,7 +37,12 @@ struct SamplingFlags {
   engine::GenerationParams params() const;
 };
 
-// Reads a whole file; throws ringlm::Error naming it.
+// Reads a whole file ("-" = standard input); throws ringlm::Error naming it.
 std::string read_text_file(const std::string& path);
+
+// Says on stderr (once per process) when the context leaves room for fewer than
+// `max_tokens` new tokens after a prompt of `prompt_tokens`, so a reply cut by --ctx is not
+// mistaken for one cut by --max-tokens.
+void warn_if_context_cuts(std::size_t prompt_tokens, int max_tokens, std::int64_t context_capacity);
 
 }  // namespace ringlm::cli

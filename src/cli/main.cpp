@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
+#include "cli/help.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
@@ -44,10 +46,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "ringlm 0.1.0");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
+  ringlm::cli::show_defaults(app);
+  ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    // Unexpected arguments (a mistyped flag or command): say what was probably meant.
+    if (code != 0) std::fputs(ringlm::cli::suggest(app, app.remaining(true), argc, argv).c_str(), stderr);
+    return code;
+  } catch (const ringlm::cli::ExitStatus& e) {
+    return e.code;
   } catch (const ringlm::Error& e) {
     std::fprintf(stderr, "ringlm: error: %s\n", e.what());
     return 1;

@@ -23,12 +23,12 @@ class ApiError : public std::runtime_error {
   const std::string& code() const { return code_; }
   const std::string& type() const { return type_; }
 
-  nlohmann::json to_json() const { return error_body(what(), type_, param_, code_); }
+  nlohmann::ordered_json to_json() const { return error_body(what(), type_, param_, code_); }
 
   // The error object shared by every failure response (param/code null when empty).
-  static nlohmann::json error_body(const std::string& message, const std::string& type,
+  static nlohmann::ordered_json error_body(const std::string& message, const std::string& type,
                                    const std::string& param, const std::string& code) {
-    nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+    nlohmann::ordered_json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
     if (!param.empty()) e["param"] = param;
     if (!code.empty()) e["code"] = code;
     return {{"error", e}};

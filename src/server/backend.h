@@ -14,7 +14,7 @@ namespace ringlm::server {
 
 struct ToolCall {
   std::string name;
-  nlohmann::json arguments;  // a JSON object
+  nlohmann::ordered_json arguments;  // a JSON object
 };
 
 // A model reply split the way Gemma 4 writes it.
@@ -42,7 +42,7 @@ class Backend {
   // joined), and assistant `tool_calls[].function.arguments` are JSON objects, not strings.
   // `tools` is an array of OpenAI function tools (possibly empty). `tool_choice` is "auto",
   // "none" or "required" (a named function arrives as "required" with `tools` narrowed to it).
-  virtual std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+  virtual std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                                 const std::string& tool_choice,
                                                 bool add_generation_prompt) = 0;
   // Token ids for a raw completion prompt (/v1/completions), including BOS if the model needs it.

@@ -19,12 +19,13 @@ namespace {
 class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
-      : engine_({.model_dir = o.model_dir, .context_tokens = o.context_length}),
+      : engine_(o.engine),
         used_(static_cast<std::size_t>(std::max(1, o.slots))) {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
     for (int i = 0; i < o.slots; ++i) generators_.push_back(std::make_unique<engine::Generator>(engine_));
-    id_ = std::filesystem::path(o.model_dir).lexically_normal().filename().string();
-    if (id_.empty()) id_ = std::filesystem::path(o.model_dir).lexically_normal().parent_path().filename().string();
+    const auto dir = o.engine.model_dir.lexically_normal();
+    id_ = dir.filename().string();
+    if (id_.empty()) id_ = dir.parent_path().filename().string();
     if (id_.empty()) id_ = "ringlm";
   }
 
@@ -32,7 +33,7 @@ class EngineBackend final : public Backend {
   int context_length() const override { return generators_[0]->session().context_capacity(); }
   int slots() const override { return static_cast<int>(generators_.size()); }
 
-  std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+  std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                         const std::string& tool_choice, bool add_generation_prompt) override {
     // Templates print any role they are given; reject what no chat model was trained on.
     for (std::size_t i = 0; i < messages.size(); ++i) {
@@ -41,9 +42,9 @@ class EngineBackend final : public Backend {
         fail("messages[", i, "].role: '", role, "' is not one of system, developer, user, assistant, tool");
     }
     chat::ChatRequest req;
-    req.messages = nlohmann::ordered_json::parse(messages.dump());
+    req.messages = messages;
     // "none": the model must not call tools, so it is not told about them.
-    if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = nlohmann::ordered_json::parse(tools.dump());
+    if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
     return engine_.tokenizer().encode(engine_.render_chat(req));
   }
@@ -78,7 +79,7 @@ class EngineBackend final : public Backend {
     out.content = std::move(r.content);
     out.reasoning = std::move(r.thinking);
     for (auto& call : r.tool_calls)
-      out.tool_calls.push_back({call.name, nlohmann::json::parse(call.arguments.dump())});
+      out.tool_calls.push_back({call.name, call.arguments});
     return out;
   }
 

@@ -5,14 +5,17 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine.h"
 #include "server/backend.h"
 
 namespace ringlm::server {
 
 struct BackendOptions {
-  std::string model_dir;   // checkpoint + tokenizer + chat template
-  int slots = 1;           // concurrent generations (sessions, each with its own KV cache)
-  int context_length = 0;  // per-slot context in tokens; 0 = the model's default
+  // The model and how to run it, as every other command builds it (cli::ModelFlags):
+  // model_dir, context_tokens (per slot), threads, weights/activations (the q4_0 fast path
+  // unless told otherwise), grammar caches.
+  engine::EngineOptions engine;
+  int slots = 1;  // concurrent generations (sessions, each with its own KV cache)
 };
 
 // Loads the model and returns a Backend with `options.slots` slots. Throws ringlm::Error

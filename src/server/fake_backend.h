@@ -30,7 +30,7 @@ class FakeBackend : public Backend {
   std::string model_id() const override { return "ringlm-fake"; }
   int context_length() const override { return options_.context_length; }
   int slots() const override { return options_.slots; }
-  std::vector<std::int32_t> render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
+  std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                         const std::string& tool_choice, bool add_generation_prompt) override;
   std::vector<std::int32_t> tokenize(std::string_view text) override;
   std::string token_text(std::int32_t id) override;
@@ -46,9 +46,9 @@ class FakeBackend : public Backend {
   // What the last request asked for (for tests).
   struct Seen {
     engine::GenerationParams params;
-    nlohmann::json tools;
+    nlohmann::ordered_json tools;
     std::string tool_choice;
-    nlohmann::json messages;
+    nlohmann::ordered_json messages;
   };
   Seen last_seen() const;
   int cancellations() const { return cancellations_.load(); }

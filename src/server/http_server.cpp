@@ -4,12 +4,15 @@
 
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <ctime>
 
+#include "server/access.h"
 #include "server/api_error.h"
 #include "server/client_socket.h"
 #include "server/request.h"
 #include "server/response.h"
+#include "server/web_ui.h"
 #include "util/error.h"
 
 namespace ringlm::server {
@@ -17,7 +20,7 @@ namespace ringlm::server {
 using engine::FinishReason;
 using engine::GenerationResult;
 using engine::TokenEvent;
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys keep the order they were given in (schemas, tool arguments)
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -223,9 +226,29 @@ void HttpServer::install_routes() {
   s.set_read_timeout(10);
   s.set_write_timeout(10);
 
-  // Wrong path → 404, wrong method → 405, both before the body is read.
+  // The page at / and its assets (compiled in), CORS preflights, the API key on /v1; then
+  // wrong path → 404, wrong method → 405; all before the body is read.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    access_begin();
+    if (options_.web_ui && (req.method == "GET" || req.method == "HEAD")) {
+      if (const WebAsset* a = find_web_asset(req.path)) {
+        res.set_content(a->body.data(), a->body.size(), std::string(a->content_type).c_str());
+        res.set_header("Cache-Control", "no-cache");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     const Route* r = find_route(req.path);
+    if (r && is_preflight(req)) {
+      res.status = 204;  // the CORS headers (if any origin is allowed) are added after routing
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (r && req.path.rfind("/v1", 0) == 0 && !authorized(req, options_.api_key)) {
+      send_error(res, ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' (ringlm serve --api-key)",
+                               "", "invalid_api_key", "authentication_error"));
+      res.set_header("WWW-Authenticate", "Bearer");
+      res.set_header("Connection", "close");  // the body, if any, was not read
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!r) {
       send_error(res, ApiError(404, "no route for " + req.method + " " + req.path, "", "not_found"));
       return httplib::Server::HandlerResponse::Handled;
@@ -262,9 +285,18 @@ void HttpServer::install_routes() {
     send_error(res, ApiError(500, "internal server error"));
   });
 
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    add_cors_headers(req, res, options_.cors_origin);
+  });
+
+  // Called once the whole response (a stream included) has been written.
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     const Route* r = find_route(req.path);
     metrics_.count_request(r ? r->path : "other", res.status);
+    if (options_.access_log) {
+      const std::string line = access_line(req, res) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);  // one write: lines of concurrent requests do not mix
+    }
   });
 
   auto guarded = [this](void (HttpServer::*fn)(const httplib::Request&, httplib::Response&)) {
@@ -359,6 +391,7 @@ static void serve_stream(httplib::Response& res, std::shared_ptr<Stream> st, std
             }
           } else {
             tail = st->format->end(job.result()) + "data: [DONE]\n\n";
+            access_tokens(job.result().prompt_tokens, job.result().completion_tokens);
           }
           st->finished = true;
           if (!send(tail)) return false;
@@ -411,6 +444,7 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   }
   if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job, cr.params);
   const GenerationResult& r = job->result();
+  access_tokens(r.prompt_tokens, r.completion_tokens);
   json message = {{"role", "assistant"}, {"content", r.text}};
   const char* finish = engine::finish_reason_name(r.finish);
   if (tools_active) {
@@ -465,6 +499,7 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
   }
   if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job, cr.params);
   const GenerationResult& r = job->result();
+  access_tokens(r.prompt_tokens, r.completion_tokens);
   json logprobs = cr.params.logprobs ? completion_logprobs(backend_, events, echo.size(), with_top) : json(nullptr);
   res.set_content(dump_json(text_completion(who, echo + r.text, engine::finish_reason_name(r.finish), std::move(logprobs), r)),
                   "application/json");

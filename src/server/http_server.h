@@ -31,6 +31,10 @@ struct ServerOptions {
   std::size_t max_body = 1 << 20;   // request body limit in bytes (413 above)
   int http_threads = 0;             // connection threads; 0 = slots + queue + 16
   std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
+  std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
+  std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
+  bool web_ui = true;               // the chat / extraction page at / (src/server/web)
+  bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
 };
 
 class HttpServer {

@@ -9,7 +9,7 @@
 
 namespace ringlm::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys keep the order they were given in (schemas, tool arguments)
 
 namespace {
 

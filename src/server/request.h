@@ -23,8 +23,8 @@ struct SamplingRequest {
 };
 
 struct ChatRequest : SamplingRequest {
-  nlohmann::json messages;           // normalised (see Backend::render_chat)
-  nlohmann::json tools = nlohmann::json::array();
+  nlohmann::ordered_json messages;           // normalised (see Backend::render_chat)
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   std::string tool_choice = "auto";  // auto | none | required
 };
 
@@ -37,9 +37,9 @@ struct CompletionRequest : SamplingRequest {
 constexpr int kMaxJsonDepth = 64;
 
 // Parses a body into JSON (400 for malformed JSON, a non-object body or nesting too deep).
-nlohmann::json parse_body(std::string_view body);
+nlohmann::ordered_json parse_body(std::string_view body);
 
-ChatRequest parse_chat_request(const nlohmann::json& body);
-CompletionRequest parse_completion_request(const nlohmann::json& body);
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace ringlm::server

@@ -4,7 +4,7 @@
 
 namespace ringlm::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys keep the order they were given in (schemas, tool arguments)
 
 std::string new_id(const char* prefix) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";

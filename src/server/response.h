@@ -21,30 +21,30 @@ struct ResponseIdentity {
 };
 
 std::string new_id(const char* prefix);  // prefix + 24 random alphanumerics
-std::string dump_json(const nlohmann::json& j);  // compact, invalid UTF-8 replaced
+std::string dump_json(const nlohmann::ordered_json& j);  // compact, invalid UTF-8 replaced
 
-nlohmann::json usage_json(const engine::GenerationResult& r);
+nlohmann::ordered_json usage_json(const engine::GenerationResult& r);
 
 // Chat logprobs: {"content":[{token, logprob, bytes, top_logprobs:[...]}, ...]}
-nlohmann::json chat_logprob_entry(Backend& backend, const engine::TokenEvent& ev);
+nlohmann::ordered_json chat_logprob_entry(Backend& backend, const engine::TokenEvent& ev);
 // Completions logprobs: {tokens, token_logprobs, top_logprobs, text_offset}
-nlohmann::json completion_logprobs(Backend& backend, const std::vector<engine::TokenEvent>& events,
+nlohmann::ordered_json completion_logprobs(Backend& backend, const std::vector<engine::TokenEvent>& events,
                                    std::size_t text_offset, bool with_top);
 
 // Assistant message with OpenAI tool calls (ids generated, arguments as JSON text).
-nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index);
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index);
 
-nlohmann::json chat_completion(const ResponseIdentity& who, nlohmann::json message, const char* finish_reason,
-                               nlohmann::json logprobs, const engine::GenerationResult& r);
-nlohmann::json chat_chunk(const ResponseIdentity& who, nlohmann::json delta, const char* finish_reason,
-                          nlohmann::json logprobs = nullptr);
-nlohmann::json text_completion(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
-                               nlohmann::json logprobs, const engine::GenerationResult& r);
-nlohmann::json completion_chunk(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
-                                nlohmann::json logprobs = nullptr);
-nlohmann::json usage_chunk(const ResponseIdentity& who, const char* object, const engine::GenerationResult& r);
+nlohmann::ordered_json chat_completion(const ResponseIdentity& who, nlohmann::ordered_json message, const char* finish_reason,
+                               nlohmann::ordered_json logprobs, const engine::GenerationResult& r);
+nlohmann::ordered_json chat_chunk(const ResponseIdentity& who, nlohmann::ordered_json delta, const char* finish_reason,
+                          nlohmann::ordered_json logprobs = nullptr);
+nlohmann::ordered_json text_completion(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
+                               nlohmann::ordered_json logprobs, const engine::GenerationResult& r);
+nlohmann::ordered_json completion_chunk(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
+                                nlohmann::ordered_json logprobs = nullptr);
+nlohmann::ordered_json usage_chunk(const ResponseIdentity& who, const char* object, const engine::GenerationResult& r);
 
 // "data: <json>\n\n"
-std::string sse_event(const nlohmann::json& j);
+std::string sse_event(const nlohmann::ordered_json& j);
 
 }  // namespace ringlm::server

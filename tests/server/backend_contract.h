@@ -1,7 +1,7 @@
 // What the HTTP server relies on from a Backend, as reusable checks: run them against the fake
 // (backend_contract_test.cpp) and against the engine-backed Backend on the tiny model, e.g.
 //
-//   auto b = ringlm::server::make_engine_backend({.model_dir = tiny, .slots = 2});
+//   auto b = ringlm::server::make_engine_backend({.engine = {.model_dir = tiny}, .slots = 2});
 //   ringlm::server::testing::check_backend_contract(*b);
 //
 // Each check asserts invariants, not exact text, so any model passes if the plumbing is right.

@@ -19,7 +19,11 @@ TEST(EngineBackend, MeetsTheBackendContract) {
   o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";
   ringlm::model::testing::write_test_checkpoint(dir, o);
   {
-    auto backend = ringlm::server::make_engine_backend({.model_dir = dir.string(), .slots = 2, .context_length = 1024});
+    ringlm::server::BackendOptions bo;
+    bo.engine.model_dir = dir;
+    bo.engine.context_tokens = 1024;
+    bo.slots = 2;
+    auto backend = ringlm::server::make_engine_backend(bo);
     EXPECT_EQ(backend->slots(), 2);
     EXPECT_EQ(backend->context_length(), 1024);
     ringlm::server::testing::check_backend_contract(*backend);

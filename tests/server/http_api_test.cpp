@@ -167,7 +167,7 @@ json weather_tools() {
 TEST_F(HttpApi, ToolsComeBackAsToolCalls) {
   auto r = post("/v1/chat/completions", chat("weather in Paris?", {{"tools", weather_tools()}}));
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(backend_->last_seen().tools, weather_tools());
+  EXPECT_EQ(json(backend_->last_seen().tools), weather_tools());
   EXPECT_EQ(backend_->last_seen().tool_choice, "auto");
   const json& choice = r.j["choices"][0];
   EXPECT_EQ(choice["finish_reason"], "tool_calls");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "io/safetensors_writer.h"
+#include "util/progress.h"
 #include "model/config.h"
 #include "util/error.h"
 #include "util/float16.h"
@@ -299,9 +300,16 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
       by_name[t->spec.name] = t;
       weight_map[t->spec.name] = name;
     }
+    std::uint64_t shard_bytes = 0;
+    for (const auto& spec : specs) shard_bytes += spec.nbytes();
+    ProgressStage progress(std::string("make-test-model: ") + name, shard_bytes, "bytes");
     io::write_safetensors(dir / name, specs, [&](const io::TensorSpec& spec, const auto& write) {
-      if (extra_names.count(spec.name)) o.extra_filler(spec, write);
-      else fill_tensor(*by_name.at(spec.name), o.seed, write);
+      auto counted = [&](const void* data, std::size_t n) {
+        write(data, n);
+        progress.add(n);
+      };
+      if (extra_names.count(spec.name)) o.extra_filler(spec, counted);
+      else fill_tensor(*by_name.at(spec.name), o.seed, counted);
     });
   }
   if (o.shards > 1)

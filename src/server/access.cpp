@@ -1,0 +1,85 @@
+#include "server/access.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace ringlm::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct AccessRecord {
+  Clock::time_point start = Clock::now();
+  int prompt_tokens = -1;  // -1: the request generated nothing
+  int completion_tokens = 0;
+};
+thread_local AccessRecord t_record;
+
+// Compares every byte whatever the first difference, so response time says nothing about
+// how much of a guessed key was right.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::size_t n = std::max(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+bool authorized(const httplib::Request& req, const std::string& key) {
+  if (key.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  static constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() < kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return false;
+  return same_secret(header.substr(kBearer.size()), key);
+}
+
+bool is_preflight(const httplib::Request& req) {
+  return req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method");
+}
+
+void add_cors_headers(const httplib::Request& req, httplib::Response& res, const std::string& allowed) {
+  if (allowed.empty()) return;
+  const std::string origin = req.get_header_value("Origin");
+  if (allowed == "*") {
+    res.set_header("Access-Control-Allow-Origin", "*");
+  } else if (origin == allowed) {
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+  } else {
+    return;  // another origin: no grant, the browser blocks the page from reading the reply
+  }
+  if (is_preflight(req)) {
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+}
+
+void access_begin() { t_record = AccessRecord{}; }
+
+void access_tokens(int prompt_tokens, int completion_tokens) {
+  t_record.prompt_tokens = prompt_tokens;
+  t_record.completion_tokens = completion_tokens;
+}
+
+std::string access_line(const httplib::Request& req, const httplib::Response& res) {
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_record.start).count();
+  char tokens[48] = "-";
+  if (t_record.prompt_tokens >= 0)
+    std::snprintf(tokens, sizeof tokens, "%d+%d", t_record.prompt_tokens, t_record.completion_tokens);
+  // The path only: a query string could carry something the client meant to keep private.
+  char line[512];
+  std::snprintf(line, sizeof line, "ringlm serve: %s %s %.200s %d tokens=%s %.1f ms", req.remote_addr.c_str(),
+                req.method.c_str(), req.path.c_str(), res.status, tokens, ms);
+  return line;
+}
+
+}  // namespace ringlm::server

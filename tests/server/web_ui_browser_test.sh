@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The web page at / driven in headless Chromium (tests/js/web_ui_test.mjs) against `ringlm
+# serve --api-key` on the demo-size model: chat with a streamed reply, a two-row extraction.
+# Screenshots land in $RINGLM_TMP (and in RINGLM_SCREENSHOT_DIR when set: docs/ holds them).
+set -euo pipefail
+mkdir -p "$RINGLM_TMP"
+source "$(dirname "$0")/serve_lib.sh"
+js_dir="$RINGLM_SOURCE_DIR/tests/js"
+[[ -d "$js_dir/node_modules/puppeteer-core" ]] || { echo "puppeteer-core missing: run ./scripts/setup.sh" >&2; exit 1; }
+[[ -x /usr/bin/chromium ]] || { echo "chromium missing: run ./scripts/setup.sh (Debian package chromium)" >&2; exit 1; }
+model="$RINGLM_TMP/model"
+[[ -f "$model/config.json" ]] ||
+  "$RINGLM" make-test-model "$model" --preset demo --seed 1 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+start_serve -m "$model" --threads 2 --ctx 2048 --api-key webkey
+RINGLM_BASE_URL="http://127.0.0.1:$port" RINGLM_API_KEY=webkey \
+  RINGLM_SCREENSHOT_DIR="${RINGLM_SCREENSHOT_DIR:-$RINGLM_TMP}" timeout 120 node "$js_dir/web_ui_test.mjs" ||
+  { echo "--- server log:" >&2; cat "$serve_log" >&2; exit 1; }
+stop_serve
