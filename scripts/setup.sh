@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
   python3 python3-numpy python3-jsonschema curl
+  libjpeg62-turbo-dev libpng-dev libwebp-dev imagemagick
   libedit-dev tmux chromium
   python3-dev pybind11-dev python3-pybind11 python3-pytest
   libclang-rt-14-dev

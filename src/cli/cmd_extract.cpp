@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "engine/batch_scheduler.h"
 #include "engine/batch_output.h"
 #include "engine/generator.h"
+#include "engine/media_prompt.h"
 #include "guided/validator.h"
 #include "util/error.h"
 
@@ -25,6 +27,7 @@ struct ExtractOptions {
   ringlm::cli::SamplingFlags sampling;
   std::string schema_file, input, output;
   std::string prompt_template = "{text}";
+  int image_tokens = 0;
   std::string instructions =
       "Extract the requested fields from the user's message. Reply with one JSON object that "
       "follows this JSON Schema:";
@@ -159,12 +162,43 @@ void extract(const ExtractOptions& o) {
   so.reuse_slot_cache = false;
   engine::BatchScheduler sched(engine, so);
   const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
+  auto render_text = [&](const Json& content) {
+    chat::ChatRequest req;
+    req.messages.push_back(system_message);
+    req.messages.push_back({{"role", "user"}, {"content", content}});
+    req.add_generation_prompt = true;
+    return engine.render_chat(req);
+  };
+  // Text-only rows: the template's markup becomes control tokens, the row's text stays text.
   auto render = [&](const std::string& user) {
     chat::ChatRequest req;
     req.messages.push_back(system_message);
     req.messages.push_back({{"role", "user"}, {"content", user}});
     req.add_generation_prompt = true;
     return engine.encode_chat(req, o.trust_control_tokens);
+  };
+  // Rows may name images ("image": path, or "images": [paths], relative to the input file).
+  engine::MediaEncoder media(engine);
+  const std::filesystem::path input_dir = std::filesystem::path(o.input).parent_path();
+  auto row_images = [&](const Json& row) {
+    std::vector<std::string> paths;
+    for (const char* key : {"image", "images"}) {
+      if (!row.contains(key)) continue;
+      const Json& v = row[key];
+      if (v.is_string()) paths.push_back(v.get<std::string>());
+      else if (v.is_array())
+        for (const Json& p : v) {
+          if (!p.is_string()) fail("field ", key, ": expected file names (strings)");
+          paths.push_back(p.get<std::string>());
+        }
+      else if (!v.is_null()) fail("field ", key, ": expected a file name or a list of file names");
+    }
+    std::vector<vision::RgbImage> images;
+    for (const auto& p : paths) {
+      const std::filesystem::path f(p);
+      images.push_back(vision::read_image_file(f.is_absolute() ? f : input_dir / f));
+    }
+    return images;
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {
@@ -181,8 +215,9 @@ void extract(const ExtractOptions& o) {
   std::size_t finished = 0, failed = 0;
   // Builds a row's record from its generation (or error) and appends it at once.
   auto record = [&](const engine::InputRow& row, Clock::time_point r0, const engine::SequenceOutcome* outcome,
-                    const std::string& error) {
+                    const std::string& error, int image_tokens) {
     Json rec = {{"id", row.id}, {"line", row.line}};
+    if (image_tokens > 0) rec["image_tokens"] = image_tokens;
     try {
       if (!error.empty()) fail(error);
       if (!outcome->error.empty()) fail(outcome->error);
@@ -222,12 +257,29 @@ void extract(const ExtractOptions& o) {
       try {
         if (!row.error.empty()) fail(row.error);
         engine::SequenceRequest req;
-        req.prompt = render(engine::fill_prompt_template(o.prompt_template, row.data));
+        const std::string user = engine::fill_prompt_template(o.prompt_template, row.data);
+        const auto images = row_images(row.data);
+        int image_tokens = 0;
         req.params = params;
-        req.on_done = [&record, &row, r0](engine::SequenceOutcome&& outcome) { record(row, r0, &outcome, {}); };
+        if (images.empty()) {
+          req.prompt = render(user);
+        } else {
+          // Image rows: the template renders one placeholder per image before the text, and
+          // the soft tokens replace the placeholder rows' embeddings while the prompt runs.
+          Json parts = Json::array();
+          for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+          parts.push_back({{"type", "text"}, {"text", user}});
+          engine::MediaPrompt mp = media.build(render_text(parts), images, o.image_tokens);
+          req.prompt = std::move(mp.ids);
+          req.params.prompt_embeddings = mp.embeddings;
+          image_tokens = mp.image_tokens;
+        }
+        req.on_done = [&record, &row, r0, image_tokens](engine::SequenceOutcome&& outcome) {
+          record(row, r0, &outcome, {}, image_tokens);
+        };
         sched.admit(std::move(req));
       } catch (const Error& e) {
-        record(row, r0, nullptr, e.what());
+        record(row, r0, nullptr, e.what(), 0);
       }
     }
     if (sched.step() == 0 && next >= todo.size()) break;
@@ -255,6 +307,9 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--input", opts->input, "Input rows, one JSON object per line")->required();
   sub->add_option("--output", opts->output, "Output JSONL (appended; a re-run resumes)")->required();
   sub->add_option("--template", opts->prompt_template, "User message template; {field} takes the row's field");
+  sub->add_option("--image-tokens", opts->image_tokens,
+                  "Soft tokens per image of rows with an image/images field: 70, 140, 280, 560 or 1120 "
+                  "(default: the processor config's)");
   sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");

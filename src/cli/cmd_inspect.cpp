@@ -14,6 +14,8 @@
 #include "model/packed_format.h"
 #include "model/packed_source.h"
 #include "util/error.h"
+#include "vision/vision_config.h"
+#include "vision/vision_weights.h"
 
 namespace {
 
@@ -46,6 +48,31 @@ void inspect_gguf(const std::string& path, std::size_t max_elems) {
   }
 }
 
+void print_views(const std::vector<const ringlm::io::TensorView*>& views);
+
+// The vision/audio towers of a Hugging Face checkpoint directory, or a plain statement that
+// it has none. The vision tensors are bound (shape-checked) exactly as `encode` binds them.
+void inspect_towers(const std::filesystem::path& dir) {
+  const auto vc = ringlm::vision::load_vision_config(dir);
+  if (!vc) {
+    std::printf("\nvision tower: none (config.json has no vision_config: this checkpoint is text only)\n");
+  } else {
+    const ringlm::io::SafetensorsSource towers(dir, ringlm::io::TensorSet::Towers);
+    ringlm::vision::bind_vision_weights(*vc, towers);
+    std::vector<const ringlm::io::TensorView*> views;
+    for (const auto& n : towers.names())
+      if (n.starts_with("vision_tower.") || n.starts_with("embed_vision.")) views.push_back(towers.find(n));
+    std::printf("\nvision tower: hidden %d, %d layers, %d heads (%d KV) of %d, MLP %d, patch %d, pooling %d, "
+                "position table %d, clipped linears %s, standardize %s, -> text hidden %d; default budget %d "
+                "soft tokens; %zu tensors\n\n",
+                vc->hidden_size, vc->num_layers, vc->num_heads, vc->num_kv_heads, vc->head_dim, vc->intermediate_size,
+                vc->patch_size, vc->pooling_kernel_size, vc->position_embedding_size,
+                vc->use_clipped_linears ? "yes" : "no", vc->standardize ? "yes" : "no", vc->text_hidden_size,
+                vc->default_soft_tokens, views.size());
+    print_views(views);
+  }
+}
+
 // Safetensors file, checkpoint directory or packed (`ringlm convert`) directory: the
 // tensors under their canonical names.
 void inspect_safetensors(const std::string& path) {
@@ -61,12 +88,17 @@ void inspect_safetensors(const std::string& path) {
   } else if (std::filesystem::is_directory(p)) {
     dir_source = ringlm::io::open_safetensors_dir(p);
     for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
-    std::printf("%s: checkpoint directory, %zu tensors\n\n", path.c_str(), views.size());
+    std::printf("%s: checkpoint directory, %zu text tensors\n\n", path.c_str(), views.size());
   } else {
     file = std::make_unique<ringlm::io::SafetensorsFile>(p);
     for (const auto& t : file->tensors()) views.push_back(&t);
     std::printf("%s: safetensors, %zu tensors used by ringlm\n\n", path.c_str(), views.size());
   }
+  print_views(views);
+  if (!ringlm::model::is_packed_model_dir(p) && std::filesystem::is_directory(p)) inspect_towers(p);
+}
+
+void print_views(const std::vector<const ringlm::io::TensorView*>& views) {
   std::printf("  %-52s %-8s %-22s %14s  %s\n", "canonical name", "dtype", "shape", "bytes", "file");
   for (const auto* v : views) {
     std::string shape = "[";

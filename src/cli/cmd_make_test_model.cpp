@@ -3,18 +3,20 @@
 // loader must accept.
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/progress_display.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
+#include "vision/testing/test_vision_tower.h"
 
 RINGLM_COMMAND(make_test_model) {
   struct Options {
     std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
     std::uint64_t seed = 1;
     int shards = 1;
-    bool flat = false, shared_kv = false;
+    bool flat = false, shared_kv = false, no_vision = false;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
@@ -28,6 +30,8 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_option("--prefix", opt->prefix, "Tensor name prefix")->capture_default_str();
   sub->add_flag("--with-shared-kv", opt->shared_kv, "Also store the unused k/v/k_norm of KV-shared layers");
   sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
+  sub->add_flag("--no-vision", opt->no_vision,
+                "Omit the vision tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
   sub->callback([opt] {
     ringlm::cli::show_progress(0.0);  // a bar on a terminal, a line per shard otherwise
     using namespace ringlm;
@@ -45,7 +49,20 @@ RINGLM_COMMAND(make_test_model) {
     o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_TOKENIZER_DIR)
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();
+    // The vision tower is stored in the same safetensors file(s) as the text decoder; the
+    // text-only layout (--flat-config) has no place for it.
+    const bool vision = !opt->no_vision && !opt->flat;
+    const std::string tower = o.preset == "e2b" || o.preset == "e4b" ? "full" : "tiny";
+    if (vision) {
+      const int text_hidden =
+          nlohmann::json::parse(model::testing::test_checkpoint_config_json(o))["text_config"]["hidden_size"].get<int>();
+      o.extra_tensors = vision::testing::test_vision_tensors(tower, text_hidden, o.dtype);
+      o.extra_filler = [tower, text_hidden, seed = o.seed](const io::TensorSpec& spec, const auto& write) {
+        vision::testing::fill_test_vision_tensor(tower, text_hidden, seed, spec, write);
+      };
+    }
     model::testing::write_test_checkpoint(opt->out, o);
+    if (vision) vision::testing::write_test_vision_config(opt->out, tower);
     std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
                  static_cast<unsigned long long>(o.seed),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

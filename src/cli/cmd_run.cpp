@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/generator.h"
+#include "engine/media_prompt.h"
 #include "guided/validator.h"
 #include "util/error.h"
 
@@ -17,6 +19,8 @@ struct RunOptions {
   ringlm::cli::SamplingFlags sampling;
   std::string prompt, prompt_file, system, schema_file;
   std::vector<std::string> stop;
+  std::vector<std::string> images;
+  int image_tokens = 0;
   bool raw = false;
   bool thinking = false;
   bool stats = false;
@@ -27,21 +31,41 @@ void run(const RunOptions& o) {
   if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either --prompt or --file, not both");
   std::string user = o.prompt;
   if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);  // "-": standard input
-  else if (o.prompt.empty() && !isatty(fileno(stdin))) user = cli::read_text_file("-");  // piped: echo hi | ringlm run
-  if (user.empty()) fail("give a prompt with --prompt TEXT, --file FILE, --file - or on a piped standard input");
+  else if (o.prompt.empty() && o.images.empty() && !isatty(fileno(stdin)))
+    user = cli::read_text_file("-");  // piped: echo hi | ringlm run
+  if (user.empty() && o.images.empty())
+    fail("give a prompt with --prompt TEXT, --file FILE, --file - or on a piped standard input");
+  // Decoded (and size-checked) before the model loads, so a bad file fails fast.
+  std::vector<vision::RgbImage> images;
+  for (const auto& f : o.images) images.push_back(vision::read_image_file(f));
 
   engine::Engine engine(o.model.engine_options());
   engine::Generator gen(engine);
   std::vector<std::int32_t> ids;
-  if (o.raw) {
-    ids = engine.encode_text(user);
-  } else {
-    chat::ChatRequest req;
+  engine::MediaPrompt media_prompt;
+  chat::ChatRequest req;
+  if (!o.raw) {
     if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
-    req.messages.push_back({{"role", "user"}, {"content", user}});
+    if (images.empty()) {
+      req.messages.push_back({{"role", "user"}, {"content", user}});
+    } else {
+      // One image content part per --image, then the text (as Gemma's examples put them).
+      nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+      for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+      if (!user.empty()) parts.push_back({{"type", "text"}, {"text", user}});
+      req.messages.push_back({{"role", "user"}, {"content", parts}});
+    }
     req.add_generation_prompt = true;
     if (o.thinking) req.enable_thinking = true;
-    ids = engine.encode_chat(req);
+  }
+  if (images.empty()) {
+    ids = o.raw ? engine.encode_text(user) : engine.encode_chat(req);
+  } else {
+    // With --raw the text carries one <|image|> placeholder per --image itself.
+    engine::MediaEncoder media(engine);
+    const bool bos = o.raw && engine.tokenizer().add_bos_default();
+    media_prompt = media.build(o.raw ? user : engine.render_chat(req), images, o.image_tokens, bos);
+    ids = media_prompt.ids;
   }
 
   auto params = o.sampling.params();
@@ -51,6 +75,7 @@ void run(const RunOptions& o) {
     for (const auto& u : engine.grammar_for_schema(params.json_schema)->unenforced())
       std::fprintf(stderr, "ringlm run: schema-mode lenient: not enforced while generating: %s\n", u.c_str());
   }
+  params.prompt_embeddings = media_prompt.embeddings;
   cli::warn_if_context_cuts(ids.size(), params.max_tokens, gen.session().context_capacity());
   std::size_t streamed = 0;
   auto result = gen.generate(ids, params, [&streamed](const engine::TokenEvent& e) {
@@ -74,6 +99,9 @@ void run(const RunOptions& o) {
                  result.completion_tokens > 1 && result.total_s > result.ttft_s
                      ? (result.completion_tokens - 1) / (result.total_s - result.ttft_s)
                      : 0.0);
+    if (!images.empty())
+      std::fprintf(stderr, "ringlm: %zu image(s), %d soft tokens, encoded in %.3f s\n", images.size(),
+                   media_prompt.image_tokens, media_prompt.encode_seconds);
     if (result.guided_steps > 0)
       std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
                    result.subset_head_steps);
@@ -93,6 +121,9 @@ RINGLM_COMMAND(run) {
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
   sub->add_option("--stop", opts->stop, "Stop string (repeatable)");
+  sub->add_option("--image", opts->images, "An image for the user message: JPEG, PNG or WebP (repeatable)");
+  sub->add_option("--image-tokens", opts->image_tokens,
+                  "Soft tokens per image: 70, 140, 280, 560 or 1120 (default: the processor config's)");
   sub->add_flag("--raw", opts->raw, "Send the prompt as is, without the chat template");
   sub->add_flag("--enable-thinking", opts->thinking, "Let the model think first (Gemma 4 thinking mode)");
   sub->add_flag("--stats", opts->stats, "Print token counts and speed to stderr");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,14 @@
 #include "sampling/sampler.h"
 
 namespace ringlm::engine {
+
+// Soft-token rows (image or audio encoder outputs in the text embedding space) for prompt
+// indexes; see model::Session::set_embedding_overrides and engine/media_prompt.h.
+struct PromptEmbeddings {
+  std::vector<std::int64_t> positions;  // indexes into the prompt ids, increasing
+  std::vector<float> rows;              // [positions.size()][hidden]
+  int hidden = 0;
+};
 
 struct GenerationParams {
   sampling::SamplerParams sampling;
@@ -24,6 +33,7 @@ struct GenerationParams {
   std::string schema_mode;
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
+  std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none
 };
 
 struct TokenEvent {

@@ -62,6 +62,7 @@ void Generator::reset() {
   session_.reset();
   cached_.clear();
   pinned_.clear();
+  media_from_ = SIZE_MAX;
 }
 
 std::span<float> Generator::run_tokens(std::span<const std::int32_t> ids, bool with_head) {
@@ -107,11 +108,12 @@ std::span<float> Generator::guided_logits(bool* subset) {
   return *subset ? session_.head_logits_rows(head_ids_) : session_.head_logits();
 }
 
-std::size_t Generator::reuse_prefix(std::span<const std::int32_t> prompt) {
-  const std::size_t limit = prompt.size() - 1;
+std::size_t Generator::reuse_prefix(std::span<const std::int32_t> prompt, std::size_t max_reuse) {
+  const std::size_t limit = std::min({prompt.size() - 1, max_reuse, media_from_});
   std::size_t common = 0;
   while (common < cached_.size() && common < limit && cached_[common] == prompt[common]) ++common;
   if (common == cached_.size()) return common;
+  if (common <= media_from_) media_from_ = SIZE_MAX;  // the soft-token KV goes with the truncation
   // While a prefix is pinned the cache always starts with it; leaving it (writing below its
   // end) makes the snapshot stale.
   const bool keeps_pin = !pinned_.empty() && common >= pinned_.size();
@@ -179,11 +181,41 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
 
   GenerationResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
-  const std::size_t reused = reuse_prefix(prompt);
+  // Soft tokens: every one of them is recomputed (reuse stops before the first), and they
+  // replace the embeddings of their prompt positions while the prompt runs.
+  const PromptEmbeddings* media = params.prompt_embeddings.get();
+  std::size_t media_first = SIZE_MAX;
+  if (media && !media->positions.empty()) {
+    const int H = engine_.model()->config().hidden_size;
+    if (media->hidden != H || media->rows.size() != media->positions.size() * static_cast<std::size_t>(H))
+      fail("prompt embeddings: ", media->positions.size(), " rows of width ", media->hidden,
+           " do not fit the model's hidden size ", H);
+    for (std::size_t i = 0; i < media->positions.size(); ++i)
+      if (media->positions[i] < 0 || static_cast<std::size_t>(media->positions[i]) >= prompt.size() ||
+          (i > 0 && media->positions[i] <= media->positions[i - 1]))
+        fail("prompt embeddings: position ", media->positions[i], " is not an increasing index into the ",
+             prompt.size(), "-token prompt");
+    media_first = static_cast<std::size_t>(media->positions.front());
+  }
+  const std::size_t reused = reuse_prefix(prompt, media_first);
   result.cached_prompt_tokens = static_cast<int>(reused);
+  if (media_first != SIZE_MAX) {
+    overrides_.clear();
+    for (std::size_t i = 0; i < media->positions.size(); ++i)
+      overrides_.push_back({media->positions[i], media->rows.data() + i * static_cast<std::size_t>(media->hidden)});
+    session_.set_embedding_overrides(overrides_);
+  }
   // Guided steps run without the LM head: the grammar mask comes first and decides how much
   // of the head to compute (guided_logits).
-  std::span<float> logits = run_tokens(prompt.subspan(reused), matcher == nullptr);
+  std::span<float> logits;
+  try {
+    logits = run_tokens(prompt.subspan(reused), matcher == nullptr);
+  } catch (...) {
+    session_.set_embedding_overrides({});
+    throw;
+  }
+  session_.set_embedding_overrides({});
+  if (media_first != SIZE_MAX) media_from_ = std::min(media_from_, media_first);
 
   std::vector<std::int32_t> generated;
   generated.reserve(static_cast<std::size_t>(params.max_tokens));

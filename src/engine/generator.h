@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <span>
 #include <vector>
 
@@ -59,7 +60,8 @@ class Generator {
  private:
   // Makes the cache hold a prefix of `prompt` (as long as possible, at most size - 1 tokens
   // so there is a last token to compute logits from) and returns its length.
-  std::size_t reuse_prefix(std::span<const std::int32_t> prompt);
+  // Never reuses past max_reuse tokens, nor past media_from_.
+  std::size_t reuse_prefix(std::span<const std::int32_t> prompt, std::size_t max_reuse = SIZE_MAX);
   // Runs ids after the cached tokens. With_head false stops before the LM head (guided steps,
   // see guided_logits) and returns an empty span.
   std::span<float> run_tokens(std::span<const std::int32_t> ids, bool with_head = true);
@@ -81,6 +83,10 @@ class Generator {
   HeadSubsetPolicy head_policy_;
   std::size_t head_row_limit_ = 0;       // rows the subset head may compute (from the policy)
   std::vector<std::int32_t> head_ids_;   // allowed ids of a subset step (capacity head_row_limit_)
+  // The first cached position whose KV came from soft tokens (images, audio): their ids are
+  // placeholders that do not identify the content, so no later prompt reuses from there.
+  std::size_t media_from_ = SIZE_MAX;
+  std::vector<model::EmbeddingOverride> overrides_;
 };
 
 }  // namespace ringlm::engine

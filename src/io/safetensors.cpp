@@ -40,7 +40,13 @@ std::string canonical_tensor_name(const std::string& stored) {
   return stored;  // e.g. lm_head.weight
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path) {
+std::string tower_tensor_name(const std::string& stored) {
+  for (const char* p : kIgnoredPrefixes)
+    if (starts_with(stored, p)) return stored.substr(std::strlen(kTextOnlyPrefix));
+  return "";
+}
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, TensorSet set) : file_(path) {
   const std::string& name = file_.path();
   if (file_.size() < 8) fail_model_file(name, ": not a safetensors file (", file_.size(), " bytes, need an 8-byte header length)");
   std::uint64_t header_len = 0;
@@ -75,7 +81,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
       bad("missing or invalid data_offsets");
     const std::string dtype = entry["dtype"].get<std::string>();
     TensorView view;
-    view.name = canonical_tensor_name(stored);
+    view.name = set == TensorSet::Text ? canonical_tensor_name(stored) : tower_tensor_name(stored);
     view.file = name;
     std::uint64_t numel = 1;
     for (const json& d : entry["shape"]) {
@@ -95,7 +101,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
           std::to_string(data_size) + " data bytes)");
     ranges.push_back({begin, end, stored});
     const std::uint64_t esize = element_size(dtype, &view.dtype);
-    if (view.name.empty()) continue;  // vision/audio: bounds-checked, otherwise unused
+    if (view.name.empty()) continue;  // the other set: bounds-checked, otherwise unused
     if (esize == 0) bad("unsupported dtype " + dtype + " (ringlm reads F32, F16 and BF16)");
     if (numel > (end - begin) / esize || end - begin != numel * esize)
       bad("holds " + std::to_string(end - begin) + " bytes but dtype " + dtype + " and its shape need " +
@@ -114,7 +120,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
   }
 }
 
-SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(dir.string()) {
+SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir, TensorSet set) : dir_(dir.string()), set_(set) {
   const auto single = dir / "model.safetensors";
   const auto index = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(index)) {
@@ -140,7 +146,7 @@ SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(di
     for (const auto& shard : shard_names) add_file(dir / shard);
     // Every tensor the index promises must be in the shard it names.
     for (auto it = doc["weight_map"].begin(); it != doc["weight_map"].end(); ++it) {
-      const std::string canon = canonical_tensor_name(it.key());
+      const std::string canon = set_ == TensorSet::Text ? canonical_tensor_name(it.key()) : tower_tensor_name(it.key());
       if (canon.empty()) continue;
       const TensorView* v = find(canon);
       const std::string shard_path = (dir / it.value().get<std::string>()).string();
@@ -155,7 +161,7 @@ SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(di
 }
 
 void SafetensorsSource::add_file(const std::filesystem::path& path) {
-  files_.push_back(std::make_unique<SafetensorsFile>(path));
+  files_.push_back(std::make_unique<SafetensorsFile>(path, set_));
   for (const TensorView& v : files_.back()->tensors()) {
     auto [it, inserted] = by_name_.emplace(v.name, &v);
     if (!inserted) fail_model_file(v.file, ": tensor ", v.name, " is also stored in ", it->second->file);

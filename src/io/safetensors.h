@@ -8,7 +8,9 @@
 // open_safetensors_dir() presents a checkpoint directory (model.safetensors, or shards
 // listed by model.safetensors.index.json) as one io::TensorSource with canonical names:
 // the prefix "model.language_model." (multimodal checkpoints) or "model." (text-only) is
-// stripped, and the vision/audio towers are skipped.
+// stripped, and the vision/audio towers are skipped. With TensorSet::Towers the same files
+// present only the towers and their embedders, named without "model." ("vision_tower.…",
+// "embed_vision.…", "audio_tower.…", "embed_audio.…"), for src/vision and src/audio.
 #pragma once
 
 #include <filesystem>
@@ -25,14 +27,20 @@ namespace ringlm::io {
 // Largest JSON header we accept (the real E4B multimodal header is a few hundred KB).
 inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 64ull << 20;
 
+// Which tensors of a checkpoint a reader presents.
+enum class TensorSet { Text, Towers };
+
 // Canonical tensor name for a stored one, or "" if the tensor belongs to a part of the
 // checkpoint ringlm does not use (vision and audio towers and their embedders).
 std::string canonical_tensor_name(const std::string& stored_name);
+// The tower name of a stored one ("model.vision_tower.x" -> "vision_tower.x"), or "" when
+// the tensor is not part of a vision/audio tower or embedder.
+std::string tower_tensor_name(const std::string& stored_name);
 
 // One mapped .safetensors file with its validated tensor table (canonical names).
 class SafetensorsFile {
  public:
-  explicit SafetensorsFile(const std::filesystem::path& path);
+  explicit SafetensorsFile(const std::filesystem::path& path, TensorSet set = TensorSet::Text);
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::string& path() const { return file_.path(); }
   const MappedFile& mapping() const { return file_; }
@@ -45,7 +53,7 @@ class SafetensorsFile {
 class SafetensorsSource : public TensorSource {
  public:
   // `dir` holds model.safetensors, or model.safetensors.index.json plus its shards.
-  explicit SafetensorsSource(const std::filesystem::path& dir);
+  explicit SafetensorsSource(const std::filesystem::path& dir, TensorSet set = TensorSet::Text);
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;
   std::string describe() const override { return dir_; }
@@ -58,6 +66,7 @@ class SafetensorsSource : public TensorSource {
  private:
   void add_file(const std::filesystem::path& path);
   std::string dir_;
+  TensorSet set_ = TensorSet::Text;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView*, std::less<>> by_name_;
 };

@@ -84,6 +84,18 @@ void ForwardPass::embed(int rows) {
 
   // Token embeddings, scaled by sqrt(hidden_size) computed in float32.
   gather_rows(w_.embed_tokens, s_.ids.data(), rows, 0, H, std::sqrt(static_cast<float>(H)), s_.h.data());
+  // Soft tokens (images, audio) replace their rows, unscaled (Session::set_embedding_overrides),
+  // before the per-layer projection reads them.
+  for (const ForwardSegment& seg : segs_) {
+    const std::span<const EmbeddingOverride> ov = seg.session->overrides_;
+    if (ov.empty()) continue;
+    for (int i = 0; i < seg.n; ++i) {
+      const std::int64_t p = s_.pos[static_cast<std::size_t>(seg.first_row + i)];
+      auto it = std::lower_bound(ov.begin(), ov.end(), p,
+                                 [](const EmbeddingOverride& o, std::int64_t q) { return o.position < q; });
+      if (it != ov.end() && it->position == p) std::copy_n(it->row, H, s_.h.data() + row_offset(seg.first_row + i, H));
+    }
+  }
 
   // Per-layer inputs: a projection of the scaled embedding plus the per-layer token table.
   const int P = cfg_.ple_dim, LP = cfg_.num_layers * cfg_.ple_dim;

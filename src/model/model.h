@@ -108,6 +108,15 @@ class Model {
 enum class LogitsMode { None, Last, All, Hidden };
 using SessionSnapshot = kv::KvSnapshot;
 
+// A soft-token embedding (an image or audio encoder's output, already projected to
+// hidden_size) that replaces the scaled token embedding of the token at `position`. The
+// token id there still selects the per-layer embedding row (Gemma 4 uses the pad id), and
+// the per-layer projection reads the replaced row, as transformers' Gemma4Model does.
+struct EmbeddingOverride {
+  std::int64_t position = 0;
+  const float* row = nullptr;  // [hidden_size], owned by the caller
+};
+
 struct SessionOptions {
   // Full-attention KV capacity in tokens; 0: min(8192, max_position_embeddings).
   int context_tokens = 0;
@@ -165,6 +174,11 @@ class Session {
   // The final-normed hidden state the head_logits*() calls use ([hidden_size]).
   std::span<const float> head_input() const;
 
+  // Rows prefill() uses instead of the token embeddings at their positions, sorted by
+  // position, until the next call (an empty span clears them). The caller keeps the rows
+  // alive while they are set. Positions without a token in a prefill call are ignored.
+  void set_embedding_overrides(std::span<const EmbeddingOverride> rows) { overrides_ = rows; }
+
   void reset();
   // Keeps positions < n, so the next call may start at n. Throws if a sliding ring no
   // longer holds a position the next token needs (then nothing changes).
@@ -212,6 +226,7 @@ class Session {
   bool hidden_valid_ = false;       // head_in_ belongs to the last token run
   LmHeadRows head_rows_;                          // the subset LM head and its scratch
   std::vector<float> head_values_;                // compact logits for head_logits_rows()
+  std::span<const EmbeddingOverride> overrides_;  // see set_embedding_overrides()
 };
 
 }  // namespace ringlm::model

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -263,7 +264,8 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
              {{"bos_token_id", 2}, {"eos_token_id", {1, 106, 50}}, {"pad_token_id", 0}});
 
   const ModelConfig cfg = parse_model_config(config.dump(), (dir / "config.json").string());
-  const std::vector<PlannedTensor> planned = plan_tensors(cfg, o);
+  std::vector<PlannedTensor> planned = plan_tensors(cfg, o);
+  for (const auto& spec : o.extra_tensors) planned.push_back({spec, Init{0.0f, 0.0f}});
   std::uint64_t total = 0;
   for (const auto& t : planned) total += t.spec.nbytes();
 
@@ -285,6 +287,8 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
   for (const auto& shard : shards)
     if (shard.empty()) fail("make-test-model: too many shards for ", planned.size(), " tensors");
   ojson weight_map = ojson::object();
+  std::set<std::string> extra_names;
+  for (const auto& spec : o.extra_tensors) extra_names.insert(spec.name);
   for (int s = 0; s < o.shards; ++s) {
     char name[64];
     if (o.shards == 1) std::snprintf(name, sizeof name, "model.safetensors");
@@ -300,10 +304,12 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
     for (const auto& spec : specs) shard_bytes += spec.nbytes();
     ProgressStage progress(std::string("make-test-model: ") + name, shard_bytes, "bytes");
     io::write_safetensors(dir / name, specs, [&](const io::TensorSpec& spec, const auto& write) {
-      fill_tensor(*by_name.at(spec.name), o.seed, [&](const void* data, std::size_t n) {
+      auto counted = [&](const void* data, std::size_t n) {
         write(data, n);
         progress.add(n);
-      });
+      };
+      if (extra_names.count(spec.name)) o.extra_filler(spec, counted);
+      else fill_tensor(*by_name.at(spec.name), o.seed, counted);
     });
   }
   if (o.shards > 1)

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "io/safetensors_writer.h"
 #include "io/tensor.h"
 
 namespace ringlm::model::testing {
@@ -22,6 +24,10 @@ struct TestCheckpointOptions {
   std::string prefix = "model.language_model.";
   bool with_shared_kv = false;           // also store unused k/v/k_norm on KV-shared layers
   std::filesystem::path tokenizer_dir;   // e2b/e4b (and the tiny chat template): real tokenizer files
+  // More tensors stored after the text decoder's, names as stored (e.g. a vision tower,
+  // vision/testing/test_vision_tower.h), with the filler that writes their bytes.
+  std::vector<io::TensorSpec> extra_tensors;
+  io::TensorFiller extra_filler;
 };
 
 // The config.json text write_test_checkpoint() writes for these options.

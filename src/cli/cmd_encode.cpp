@@ -1,0 +1,76 @@
+// `ringlm encode`: runs one image through the checkpoint's vision tower and writes the
+// projected soft-token embeddings (raw little-endian float32 [tokens][text hidden]), so the
+// C++ encoder can be compared with an independent reference, like `ringlm logits`.
+// --pixels-out also writes the processor's patches ([patches][patch^2 * 3] float32).
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "util/error.h"
+#include "vision/image_decode.h"
+#include "vision/image_preprocess.h"
+#include "vision/vision_tower.h"
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "ringlm encode assumes a little-endian host");
+
+void write_floats(const std::string& path, const std::vector<float>& v) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) ringlm::fail(path, ": cannot create");
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  out.close();
+  if (!out) ringlm::fail(path, ": write failed");
+}
+
+}  // namespace
+
+RINGLM_COMMAND(encode) {
+  struct Options {
+    std::string model, image, out, pixels_out;
+    int image_tokens = 0;
+    int threads = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("encode", "Write the projected soft-token embeddings of an image (float32 [tokens][hidden])");
+  sub->add_option("--model", opt->model, "Checkpoint directory (default: the built-in demo model)");
+  sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP")->required();
+  sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [tokens][hidden]")->required();
+  sub->add_option("--image-tokens", opt->image_tokens,
+                  "Soft-token budget: 70, 140, 280, 560 or 1120 (default: the processor config's max_soft_tokens)");
+  sub->add_option("--pixels-out", opt->pixels_out,
+                  "Also write the preprocessed patches: raw float32 [patches][patch_size^2 * 3], in [0, 1]");
+  sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
+  sub->callback([opt] {
+    using namespace ringlm;
+    std::string dir = opt->model.empty() ? cli::default_model_dir() : opt->model;
+    if (dir.empty()) fail("encode: no --model given and no built-in demo model");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto tower = vision::VisionTower::load(dir, opt->threads);
+    if (!tower) fail(dir, ": this checkpoint has no vision tower (config.json has no vision_config)");
+    const auto t1 = std::chrono::steady_clock::now();
+    const int budget = opt->image_tokens > 0 ? opt->image_tokens : tower->config().default_soft_tokens;
+    const vision::RgbImage image = vision::read_image_file(opt->image);
+    const vision::PatchGrid grid = vision::preprocess_image(image, tower->config(), budget);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!opt->pixels_out.empty()) write_floats(opt->pixels_out, grid.pixels);
+    const std::vector<float> emb = tower->encode(grid);
+    const auto t3 = std::chrono::steady_clock::now();
+    write_floats(opt->out, emb);
+    const auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    const nlohmann::ordered_json summary = {
+        {"image", opt->image},           {"format", image.format},
+        {"width", image.width},          {"height", image.height},
+        {"resized_width", grid.patches_w * grid.patch_size},
+        {"resized_height", grid.patches_h * grid.patch_size},
+        {"patches_w", grid.patches_w},   {"patches_h", grid.patches_h},
+        {"tokens", grid.soft_tokens()},  {"hidden", tower->config().text_hidden_size},
+        {"budget", budget}};
+    std::printf("%s\n", summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::fprintf(stderr, "encode: %d soft tokens from %d patches; load %.3f s; decode+preprocess %.3f s; encode %.3f s\n",
+                 grid.soft_tokens(), grid.num_patches(), secs(t0, t1), secs(t1, t2), secs(t2, t3));
+  });
+}

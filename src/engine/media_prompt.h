@@ -1,0 +1,56 @@
+// Images in a prompt, the way transformers' Gemma4Processor places them: the chat template
+// renders each image content part as one "<|image|>"; that placeholder becomes
+// "<|image>" + n x "<|image|>" + "<image|>" (n = the image's soft-token count), the text is
+// tokenized, and the n image-token positions receive the vision tower's soft-token
+// embeddings (their ids become the pad id, whose per-layer embedding row Gemma 4 uses).
+//
+//   engine::MediaEncoder media(engine);                  // loads the tower on first use
+//   auto p = media.build(rendered_text, images, budget);  // ids + soft-token rows
+//   params.prompt_embeddings = p.embeddings;  gen.generate(p.ids, params, cb);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/generation.h"
+#include "vision/image_decode.h"
+#include "vision/vision_tower.h"
+
+namespace ringlm::engine {
+
+struct MediaPrompt {
+  std::vector<std::int32_t> ids;
+  std::shared_ptr<const PromptEmbeddings> embeddings;  // null when there are no images
+  int image_tokens = 0;                                // soft tokens over all images
+  double encode_seconds = 0.0;
+};
+
+class MediaEncoder {
+ public:
+  explicit MediaEncoder(const Engine& engine) : engine_(engine) {}
+
+  // The checkpoint's vision tower (loaded once); throws ringlm::Error naming the model
+  // when it has none (a text-only checkpoint or a format that does not carry it).
+  const vision::VisionTower& vision();
+
+  // Tokenizes `rendered` (a chat-template output, or raw text) with each "<|image|>"
+  // placeholder expanded for the next image of `images`, in order, and encodes the images.
+  // The number of placeholders must equal images.size(). budget 0: the processor's default.
+  // add_bos: start with the tokenizer's BOS (raw prompts; the chat template writes its own).
+  MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget = 0,
+                    bool add_bos = false);
+
+ private:
+  const Engine& engine_;
+  std::mutex mu_;
+  std::unique_ptr<vision::VisionTower> vision_;
+};
+
+// The placeholder the chat template writes for one image.
+inline constexpr const char* kImagePlaceholder = "<|image|>";
+
+}  // namespace ringlm::engine

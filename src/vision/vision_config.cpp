@@ -1,0 +1,158 @@
+#include "vision/vision_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace ringlm::vision {
+namespace {
+
+using json = nlohmann::json;
+
+// Typed field reads that name the file and the field path on any error.
+struct Reader {
+  const json& obj;
+  std::string source, path;
+
+  bool has(const char* f) const { return obj.contains(f) && !obj[f].is_null(); }
+  [[noreturn]] void bad(const char* f, const std::string& why) const { fail(source, ": field ", path, f, ": ", why); }
+  int integer(const char* f, int fallback, int min, int max) const {
+    if (!has(f)) return fallback;
+    const json& v = obj[f];
+    if (!v.is_number_integer()) bad(f, "expected an integer, got " + v.dump());
+    const long long n = v.get<long long>();
+    if (n < min || n > max)
+      bad(f, "value " + std::to_string(n) + " out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    return static_cast<int>(n);
+  }
+  double number(const char* f, double fallback, double min, double max) const {
+    if (!has(f)) return fallback;
+    const json& v = obj[f];
+    if (!v.is_number()) bad(f, "expected a number, got " + v.dump());
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < min || d > max) bad(f, "value " + v.dump() + " out of range");
+    return d;
+  }
+  bool boolean(const char* f, bool fallback) const {
+    if (!has(f)) return fallback;
+    if (!obj[f].is_boolean()) bad(f, "expected true or false, got " + obj[f].dump());
+    return obj[f].get<bool>();
+  }
+};
+
+json parse_json(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail(source, ": not valid JSON: ", e.what());
+  }
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail(p.string(), ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+bool is_soft_token_budget(int n) {
+  for (int b : kSoftTokenBudgets)
+    if (b == n) return true;
+  return false;
+}
+
+std::optional<VisionConfig> parse_vision_config(const std::string& config_json, const std::string& source,
+                                                const std::string& processor_json,
+                                                const std::string& processor_source) {
+  const json doc = parse_json(config_json, source);
+  if (!doc.is_object()) fail(source, ": not a JSON object");
+  if (!doc.contains("vision_config") || doc["vision_config"].is_null()) return std::nullopt;
+  const json& vj = doc["vision_config"];
+  if (!vj.is_object()) fail(source, ": field vision_config: expected an object");
+
+  VisionConfig c;
+  c.source = source;
+  const Reader v{vj, source, "vision_config."};
+  c.hidden_size = v.integer("hidden_size", c.hidden_size, 1, 1 << 16);
+  c.intermediate_size = v.integer("intermediate_size", c.intermediate_size, 1, 1 << 18);
+  c.num_layers = v.integer("num_hidden_layers", c.num_layers, 1, 1024);
+  c.num_heads = v.integer("num_attention_heads", c.num_heads, 1, 1024);
+  c.num_kv_heads = v.integer("num_key_value_heads", c.num_kv_heads, 1, 1024);
+  c.head_dim = v.integer("head_dim", c.hidden_size / c.num_heads, 2, 4096);
+  c.rms_norm_eps = v.number("rms_norm_eps", c.rms_norm_eps, 0.0, 1.0);
+  c.patch_size = v.integer("patch_size", c.patch_size, 1, 256);
+  c.pooling_kernel_size = v.integer("pooling_kernel_size", c.pooling_kernel_size, 1, 16);
+  c.position_embedding_size = v.integer("position_embedding_size", c.position_embedding_size, 1, 1 << 20);
+  c.use_clipped_linears = v.boolean("use_clipped_linears", c.use_clipped_linears);
+  c.standardize = v.boolean("standardize", c.standardize);
+  if (v.has("rope_parameters")) {
+    const json& rp = vj["rope_parameters"];
+    if (!rp.is_object()) v.bad("rope_parameters", "expected an object");
+    const Reader r{rp, source, "vision_config.rope_parameters."};
+    if (r.has("rope_type") && (!rp["rope_type"].is_string() || rp["rope_type"].get<std::string>() != "default"))
+      r.bad("rope_type", "only \"default\" is supported, got " + rp["rope_type"].dump());
+    c.rope_theta = r.number("rope_theta", c.rope_theta, 1e-6, 1e12);
+  }
+  if (v.has("hidden_activation") &&
+      (!vj["hidden_activation"].is_string() || vj["hidden_activation"].get<std::string>() != "gelu_pytorch_tanh"))
+    v.bad("hidden_activation", "only gelu_pytorch_tanh is supported, got " + vj["hidden_activation"].dump());
+  if (c.num_heads % c.num_kv_heads != 0)
+    v.bad("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(c.num_heads) + ")");
+  // The 2D rotary embedding splits each head in an x half and a y half, each rotate-half.
+  if (c.head_dim % 4 != 0) v.bad("head_dim", "must be a multiple of 4 (two rotate-half parts), got " + std::to_string(c.head_dim));
+
+  const Reader top{doc, source, ""};
+  c.image_token_id = top.integer("image_token_id", c.image_token_id, 0, 1 << 30);
+  c.boi_token_id = top.integer("boi_token_id", c.boi_token_id, 0, 1 << 30);
+  c.eoi_token_id = top.integer("eoi_token_id", c.eoi_token_id, 0, 1 << 30);
+  if (!doc.contains("text_config") || !doc["text_config"].is_object())
+    fail(source, ": field text_config: missing (a checkpoint with a vision_config needs one)");
+  const Reader t{doc["text_config"], source, "text_config."};
+  if (!t.has("hidden_size")) t.bad("hidden_size", "missing");
+  c.text_hidden_size = t.integer("hidden_size", 0, 1, 1 << 16);
+
+  if (!processor_json.empty()) {
+    const json pdoc = parse_json(processor_json, processor_source);
+    if (!pdoc.is_object()) fail(processor_source, ": not a JSON object");
+    const bool nested = pdoc.contains("image_processor") && pdoc["image_processor"].is_object();
+    const json& ip = nested ? pdoc["image_processor"] : pdoc;
+    const Reader p{ip, processor_source, nested ? "image_processor." : ""};
+    c.default_soft_tokens = p.integer("max_soft_tokens", c.default_soft_tokens, 1, 1 << 20);
+    if (!is_soft_token_budget(c.default_soft_tokens))
+      p.bad("max_soft_tokens", "must be one of 70, 140, 280, 560, 1120, got " + std::to_string(c.default_soft_tokens));
+    const int ps = p.integer("patch_size", c.patch_size, 1, 256);
+    if (ps != c.patch_size) p.bad("patch_size", "disagrees with config.json's vision_config.patch_size");
+    const int pk = p.integer("pooling_kernel_size", c.pooling_kernel_size, 1, 16);
+    if (pk != c.pooling_kernel_size)
+      p.bad("pooling_kernel_size", "disagrees with config.json's vision_config.pooling_kernel_size");
+    c.do_resize = p.boolean("do_resize", true);
+    if (p.boolean("do_rescale", true)) c.rescale_factor = p.number("rescale_factor", c.rescale_factor, 0.0, 1.0);
+    else c.rescale_factor = 1.0;
+    if (p.boolean("do_normalize", false)) p.bad("do_normalize", "true is not supported (Gemma 4 uses pixels in [0, 1])");
+    if (p.has("resample") && p.integer("resample", 3, 0, 5) != 3)
+      p.bad("resample", "only 3 (bicubic) is supported");
+  }
+  return c;
+}
+
+std::optional<VisionConfig> load_vision_config(const std::filesystem::path& dir) {
+  const auto cfg = dir / "config.json";
+  std::string proc_text, proc_source;
+  for (const char* name : {"processor_config.json", "preprocessor_config.json"}) {
+    const auto p = dir / name;
+    if (std::filesystem::exists(p)) {
+      proc_text = read_file(p);
+      proc_source = p.string();
+      break;
+    }
+  }
+  return parse_vision_config(read_file(cfg), cfg.string(), proc_text, proc_source);
+}
+
+}  // namespace ringlm::vision
