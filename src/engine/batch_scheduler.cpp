@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 
@@ -41,6 +42,9 @@ struct BatchScheduler::Slot {
   std::size_t prompt_done = 0;  // prompt tokens in the cache
   std::unique_ptr<guided::Matcher> matcher;
   guided::BudgetAccount budget;  // this request's mask work so far (GenerationParams::mask_budget)
+  // Soft tokens (images, audio) of the prompt: the rows stay alive while the session uses them.
+  std::shared_ptr<const PromptEmbeddings> media;
+  std::vector<model::EmbeddingOverride> overrides;
   std::optional<sampling::Sampler> sampler;
   std::optional<StreamingDecoder> detok;
   chat::StopStringMatcher stop_strings;
@@ -163,9 +167,26 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   else if (params.json_object)
     matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
 
+  // Soft tokens: placeholder ids do not identify the image, so no cached KV is reused from the
+  // first soft-token position on.
+  const PromptEmbeddings* media = params.prompt_embeddings.get();
+  std::size_t media_first = SIZE_MAX;
+  if (media && !media->positions.empty()) {
+    const int H = engine_.model()->config().hidden_size;
+    if (media->hidden != H || media->rows.size() != media->positions.size() * static_cast<std::size_t>(H))
+      fail("prompt embeddings: ", media->positions.size(), " rows of width ", media->hidden,
+           " do not fit the model's hidden size ", H);
+    for (std::size_t i = 0; i < media->positions.size(); ++i)
+      if (media->positions[i] < 0 || static_cast<std::size_t>(media->positions[i]) >= prompt.size() ||
+          (i > 0 && media->positions[i] <= media->positions[i - 1]))
+        fail("prompt embeddings: position ", media->positions[i], " is not an increasing index into the ",
+             prompt.size(), "-token prompt");
+    media_first = static_cast<std::size_t>(media->positions.front());
+  }
+
   // The free slot whose cache shares the longest prefix with the prompt (at most size - 1
   // tokens: the last one must run to give logits).
-  const std::size_t limit = prompt.size() - 1;
+  const std::size_t limit = std::min(prompt.size() - 1, media_first);
   auto common_prefix = [&](const Slot& s) {
     std::size_t n = 0;
     while (n < s.cached.size() && n < limit && s.cached[n] == prompt[n]) ++n;
@@ -214,6 +235,14 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   s.prompt_done = reused;
   s.matcher = std::move(matcher);
   s.budget = guided::BudgetAccount(s.params.mask_budget);
+  s.overrides.clear();
+  s.media.reset();
+  if (media_first != SIZE_MAX) {
+    s.media = s.params.prompt_embeddings;
+    for (std::size_t i = 0; i < s.media->positions.size(); ++i)
+      s.overrides.push_back({s.media->positions[i], s.media->rows.data() + i * static_cast<std::size_t>(s.media->hidden)});
+  }
+  s.session.set_embedding_overrides(s.overrides);
   s.sampler.emplace(s.params.sampling, tok.vocab_size());
   s.sampler->enable_logprobs(s.params.logprobs);
   s.detok.emplace(tok);
@@ -254,6 +283,14 @@ void BatchScheduler::finish(Slot& s, FinishReason reason, std::string error) {
   s.result.total_s = seconds_since(s.t0);
   s.busy = false;
   s.matcher.reset();
+  s.session.set_embedding_overrides({});
+  if (s.media) {
+    // The soft tokens' KV must not be reused by a later request with the same placeholder ids.
+    s.session.reset();
+    s.cached.clear();
+    s.media.reset();
+    s.overrides.clear();
+  }
   auto done = std::move(s.on_done);
   s.on_token = nullptr;
   s.on_done = nullptr;
