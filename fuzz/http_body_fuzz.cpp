@@ -12,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ringlm;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  nlohmann::json j;
+  nlohmann::ordered_json j;  // what the server parses bodies into (keys in order)
   try {
     j = server::parse_body(body);
   } catch (const server::ApiError& e) {
