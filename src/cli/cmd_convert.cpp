@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "cli/gguf_export.h"
 #include "kernels/thread_pool.h"
 #include "model/converter.h"
@@ -29,6 +30,7 @@ RINGLM_COMMAND(convert) {
   sub->add_option("--threads", opt.threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([] {
     using namespace ringlm;
+    cli::show_progress(0.0);  // every stage: a bar on a terminal, a line per stage otherwise
     const bool gguf = opt.out.size() >= 5 && opt.out.compare(opt.out.size() - 5, 5, ".gguf") == 0;
     if (gguf) {
       cli::export_gguf(opt.model, opt.out, opt.type.empty() ? "q4_0" : opt.type, opt.no_tokenizer);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "cli/gguf_export.h"
 
 RINGLM_COMMAND(export_gguf) {
@@ -19,5 +20,8 @@ RINGLM_COMMAND(export_gguf) {
   sub->add_option("out", opt.out, "Output .gguf file")->required();
   sub->add_option("--type", opt.type, "Matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k")->capture_default_str();
   sub->add_flag("--no-tokenizer", opt.no_tokenizer, "Do not embed the tokenizer (tokenizer.json)");
-  sub->callback([] { ringlm::cli::export_gguf(opt.dir, opt.out, opt.type, opt.no_tokenizer); });
+  sub->callback([] {
+    ringlm::cli::show_progress(0.0);
+    ringlm::cli::export_gguf(opt.dir, opt.out, opt.type, opt.no_tokenizer);
+  });
 }

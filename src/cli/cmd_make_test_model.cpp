@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
 
@@ -28,6 +29,7 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_flag("--with-shared-kv", opt->shared_kv, "Also store the unused k/v/k_norm of KV-shared layers");
   sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
   sub->callback([opt] {
+    ringlm::cli::show_progress(0.0);  // a bar on a terminal, a line per shard otherwise
     using namespace ringlm;
     model::testing::TestCheckpointOptions o;
     o.preset = opt->preset;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/progress_display.h"
 #include "cli/help.h"
 #include "util/error.h"
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ringlm 0.1.0");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   ringlm::cli::show_defaults(app);
+  ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

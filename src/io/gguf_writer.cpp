@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace ringlm::io {
 
@@ -185,8 +186,12 @@ void GgufWriter::write(const std::filesystem::path& path) const {
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     std::vector<std::uint8_t> scratch;
     const char zeros[256] = {};
+    std::uint64_t total = 0;
+    for (const auto& t : tensors_) total += t.nbytes;
+    ProgressStage progress("writing " + path.filename().string(), total, "bytes");
     for (const auto& t : tensors_) {
       out.write(reinterpret_cast<const char*>(tensor_bytes(t, scratch)), static_cast<std::streamsize>(t.nbytes));
+      progress.add(t.nbytes);
       const std::uint64_t pad = (alignment_ - t.nbytes % alignment_) % alignment_;
       for (std::uint64_t left = pad; left > 0;) {
         const auto n = std::min<std::uint64_t>(left, sizeof zeros);

@@ -19,6 +19,7 @@
 #include "model/packed_format.h"
 #include "model/weights.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace ringlm::model {
 
@@ -137,8 +138,9 @@ void write_f32_rows(AtomicFile& out, const kernels::WeightMatrix& w) {
 
 // Symmetric per-row int8 (kernels::quantize_row_i8): codes streamed to `codes`, the row
 // scales (4 bytes a row: small) written to `scales` at the end.
-void write_i8_table(AtomicFile& codes, AtomicFile& scales, const kernels::WeightMatrix& w) {
+void write_i8_table(AtomicFile& codes, AtomicFile& scales, const kernels::WeightMatrix& w, const std::string& what) {
   const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  ProgressStage progress("convert: " + what, rows, "rows");
   std::vector<float> row_scale(rows);
   std::vector<std::int8_t> buf;
   for (std::size_t r0 = 0; r0 < rows; r0 += kChunkRows) {
@@ -153,6 +155,7 @@ void write_i8_table(AtomicFile& codes, AtomicFile& scales, const kernels::Weight
     });
     codes.write(buf.data(), buf.size());
     release_rows(w, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r0 + n));
+    progress.add(n);
   }
   scales.write(row_scale.data(), rows * 4);
 }
@@ -208,13 +211,13 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
   check_float_source(w.ple_model_projection, "per_layer_model_projection.weight");
   {
     AtomicFile codes(side / "embed_per_layer.i8"), scales(side / "embed_per_layer.scale.f32");
-    write_i8_table(codes, scales, w.embed_tokens_ple);
+    write_i8_table(codes, scales, w.embed_tokens_ple, std::string(kSidecarDir) + "/embed_per_layer.i8");
     codes.commit();
     scales.commit();
   }
   {
     AtomicFile codes(side / "embed_tokens.i8"), scales(side / "embed_tokens.scale.f32");
-    write_i8_table(codes, scales, w.embed_tokens);
+    write_i8_table(codes, scales, w.embed_tokens, std::string(kSidecarDir) + "/embed_tokens.i8");
     codes.commit();
     scales.commit();
   }
@@ -275,6 +278,8 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
     std::memcpy(header + 16, &index_len, 8);
     out.write(header, sizeof header);
     out.write(plan.index_json.data(), plan.index_json.size());
+    ProgressStage progress("convert: " + std::string(kPackedFile), plan.file_bytes, "bytes");
+    std::uint64_t reported = 0;
     for (const PackedTensor& t : plan.tensors) {
       out.pad_to(t.offset);
       if (t.shape.size() == 2) {
@@ -296,6 +301,8 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
       if (out.written() != t.offset + t.bytes)
         fail(pack_path.string(), ": internal error: tensor ", t.name, " ends at ", out.written(), ", planned ",
              t.offset + t.bytes);
+      progress.add(out.written() - reported);
+      reported = out.written();
     }
     out.commit();
   }

@@ -16,6 +16,8 @@
 #include "kernels/q8p16_packed.h"
 #include "kernels/thread_pool.h"
 
+#include "util/progress.h"
+
 namespace ringlm::model {
 
 namespace {
@@ -142,7 +144,11 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
+  std::uint64_t n = 0;
+  for_each_linear(weights, [&](kernels::WeightMatrix& w) { n += w.dtype != io::DType::F32 && !w.packed; });
+  ProgressStage progress("repacking GGUF blocks", n, "matrices");
   for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    progress.add(w.dtype != io::DType::F32 && !w.packed);
     repack_one(w, owned, info);
     repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row, 256>(io::DType::Q4_K, w, owned,
                                                                                           info);
@@ -160,7 +166,11 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
+  std::uint64_t n = 0;
+  for_each_linear(weights, [&](kernels::WeightMatrix&) { ++n; });
+  ProgressStage progress("quantizing weights to q4_0", n, "matrices");
   for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    progress.add(1);
     if (plain_q4_0(w))
       repack_one(w, owned, info);  // already q4_0: regroup, do not re-quantize
     else

@@ -18,7 +18,7 @@ t new-session -d -s chat -x 160 -y 50 \
   "RINGLM_HISTORY=$RINGLM_TMP/history '$RINGLM' chat -m model --threads 1 -n 3000 --ctx 4096 --temperature 1 --seed 5 --stats; echo EXIT=\$? >status; sleep 30"
 screen() { t capture-pane -p -t chat -S -5000; }
 wait_for() {  # wait_for REGEX [seconds]
-  for _ in $(seq 1 $((${2:-30} * 10))); do screen | grep -Eq "$1" && return 0; sleep 0.1; done
+  for _ in $(seq 1 $((${2:-30} * 10))); do grep -Eq "$1" <<<"$(screen)" && return 0; sleep 0.1; done
   echo "timed out waiting for /$1/; screen:" >&2; screen >&2; exit 1
 }
 wait_count() {  # wait_count TEXT N: until TEXT shows on N lines

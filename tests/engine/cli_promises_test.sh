@@ -58,3 +58,17 @@ HF_HOME="$RINGLM_TMP/hf" "$RINGLM" models --models-dir "$RINGLM_TMP" >models.txt
 grep -Eq '^acme/tiny-gemma +hf-cache .*snapshots/0123abc' models.txt || { cat models.txt >&2; fail "models does not list the HF repo"; }
 grep -Eq "$RINGLM_TMP/model +dir " models.txt || { cat models.txt >&2; fail "models does not list --models-dir"; }
 echo "HF cache checks passed"
+
+# Progress of long jobs: a line per stage when stderr is not a terminal, a bar when it is.
+rm -rf prog prog-packed
+"$RINGLM" make-test-model prog --preset demo --seed 2 --shards 2 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>mk.log
+[[ $(grep -Ec '^ringlm: make-test-model: model-0000[12]-of-00002\.safetensors: [0-9.]+ MB in [0-9.]+ s$' mk.log) == 2 ]] ||
+  { cat mk.log >&2; fail "make-test-model does not report each shard"; }
+"$RINGLM" convert --model prog --out prog-packed >/dev/null 2>conv.log
+for stage in gemma4_qat_gather_raw/embed_per_layer.i8 gemma4_qat_gather_raw/embed_tokens.i8 weights.rlpk; do
+  grep -Eq "^ringlm: convert: $stage: .* in [0-9.]+ s$" conv.log || { cat conv.log >&2; fail "convert does not report $stage"; }
+done
+rm -rf prog
+script -qec "'$RINGLM' make-test-model prog --preset demo --seed 2 --tokenizer '$RINGLM_SHARED_DIR/gemma4-tokenizer'" /dev/null >tty.log
+grep -q $'\r' tty.log && grep -Eq 'model\.safetensors \[#+ *\] 100%' tty.log || { cat -A tty.log | head >&2; fail "no progress bar on a terminal"; }
+echo "progress checks passed"

@@ -27,9 +27,9 @@ auth=(-H "Authorization: Bearer s3cret")
 [[ $(code -H "Authorization: Bearer wrong" "$base/v1/models") == 401 ]] || fail "a wrong key is not 401"
 [[ $(code -X POST -d '{}' "$base/v1/chat/completions") == 401 ]] || fail "POST /v1/chat/completions without a key is not 401"
 [[ $(code -X POST -d '{}' "$base/v1/completions") == 401 ]] || fail "POST /v1/completions without a key is not 401"
-curl -s "$base/v1/models" | grep -q '"code":"invalid_api_key"' || fail "401 body lacks code invalid_api_key"
+grep -q '"code":"invalid_api_key"' <<<"$(curl -s "$base/v1/models")" || fail "401 body lacks code invalid_api_key"
 [[ $(code "${auth[@]}" "$base/v1/models") == 200 ]] || fail "GET /v1/models with the key is not 200"
-curl -s "${auth[@]}" "$base/v1/models" | grep -q '"context_length":1024' || fail "--ctx 1024 is not the served context"
+grep -q '"context_length":1024' <<<"$(curl -s "${auth[@]}" "$base/v1/models")" || fail "--ctx 1024 is not the served context"
 [[ $(code "$base/health") == 200 ]] || fail "/health needs no key"
 
 # The page and its assets, compiled into the binary.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "io/safetensors_writer.h"
+#include "util/progress.h"
 #include "model/config.h"
 #include "util/error.h"
 #include "util/float16.h"
@@ -295,8 +296,14 @@ void write_test_checkpoint(const std::filesystem::path& dir, const TestCheckpoin
       by_name[t->spec.name] = t;
       weight_map[t->spec.name] = name;
     }
+    std::uint64_t shard_bytes = 0;
+    for (const auto& spec : specs) shard_bytes += spec.nbytes();
+    ProgressStage progress(std::string("make-test-model: ") + name, shard_bytes, "bytes");
     io::write_safetensors(dir / name, specs, [&](const io::TensorSpec& spec, const auto& write) {
-      fill_tensor(*by_name.at(spec.name), o.seed, write);
+      fill_tensor(*by_name.at(spec.name), o.seed, [&](const void* data, std::size_t n) {
+        write(data, n);
+        progress.add(n);
+      });
     });
   }
   if (o.shards > 1)
