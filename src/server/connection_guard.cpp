@@ -372,6 +372,8 @@ GuardedServer::~GuardedServer() = default;
 int GuardedServer::open_connections() const { return table_->size(); }
 
 void GuardedServer::refuse(int fd, int status, const std::string& code, const std::string& message, bool linger) {
+  // Counted first: a client that reads this answer and asks /metrics at once must see it.
+  if (on_refused_) on_refused_(status);
   const std::string body = dump_json(ApiError(status, message, "", code).to_json());
   const std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
                            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -396,7 +398,6 @@ void GuardedServer::refuse(int fd, int status, const std::string& code, const st
       if (wait == 0 || ::poll(&p, 1, wait) <= 0) break;
     }
   }
-  if (on_refused_) on_refused_(status);
 }
 
 namespace {
