@@ -24,6 +24,11 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
   app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   if (!guided) return;
+  app->add_option("--schema-mode", schema_mode,
+                  "strict (default): refuse a schema the grammar cannot enforce exactly, naming the keyword "
+                  "and its JSON pointer; lenient: accept it, enforce what the grammar can and report what only "
+                  "the validator checks")
+      ->check(CLI::IsMember({"strict", "lenient"}));
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
   app->add_option("--grammar-cache-mb", grammar_cache_mb,
@@ -68,6 +73,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.activations = mo.activations;
   o.reference_attention = mo.reference_attention;
   o.lm_head_subset = lm_head_subset_from_env();
+  o.schema_mode = guided::parse_schema_mode(schema_mode);
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   o.grammar_cache.max_bytes = grammar_cache_mb << 20;
   o.grammar_cache.max_entries = grammar_cache_entries;

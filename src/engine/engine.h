@@ -38,6 +38,7 @@ struct EngineOptions {
   // When a guided step computes only the allowed rows of the LM head (generator.h); the CLI
   // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.
   enum class HeadSubset { Auto, Always, Never } lm_head_subset = HeadSubset::Auto;
+  guided::SchemaMode schema_mode = guided::SchemaMode::kStrict;       // when a request names none
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
   guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };
@@ -67,7 +68,9 @@ class Engine {
   // The token-level grammar for a JSON Schema (text), compiled once and cached by its text;
   // `any_object` instead gives the grammar of any JSON object. Thread-safe. Throws
   // ringlm::Error naming the schema problem.
-  std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text);
+  // mode: "strict", "lenient" or empty (EngineOptions::schema_mode). Lenient grammars list what
+  // they leave to the validator in GrammarIndex::unenforced().
+  std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text, const std::string& mode = "");
   std::shared_ptr<guided::GrammarIndex> grammar_for_any_object();
   guided::GrammarCacheStats grammar_cache_stats() { return grammars_.stats(); }
 
