@@ -112,7 +112,8 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::stri
       rethrow_with_param(e, "response_format");  // the schema came from the request's response_format
     }
   });
-  if (index->initial() == guided::GrammarIndex::kDead) fail("JSON Schema: no JSON value satisfies it");
+  if (index->initial() == guided::GrammarIndex::kDead)
+    throw Error("JSON Schema: no JSON value satisfies it", ErrorKind::invalid_argument, "response_format");
   return index;
 }
 

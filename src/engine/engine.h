@@ -31,7 +31,6 @@ struct EngineOptions {
   int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
   int threads = 0;         // 0 = all cores
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
-  guided::SchemaMode schema_mode = guided::SchemaMode::kStrict;       // when a request names none
   // The CLI's defaults (--weights q4_0 --activations int8x2); stored: the float reference path.
   model::WeightFormat weights = model::WeightFormat::q4_0;
   kernels::Q4Activations activations = kernels::Q4Activations::int8x2;  // for q4_0 weights
@@ -40,6 +39,7 @@ struct EngineOptions {
   // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.
   enum class HeadSubset { Auto, Always, Never } lm_head_subset = HeadSubset::Auto;
   kv::KvType kv_type = kv::KvType::f16;  // every session's KV cache element type
+  guided::SchemaMode schema_mode = guided::SchemaMode::kStrict;       // when a request names none
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
   guided::GrammarIndexOptions grammar_index;  // per schema: token-mask cache bytes
 };

@@ -43,7 +43,7 @@ TEST(TokenizerGguf, GemmaMetadataReproducesTheGoldenIds) {
   EXPECT_EQ(tok.bos_id(), 2);
   EXPECT_EQ(tok.eos_ids(), (std::vector<int32_t>{1, 106, 50}));
   EXPECT_TRUE(tok.is_special(105));
-  std::ifstream in(testing::gemma_tokenizer_dir() / "golden.jsonl");
+  std::ifstream in(std::string(RINGLM_TEST_DATA_DIR) + "/tokenizer/golden.jsonl");
   std::string line;
   int cases = 0;
   while (std::getline(in, line)) {
