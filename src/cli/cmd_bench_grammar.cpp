@@ -12,7 +12,7 @@
 
 RINGLM_COMMAND(bench_grammar) {
   struct Args {
-    std::string model, json_out, failures_out, whitespace = "compact";
+    std::string model, json_out, failures_out, whitespace = "compact", schema_mode = "strict";
     std::vector<std::string> inputs;
     int threads = 1, mask_every = 1;
   };
@@ -21,6 +21,8 @@ RINGLM_COMMAND(bench_grammar) {
   sub->footer("Example:\n  ringlm bench-grammar --model build/demo-model /path/to/JSONSchemaBench/Github_easy");
   sub->add_option("--model", args->model, "Tokenizer or model directory (tokenizer.json)");
   sub->add_option("--json", args->json_out, "Write the summary (and failures) as JSON to this file");
+  sub->add_option("--schema-mode", args->schema_mode, "strict (refuse what the grammar cannot enforce) or lenient")
+      ->check(CLI::IsMember({"strict", "lenient"}));
   sub->add_option("--whitespace", args->whitespace, "Grammar whitespace style: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
   sub->add_option("--threads", args->threads, "Files processed in parallel (timings are per thread)")
@@ -43,6 +45,7 @@ RINGLM_COMMAND(bench_grammar) {
       return out;
     };
     ringlm::guided::BenchOptions opt;
+    opt.mode = ringlm::guided::parse_schema_mode(args->schema_mode);
     opt.whitespace = args->whitespace == "python" ? ringlm::guided::Whitespace::kPython
                                                   : ringlm::guided::Whitespace::kCompact;
     opt.threads = args->threads;

@@ -9,6 +9,7 @@
 #include "cli/common_options.h"
 #include "engine/generator.h"
 #include "engine/media_prompt.h"
+#include "guided/validator.h"
 #include "util/error.h"
 
 namespace {
@@ -74,7 +75,11 @@ void run(const RunOptions& o) {
 
   auto params = o.sampling.params();
   params.stop = o.stop;
-  if (!o.schema_file.empty()) params.json_schema = cli::read_text_file(o.schema_file);
+  if (!o.schema_file.empty()) {
+    params.json_schema = cli::read_text_file(o.schema_file);
+    for (const auto& u : engine.grammar_for_schema(params.json_schema)->unenforced())
+      std::fprintf(stderr, "ringlm run: schema-mode lenient: not enforced while generating: %s\n", u.c_str());
+  }
   params.prompt_embeddings = media_prompt.embeddings;
   cli::warn_if_context_cuts(ids.size(), params.max_tokens, gen.session().context_capacity());
   std::size_t streamed = 0;
@@ -86,6 +91,13 @@ void run(const RunOptions& o) {
   });
   std::fwrite(result.text.data() + streamed, 1, result.text.size() - streamed, stdout);
   std::fputc('\n', stdout);
+  if (!params.json_schema.empty() && !engine.grammar_for_schema(params.json_schema)->unenforced().empty()) {
+    // Lenient: what the grammar did not enforce is checked now, by the validator.
+    std::string why;
+    auto reply = guided::Json::parse(result.text, nullptr, false);
+    bool ok = !reply.is_discarded() && guided::Validator(guided::Json::parse(params.json_schema)).validate(reply, &why);
+    if (!ok) std::fprintf(stderr, "ringlm run: the reply does not satisfy the schema: %s\n", reply.is_discarded() ? "not complete JSON" : why.c_str());
+  }
   if (o.stats) {
     std::fprintf(stderr, "ringlm: %d prompt tokens, %d generated (%s), TTFT %.3f s, %.2f tok/s\n", result.prompt_tokens,
                  result.completion_tokens, engine::finish_reason_name(result.finish), result.ttft_s,

@@ -17,6 +17,11 @@ void ModelFlags::add_to(CLI::App* app) {
   app->add_option("--model,-m", model, "Model directory, .gguf file, or Hugging Face repo id in the local HF cache (default: the built-in demo model)");
   app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
   app->add_option("--threads", threads, "Worker threads (default: all cores)");
+  app->add_option("--schema-mode", schema_mode,
+                  "strict (default): refuse a schema the grammar cannot enforce exactly, naming the keyword "
+                  "and its JSON pointer; lenient: accept it, enforce what the grammar can and report what only "
+                  "the validator checks")
+      ->check(CLI::IsMember({"strict", "lenient"}));
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
   app->add_option("--weights", weights, "q4_0 (default: linear layers in q4_0, quantized at load or as stored "
@@ -51,6 +56,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.activations = activations == "f32"      ? kernels::Q4Activations::f32
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
+  o.schema_mode = guided::parse_schema_mode(schema_mode);
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;
   o.grammar_cache.max_bytes = grammar_cache_mb << 20;
   o.grammar_cache.max_entries = grammar_cache_entries;

@@ -15,6 +15,7 @@ struct ModelFlags {
   int ctx = 0;
   int threads = 0;
   std::string json_style = "compact";
+  std::string schema_mode = "strict";
   std::string weights = "q4_0", activations = "int8x2";
   size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
 

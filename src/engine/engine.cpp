@@ -83,8 +83,11 @@ std::shared_ptr<const guided::Vocabulary> Engine::grammar_vocabulary() {
   return vocabulary_;
 }
 
-std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text) {
-  return grammars_.get(schema_text, [&] {
+std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text, const std::string& mode) {
+  const guided::SchemaMode m = mode.empty() ? options_.schema_mode : guided::parse_schema_mode(mode);
+  // One cache entry per (mode, schema): a lenient grammar must not answer a strict request.
+  const std::string key = (m == guided::SchemaMode::kLenient ? "lenient\n" : "strict\n") + schema_text;
+  auto index = grammars_.get(key, [&] {
     guided::Json schema;
     try {
       schema = guided::Json::parse(schema_text);
@@ -93,10 +96,13 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::stri
     }
     guided::CompileOptions co;
     co.whitespace = options_.json_whitespace;
+    co.mode = m;
     auto compiled = guided::compile_schema(schema, co);
     return std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), grammar_vocabulary(),
                                                   options_.grammar_index);
   });
+  if (index->initial() == guided::GrammarIndex::kDead) fail("JSON Schema: no JSON value satisfies it");
+  return index;
 }
 
 std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_any_object() {

@@ -31,6 +31,7 @@ struct EngineOptions {
   int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
   int threads = 0;         // 0 = all cores
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON
+  guided::SchemaMode schema_mode = guided::SchemaMode::kStrict;       // when a request names none
   model::WeightFormat weights = model::WeightFormat::stored;  // q4_0: quantized fast path
   kernels::Q4Activations activations = kernels::Q4Activations::int8;  // for q4_0 weights
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)
@@ -55,7 +56,9 @@ class Engine {
   // The token-level grammar for a JSON Schema (text), compiled once and cached by its text;
   // `any_object` instead gives the grammar of any JSON object. Thread-safe. Throws
   // ringlm::Error naming the schema problem.
-  std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text);
+  // mode: "strict", "lenient" or empty (EngineOptions::schema_mode). Lenient grammars list what
+  // they leave to the validator in GrammarIndex::unenforced().
+  std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text, const std::string& mode = "");
   std::shared_ptr<guided::GrammarIndex> grammar_for_any_object();
   guided::GrammarCacheStats grammar_cache_stats() { return grammars_.stats(); }
 

@@ -28,6 +28,8 @@ struct GenerationParams {
   int top_logprobs = 0;            // 0..20
   std::string json_schema;         // JSON Schema text; empty = unconstrained
   bool json_object = false;        // any JSON object (OpenAI response_format json_object)
+  // "strict" / "lenient" (guided::SchemaMode); empty = the engine's default (EngineOptions).
+  std::string schema_mode;
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none
 };

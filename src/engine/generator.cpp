@@ -166,7 +166,7 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
 
   std::unique_ptr<guided::Matcher> matcher;
   if (!params.json_schema.empty())
-    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema));
+    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema, params.schema_mode));
   else if (params.json_object)
     matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
 

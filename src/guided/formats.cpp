@@ -2,7 +2,12 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <vector>
+
+#include "guided/regex.h"
+#include "util/error.h"
 
 namespace ringlm::guided {
 namespace {
@@ -205,11 +210,35 @@ bool check_uri(std::string_view s) {
   return true;
 }
 
+// Formats defined as regular languages: checked by their generating regex, so the validator and
+// the grammar agree by construction.
+bool regex_defined(std::string_view f) {
+  return f == "json-pointer" || f == "relative-json-pointer" || f == "duration" || f == "uri-reference";
+}
+
+bool check_by_regex(std::string_view f, std::string_view v) {
+  static std::mutex mu;
+  static std::map<std::string, CpDfa, std::less<>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(f);
+  if (it == cache.end()) it = cache.emplace(std::string(f), compile_regex(*format_regex(f), true)).first;
+  try {
+    return it->second.matches(utf8_to_u32(v));
+  } catch (const Error&) {
+    return false;  // not UTF-8
+  }
+}
+
 }  // namespace
 
 bool is_checked_format(std::string_view f) {
   return f == "date" || f == "time" || f == "date-time" || f == "email" || f == "uuid" || f == "uri" ||
-         f == "ipv4" || f == "ipv6" || f == "hostname";
+         f == "ipv4" || f == "ipv6" || f == "hostname" || regex_defined(f);
+}
+
+bool is_asserting_format(std::string_view f) {
+  return f == "regex" || f == "iri" || f == "iri-reference" || f == "idn-email" || f == "idn-hostname" ||
+         f == "uri-template";
 }
 
 bool check_format(std::string_view f, std::string_view v) {
@@ -222,15 +251,17 @@ bool check_format(std::string_view f, std::string_view v) {
   if (f == "ipv4") return check_ipv4(v);
   if (f == "ipv6") return check_ipv6(v);
   if (f == "hostname") return check_hostname(v);
+  if (regex_defined(f)) return check_by_regex(f, v);
   return true;
 }
 
 std::optional<std::string> format_regex(std::string_view f) {
-  // Days per month without the leap-year rule: Feb 29 is generated for every year (the one
-  // place the generated language is larger than the validator's; documented).
+  // Days per month; Feb 29 only in leap years. Over four-digit years the Gregorian rule is a
+  // regular language: the last two digits a non-zero multiple of 4, or 00 after a multiple of 4.
+  static const std::string kLeapYear = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)";
   static const std::string kDate =
-      "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|"
-      "02-(?:0[1-9]|1[0-9]|2[0-9]))";
+      "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|"
+      "02-(?:0[1-9]|1[0-9]|2[0-8]))|" + kLeapYear + "-02-29)";
   // Leap seconds are not generated (a documented restriction: 60 is rejected).
   static const std::string kTime =
       "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
@@ -270,7 +301,41 @@ std::optional<std::string> format_regex(std::string_view f) {
            "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$";
   }
   if (f == "uri") {
-    return "^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@/?#\\[\\]]|%[0-9A-Fa-f]{2})*$";
+    // Exactly check_uri: scheme ":" then URI characters (or %HH); with an authority ("//" up
+    // to the first / ? #), a port after the host's last ':' (past any "[...]") is digits only,
+    // and a '[' needs a ']'. Character classes by what they exclude:
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    auto cls = [&](const std::string& chars) { return "(?:[A-Za-z0-9\\-._~!$&'()*+,;=" + chars + "]|" + pct + ")"; };
+    const std::string any = cls(":@/?#\\[\\]");   // every URI character
+    const std::string auth = cls(":@\\[\\]");       // inside the authority
+    const std::string host = cls(":\\[\\]");        // host and port (no '@')
+    const std::string plain = cls("");              // host without ':' '[' ']'
+    const std::string tail = cls("\\[");            // after the last ']', no ':' or ']'
+    const std::string no_slash = cls(":@?#\\[\\]");
+    const std::string port = ":[0-9]*";
+    const std::string h_plain = "(?:(?:" + plain + "|:)*" + port + "|" + plain + "*)";
+    const std::string h_bracket = host + "*\\](?:(?:" + tail + "|:)*" + port + "|" + tail + "*)";
+    return "^[A-Za-z][A-Za-z0-9+.-]*:(?://(?:" + auth + "*@)?(?:" + h_plain + "|" + h_bracket + ")(?:[/?#]" + any +
+           "*)?|/?(?:" + no_slash + any + "*)?)$";
+  }
+  if (f == "json-pointer") return "^(?:/(?:[^~/]|~[01])*)*$";  // RFC 6901
+  if (f == "relative-json-pointer") return "^(?:0|[1-9][0-9]*)(?:#|(?:/(?:[^~/]|~[01])*)*)$";
+  if (f == "duration") {
+    // RFC 3339 appendix A (ISO 8601 durations): P then date [time], time, or weeks.
+    const std::string d = "[0-9]+";
+    const std::string t = "T(?:" + d + "H(?:" + d + "M(?:" + d + "S)?)?|" + d + "M(?:" + d + "S)?|" + d + "S)";
+    const std::string date = "(?:" + d + "D|" + d + "M(?:" + d + "D)?|" + d + "Y(?:" + d + "M(?:" + d + "D)?)?)";
+    return "^P(?:" + date + "(?:" + t + ")?|" + t + "|" + d + "W)$";
+  }
+  if (f == "uri-reference") {
+    // RFC 3986: a URI (as `uri` above) or a relative reference, whose first path segment has no
+    // ':' (else it would read as a scheme). Characters: the URI set or %HH.
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    const std::string any = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=:@/?#\\[\\]]|" + pct + ")";
+    const std::string seg0 = "(?:[A-Za-z0-9\\-._~!$&'()*+,;=@\\[\\]]|" + pct + ")";  // no ':' '/' '?' '#'
+    std::string uri = *format_regex("uri");
+    uri = uri.substr(1, uri.size() - 2);  // strip ^ $
+    return "^(?:" + uri + "|(?:" + seg0 + "*(?:[/?#]" + any + "*)?))$";
   }
   if (f == "hostname") {
     return "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$";

@@ -1,5 +1,5 @@
 // Checks for the JSON Schema `format` values ringlm asserts (date, time, date-time, email, uuid,
-// uri, ipv4, ipv6, hostname), and the regular expressions the grammar uses to generate them.
+// uri, uri-reference, ipv4, ipv6, hostname, json-pointer, relative-json-pointer, duration), and the regular expressions the grammar uses to generate them.
 #pragma once
 
 #include <optional>
@@ -10,6 +10,11 @@ namespace ringlm::guided {
 
 // True when ringlm knows how to check `format` (the validator asserts it).
 bool is_checked_format(std::string_view format);
+
+// Standard formats (draft 2020-12 and earlier) that assert something ringlm neither generates
+// nor checks: `regex` (ECMA-262 syntax is not a regular language), `iri`, `iri-reference`,
+// `idn-email`, `idn-hostname`, `uri-template`. Strict compilation refuses them.
+bool is_asserting_format(std::string_view format);
 
 // Whether `value` is valid for a checked format; unknown formats are always valid.
 bool check_format(std::string_view format, std::string_view value);

@@ -175,7 +175,58 @@ void GrammarBuilder::json_chars(uint32_t from, uint32_t to, const CharSet& set) 
 
 Grammar GrammarBuilder::finish(uint32_t root_rule) {
   g_->root_rule = root_rule;
+  prune_dead_ends(*g_);
   return std::move(*g_);
+}
+
+// A state is *completable* when some path from it finishes its rule: it is final, or a byte or
+// epsilon edge leads to a completable state, or it calls a rule whose start is completable and
+// returns to a completable state. A lazy string body is completable when the state after its
+// closing quote is (its own dead ends are pruned by the body's liveness table). Computed as a
+// least fixed point with a worklist over reverse edges, then every edge into a state that is
+// not completable, and every call to a rule that cannot finish, is removed. What remains has
+// no dead ends: every prefix the matcher can reach extends to a complete value.
+void prune_dead_ends(Grammar& g) {
+  const size_t n = g.states.size();
+  std::vector<char> done(n, 0);
+  // Reverse lists: for edges/eps, the predecessor; for calls, the (caller, call index) pairs
+  // that must be rechecked when the return state or the callee's start becomes completable.
+  std::vector<std::vector<uint32_t>> preds(n);
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> call_watch(n);
+  std::vector<uint32_t> work;
+  auto mark = [&](uint32_t s) {
+    if (!done[s]) {
+      done[s] = 1;
+      work.push_back(s);
+    }
+  };
+  for (uint32_t s = 0; s < n; ++s) {
+    const Grammar::State& st = g.states[s];
+    for (auto& e : st.edges) preds[e.to].push_back(s);
+    for (uint32_t t : st.eps) preds[t].push_back(s);
+    for (uint32_t c = 0; c < st.calls.size(); ++c) {
+      call_watch[st.calls[c].ret].emplace_back(s, c);
+      call_watch[g.rule_start[st.calls[c].rule]].emplace_back(s, c);
+    }
+    if (st.lazy_body >= 0) preds[g.bodies[size_t(st.lazy_body)].to].push_back(s);
+  }
+  for (uint32_t s = 0; s < n; ++s)
+    if (g.states[s].final) mark(s);
+  while (!work.empty()) {
+    uint32_t t = work.back();
+    work.pop_back();
+    for (uint32_t p : preds[t]) mark(p);
+    for (auto [s, c] : call_watch[t]) {
+      const Grammar::Call& call = g.states[s].calls[c];
+      if (done[call.ret] && done[g.rule_start[call.rule]]) mark(s);
+    }
+  }
+  for (uint32_t s = 0; s < n; ++s) {
+    Grammar::State& st = g.states[s];
+    std::erase_if(st.edges, [&](const Grammar::ByteEdge& e) { return !done[e.to]; });
+    std::erase_if(st.eps, [&](uint32_t t) { return !done[t]; });
+    std::erase_if(st.calls, [&](const Grammar::Call& c) { return !done[c.ret] || !done[g.rule_start[c.rule]]; });
+  }
 }
 
 uint32_t GrammarBuilder::add_body(Grammar::Body body) {

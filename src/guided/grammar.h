@@ -58,11 +58,21 @@ struct Grammar {
     bool universal = false;  // the DFA is one accepting state looping on every code point
   };
   std::vector<State> states;
+  // Some object can take several keys from one infinite key language (additionalProperties or
+  // patternProperties), which a grammar cannot keep distinct; the Matcher then refuses tokens
+  // that would repeat a key of the same object (matcher.h).
+  bool distinct_keys = false;
+  // Lenient compilation: what the grammar leaves to the validator (CompiledSchema::unenforced).
+  std::vector<std::string> unenforced;
   std::vector<uint32_t> rule_start;
   uint32_t root_rule = 0;
   std::vector<Body> bodies;
   std::map<std::tuple<uint32_t, int64_t, int32_t>, uint32_t> body_states;
 };
+
+// Removes every edge, epsilon move and call that leads where the rule can no longer finish (see
+// grammar.cpp); GrammarBuilder::finish runs it, so compiled grammars never dead-end.
+void prune_dead_ends(Grammar& g);
 
 // Creates the edges of a lazy body state (no-op for other or already expanded states).
 // Appends states: references into g.states are invalidated.
@@ -84,6 +94,7 @@ class GrammarBuilder {
   uint32_t rule_start(uint32_t rule) const { return g_->rule_start[rule]; }
   void set_final(uint32_t s) { g_->states[s].final = true; }
   void set_plain(uint32_t s, int32_t remaining) { g_->states[s].plain_remaining = remaining; }
+  void require_distinct_keys() { g_->distinct_keys = true; }
 
   void bytes(uint32_t from, uint32_t to, uint8_t lo, uint8_t hi);
   void eps(uint32_t from, uint32_t to);

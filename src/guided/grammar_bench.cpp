@@ -84,7 +84,7 @@ std::string error_category(const std::string& msg) {
     auto end = msg.find('\'', q + 21);
     return msg.substr(q, end == std::string::npos ? std::string::npos : end - q + 1);
   }
-  return msg.substr(0, std::min<size_t>(msg.size(), 60));
+  return msg.substr(0, std::min<size_t>({msg.size(), 60, msg.find(" (at /")}));
 }
 
 // Key-order search for test data. The grammar fixes one key order per object (schema order,
@@ -305,6 +305,7 @@ FileResult run_file(const std::string& path, const std::shared_ptr<const Vocabul
   try {
     CompileOptions copt;
     copt.whitespace = opt.whitespace;
+    copt.mode = opt.mode;
     CompiledSchema cs = compile_schema(doc["schema"], copt);
     order = std::move(cs.property_orders);
     index = std::make_shared<GrammarIndex>(std::move(cs.grammar), vocab);

@@ -38,6 +38,7 @@ struct BenchReport {
 
 struct BenchOptions {
   Whitespace whitespace = Whitespace::kCompact;
+  SchemaMode mode = SchemaMode::kStrict;
   int threads = 1;
   // Mask every Nth position (1 = all); mask/accept agreement is checked where masked.
   int mask_every = 1;

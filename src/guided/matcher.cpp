@@ -317,6 +317,8 @@ GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vo
   if (impl_->g.rule_start.empty()) fail("grammar has no rules");
   uint32_t root = impl_->node(impl_->g.rule_start[impl_->g.root_rule], kBottom);
   initial_ = impl_->close({root});
+  distinct_keys_ = impl_->g.distinct_keys;
+  unenforced_ = impl_->g.unenforced;
   note_memory();
 }
 
@@ -392,6 +394,9 @@ Matcher::Matcher(std::shared_ptr<GrammarIndex> index) : index_(std::move(index))
 void Matcher::reset() {
   history_.assign(1, index_->initial());
   stopped_depth_ = 0;
+  keys_.reset();
+  text_.clear();
+  text_end_.assign(1, 0);
 }
 
 void Matcher::fill_mask(uint32_t* bitset) {
@@ -400,6 +405,101 @@ void Matcher::fill_mask(uint32_t* bitset) {
     return;
   }
   index_->fill_mask(history_.back(), bitset);
+  if (index_->distinct_keys() && keys_.any_keys()) filter_repeated_keys(bitset);
+}
+
+namespace {
+
+// Calls fn(id, depth) for every token of `trie` that is a prefix of `path` (depth = its length).
+template <typename Fn>
+void tokens_on_path(const TokenTrie& t, std::string_view path, Fn&& fn) {
+  size_t lo = 0, hi = t.size();
+  for (size_t d = 0; d < path.size(); ++d) {
+    size_t j = lo;
+    bool found = false;
+    while (j < hi) {
+      if (t.depth[j] == d + 1 && t.byte[j] == uint8_t(path[d])) {
+        found = true;
+        break;
+      }
+      j = t.depth[j] == d + 1 ? t.subtree_end[j] : j + 1;
+    }
+    if (!found) return;
+    for (uint32_t k = t.token_begin[j]; k < t.token_begin[j + 1]; ++k) fn(t.tokens[k], d + 1);
+    lo = j + 1;
+    hi = t.subtree_end[j];
+  }
+}
+
+bool starts_any(const std::vector<std::string>& used, const std::string& prefix) {
+  for (auto& u : used)
+    if (u.size() >= prefix.size() && u.compare(0, prefix.size(), prefix) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+bool Matcher::key_token_ok(uint32_t token) {
+  const std::string& bytes = vocab().bytes(token);
+  KeyTracker::Probe p = keys_.probe(bytes);
+  if (p.repeats) return false;
+  if (!p.in_key || !p.used || !starts_any(*p.used, keys_.probe_key())) return true;
+  // The token ends inside a key that is still a prefix of an earlier key: allowed only if some
+  // completion is a new key (otherwise the text would be a dead end).
+  std::string prefix = keys_.probe_key();
+  int32_t c = index_->step_bytes(history_.back(), bytes);
+  if (c == GrammarIndex::kDead) return true;  // the grammar refuses it anyway
+  return has_fresh_completion(c, prefix, p.escape, *p.used);
+}
+
+// Depth-first over the bytes that can continue the key from `config`, closing quote first. A
+// completion longer than every used key is new, and so is any key not in `used`. The search
+// is bounded (budget): past it the key is taken to have a new completion, which the grammar's
+// own liveness makes overwhelmingly likely (only long, narrow key languages reach it).
+bool Matcher::has_fresh_completion(int32_t config, const std::string& prefix, int escape,
+                                   const std::vector<std::string>& used) {
+  size_t longest = 0;
+  for (auto& u : used) longest = std::max(longest, u.size());
+  std::string key = prefix;
+  int budget = 20000;
+  auto rec = [&](auto&& self, int32_t c, int esc) -> bool {
+    if (key.size() > longest) return true;
+    for (int i = 0; i < 256; ++i) {
+      uint8_t b = uint8_t(i == 0 ? '"' : i == '"' ? 0 : i);
+      if (--budget <= 0) return true;
+      int32_t n = index_->step(c, b);
+      if (n == GrammarIndex::kDead) continue;
+      if (esc == 0 && b == '"') {
+        if (std::find(used.begin(), used.end(), key) == used.end()) return true;
+        continue;
+      }
+      int next_esc = esc == -1 ? (b == 'u' ? 4 : 0) : esc > 0 ? esc - 1 : b == '\\' ? -1 : 0;
+      key.push_back(char(b));
+      bool ok = self(self, n, next_esc);
+      key.pop_back();
+      if (ok) return true;
+    }
+    return false;
+  };
+  return rec(rec, config, escape);
+}
+
+void Matcher::filter_repeated_keys(uint32_t* bitset) {
+  const Vocabulary& v = vocab();
+  auto check = [&](uint32_t id) {
+    if (((bitset[id >> 5] >> (id & 31)) & 1) && !key_token_ok(id)) bitset[id >> 5] &= ~(1u << (id & 31));
+  };
+  for (uint32_t id : v.quote_tokens()) check(id);
+  // Inside a key: tokens without a quote matter only when they keep it a prefix of a used key.
+  if (keys_.in_key()) {
+    if (const auto* used = keys_.current_keys()) {
+      const std::string& p = keys_.key();
+      for (auto& u : *used) {
+        if (u.size() < p.size() || u.compare(0, p.size(), p) != 0) continue;
+        tokens_on_path(v.trie(), std::string_view(u).substr(p.size()), [&](uint32_t id, size_t) { check(id); });
+      }
+    }
+  }
 }
 
 bool Matcher::accept(uint32_t token) {
@@ -408,6 +508,7 @@ bool Matcher::accept(uint32_t token) {
   if (vocab().is_stop(token)) {
     if (!index_->accepting(cur)) return false;
     history_.push_back(cur);
+    text_end_.push_back(text_.size());
     stopped_depth_ = history_.size();
     return true;
   }
@@ -415,14 +516,26 @@ bool Matcher::accept(uint32_t token) {
   if (bytes.empty()) return false;
   int32_t next = index_->step_bytes(cur, bytes);
   if (next == GrammarIndex::kDead) return false;
+  if (index_->distinct_keys()) {
+    if (keys_.any_keys() && !key_token_ok(token)) return false;
+    keys_.feed(bytes);
+    text_ += bytes;
+  }
   history_.push_back(next);
+  text_end_.push_back(text_.size());
   return true;
 }
 
 void Matcher::rollback(size_t n) {
   if (n > num_accepted()) fail("rollback of ", n, " tokens but only ", num_accepted(), " accepted");
   history_.resize(history_.size() - n);
+  text_end_.resize(history_.size());
   if (stopped_depth_ > history_.size()) stopped_depth_ = 0;
+  if (index_->distinct_keys() && text_.size() != text_end_.back()) {
+    text_.resize(text_end_.back());
+    keys_.reset();
+    keys_.feed(text_);
+  }
 }
 
 bool Matcher::is_accepting() { return !is_stopped() && index_->accepting(history_.back()); }

@@ -8,7 +8,10 @@
 // trie, skipping subtrees whose prefix is already dead) and kept in a byte-bounded LRU cache: an
 // evicted mask is simply recomputed (the same bits) when its configuration comes back.
 //
-// Matcher is one generation's cursor: fill_mask / accept / rollback / forced_tokens.
+// Matcher is one generation's cursor: fill_mask / accept / rollback / forced_tokens. For grammars
+// whose objects may take several keys from one infinite language it also tracks the keys of the
+// text so far (KeyTracker) and refuses tokens that would repeat one: a per-request filter over
+// the shared cached mask.
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "guided/grammar.h"
+#include "guided/key_tracker.h"
 #include "guided/vocabulary.h"
 
 namespace ringlm::guided {
@@ -48,6 +52,10 @@ class GrammarIndex {
 
   const Vocabulary& vocab() const { return *vocab_; }
   int32_t initial() const { return initial_; }
+  // The grammar lets some object repeat a key (Grammar::distinct_keys): Matchers filter those.
+  bool distinct_keys() const { return distinct_keys_; }
+  // Lenient schemas: the assertions only the validator checks (Grammar::unenforced).
+  const std::vector<std::string>& unenforced() const { return unenforced_; }
 
   // The following take the index lock; safe from any thread.
   int32_t step(int32_t config, uint8_t byte);
@@ -68,6 +76,8 @@ class GrammarIndex {
   void note_memory();  // refreshes memory_bytes_; call with the lock held
   std::shared_ptr<const Vocabulary> vocab_;
   int32_t initial_;
+  bool distinct_keys_ = false;
+  std::vector<std::string> unenforced_;
 };
 
 class Matcher {
@@ -93,9 +103,19 @@ class Matcher {
   void reset();
 
  private:
+  // Distinct keys (GrammarIndex::distinct_keys): a token is refused when it would close a key
+  // already present in the same object, or end inside a key whose every completion is one.
+  bool key_token_ok(uint32_t token);
+  bool has_fresh_completion(int32_t config, const std::string& prefix, int escape,
+                            const std::vector<std::string>& used);
+  void filter_repeated_keys(uint32_t* bitset);
+
   std::shared_ptr<GrammarIndex> index_;
   std::vector<int32_t> history_;  // configuration after each accepted token (front: initial)
   size_t stopped_depth_ = 0;      // history size when the stop token was accepted, 0 if none
+  KeyTracker keys_;               // only fed when the grammar needs distinct keys
+  std::string text_;              // accepted bytes (distinct keys only: rollback re-feeds keys_)
+  std::vector<size_t> text_end_;  // text_ size after each history_ entry
 };
 
 }  // namespace ringlm::guided

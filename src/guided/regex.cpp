@@ -702,6 +702,51 @@ bool CpDfa::is_empty_language() const {
   return true;
 }
 
+std::optional<std::vector<std::u32string>> dfa_words(const CpDfa& dfa, int64_t min_len, int64_t max_len, size_t limit) {
+  std::vector<std::u32string> out;
+  if (dfa.states.empty()) return out;
+  CpDfa d = dfa;
+  d.prune_dead();
+  // Without an upper bound, a live path longer than the number of states repeats a state, and
+  // the loop can be pumped: infinitely many words.
+  const int64_t cap = max_len >= 0 ? max_len : int64_t(d.states.size());
+  std::u32string word;
+  bool too_many = false;
+  size_t steps = 0;  // bounds the walk when most prefixes only lead to words shorter than min_len
+  auto rec = [&](auto&& self, int s) -> void {
+    if (too_many || ++steps > 100000) {
+      too_many = true;
+      return;
+    }
+    if (d.states[size_t(s)].accept && int64_t(word.size()) >= min_len) {
+      if (out.size() >= limit) {
+        too_many = true;
+        return;
+      }
+      out.push_back(word);
+    }
+    if (int64_t(word.size()) >= cap) {
+      if (max_len < 0 && !d.states[size_t(s)].edges.empty()) too_many = true;  // a cycle
+      return;
+    }
+    for (auto& e : d.states[size_t(s)].edges) {
+      if (e.hi - e.lo >= limit) {
+        too_many = true;
+        return;
+      }
+      for (uint32_t c = e.lo; c <= e.hi && !too_many; ++c) {
+        word.push_back(char32_t(c));
+        self(self, e.to);
+        word.pop_back();
+      }
+    }
+  };
+  rec(rec, 0);
+  if (too_many) return std::nullopt;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void CpDfa::prune_dead() {
   if (states.empty()) return;
   // live = can reach accept

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,11 @@ CpDfa dfa_intersect(const CpDfa& a, const CpDfa& b);
 CpDfa dfa_union(const CpDfa& a, const CpDfa& b);
 CpDfa dfa_complement(const CpDfa& a);
 CpDfa dfa_literals(const std::vector<std::u32string>& words);
+
+// The words of `dfa` with a length (code points) in [min_len, max_len] (max_len < 0: unbounded),
+// in code point order, when there are at most `limit` of them; nullopt when there are more (or
+// infinitely many).
+std::optional<std::vector<std::u32string>> dfa_words(const CpDfa& dfa, int64_t min_len, int64_t max_len, size_t limit);
 
 // UTF-8 helpers (invalid sequences throw Error).
 std::u32string utf8_to_u32(std::string_view s);

@@ -93,7 +93,11 @@ std::optional<double> number_kw(const Json& s, const char* k) {
 int64_t count_kw(const Json& s, const char* k, int64_t dflt) {
   auto it = s.find(k);
   if (it == s.end()) return dflt;
-  if (!it->is_number() || it->get<double>() < 0) fail("keyword '", k, "' must be a non-negative integer");
+  // The spec requires a non-negative integer (2.0 counts); 1.5 is refused rather than rounded,
+  // since no rounding direction matches every validator.
+  if (!it->is_number() || it->get<double>() < 0 || std::floor(it->get<double>()) != it->get<double>()) {
+    fail("keyword '", k, "' must be a non-negative integer, got ", it->dump());
+  }
   double v = it->get<double>();
   if (v > 1e15) return dflt < 0 ? -1 : int64_t(1e15);
   return int64_t(std::ceil(v));
@@ -154,6 +158,7 @@ class Compiler {
     draft4_ = draft4;
     draft_ = schema_draft(root_);
     refs_ = std::make_unique<RefResolver>(root_, draft4);
+    index_pointers(root_, "");
   }
 
   CompiledSchema run() {
@@ -161,6 +166,8 @@ class Compiler {
     CompiledSchema out;
     out.grammar = b_.finish(root);
     out.property_orders = order_;
+    out.unenforced = unenforced_;
+    out.grammar.unenforced = unenforced_;
     return out;
   }
 
@@ -215,8 +222,75 @@ class Compiler {
     int& d_;
   };
 
+  // ------------------------------------------------------------------ error locations
+
+  // JSON pointers of every subschema of the root (by address), so an error raised while
+  // compiling a schema names where it is. Schemas built here (allOf merges, if/then cases) have
+  // no pointer: errors inside them name the nearest enclosing schema of the document.
+  void index_pointers(const Json& s, const std::string& ptr) {
+    pointers_.emplace(&s, ptr);
+    if (s.is_object()) {
+      for (auto it = s.begin(); it != s.end(); ++it) {
+        if (it.value().is_object() || it.value().is_array()) index_pointers(it.value(), ptr + "/" + pointer_escape(it.key()));
+      }
+    } else if (s.is_array()) {
+      for (size_t i = 0; i < s.size(); ++i)
+        if (s[i].is_object() || s[i].is_array()) index_pointers(s[i], ptr + "/" + std::to_string(i));
+    }
+  }
+
+  static std::string pointer_escape(const std::string& k) {
+    std::string out;
+    for (char c : k) {
+      if (c == '~') out += "~0";
+      else if (c == '/') out += "~1";
+      else out.push_back(c);
+    }
+    return out;
+  }
+
+  struct Where {
+    const Json* schema;
+    const std::string* pointer;
+  };
+
+  // Rewrites an error from inside schema `w` to name its location: "keyword 'K'" becomes
+  // "keyword 'K' at /pointer/K" (the keyword's own pointer when `w` has it, else the schema's).
+  [[noreturn]] static void rethrow_at(const Error& e, const Where& w) {
+    std::string msg = e.what();
+    if (msg.find("' at /") != std::string::npos || msg.find(" (at /") != std::string::npos) throw e;
+    std::string ptr = *w.pointer;
+    auto q = msg.find("keyword '");
+    if (q != std::string::npos) {
+      auto end = msg.find('\'', q + 9);
+      if (end != std::string::npos) {
+        std::string kw = msg.substr(q + 9, end - q - 9);
+        if (w.schema->is_object() && w.schema->contains(kw)) ptr += "/" + pointer_escape(kw);
+        throw Error(msg.substr(0, end + 1) + " at " + (ptr.empty() ? "/" : ptr) + msg.substr(end + 1));
+      }
+    }
+    throw Error(msg + " (at " + (ptr.empty() ? "/" : ptr) + ")");
+  }
+
   // Emits every serialisation of a value valid under `s` between `from` and `to`.
   void value(const Json& s_in, uint32_t from, uint32_t to) {
+    auto known = pointers_.find(&s_in);
+    if (known == pointers_.end()) {
+      value_at(s_in, from, to);
+      return;
+    }
+    where_.push_back({&s_in, &known->second});
+    try {
+      value_at(s_in, from, to);
+    } catch (const Error& e) {
+      Where w = where_.back();
+      where_.pop_back();
+      rethrow_at(e, w);
+    }
+    where_.pop_back();
+  }
+
+  void value_at(const Json& s_in, uint32_t from, uint32_t to) {
     DepthGuard guard(depth_);
     if (s_in.is_boolean()) {
       if (s_in.get<bool>()) b_.call(from, any_rule(), to);
@@ -260,7 +334,7 @@ class Compiler {
         alts = *any_of;
         rest.erase("anyOf");
         Json all = rest.contains("allOf") ? rest["allOf"] : Json::array();
-        all.push_back(Json{{"anyOf", *one_of}});
+        all.push_back(Json{{"oneOf", *one_of}});
         rest.erase("oneOf");
         rest["allOf"] = all;
       } else {
@@ -268,9 +342,15 @@ class Compiler {
         rest.erase(any_of != s.end() ? "anyOf" : "oneOf");
       }
       if (!alts.is_array() || alts.empty()) fail("anyOf/oneOf must be a non-empty array");
+      // oneOf is generated as the union of its branches, which is exact only when no instance
+      // can satisfy two of them.
+      const Json& src = any_of != s.end() ? *any_of : *one_of;
+      std::vector<const Json*> branch;
+      for (auto& a : src) branch.push_back(&a);
+      if (any_of == s.end()) exclusive_one_of(src, branch);
       bool plain = !has_assertions(rest);
       for (size_t i = 0; i < alts.size(); ++i) {
-        const Json& alt = (any_of != s.end() ? *any_of : *one_of)[i];
+        const Json& alt = *branch[i];
         if (plain) {
           b_.call(from, rule_for(alt), to);
         } else {
@@ -295,6 +375,146 @@ class Compiler {
     }
 
     leaf(s, from, to);
+  }
+
+  // ------------------------------------------------------------------ strict / lenient
+
+  // An assertion the grammar cannot enforce exactly: refused in strict mode, recorded (checked
+  // only by the validator after generation) in lenient mode.
+  void unenforced(const std::string& keyword, const std::string& why) {
+    if (options_.mode == SchemaMode::kStrict) fail("unsupported keyword '", keyword, "' (", why, ")");
+    std::string ptr = where_.empty() ? "" : *where_.back().pointer;
+    std::string note = keyword + " at " + ptr + "/" + pointer_escape(keyword) + ": " + why;
+    if (std::find(unenforced_.begin(), unenforced_.end(), note) == unenforced_.end()) unenforced_.push_back(note);
+  }
+
+  // oneOf as a union is exact when no two branches overlap. Branches that may overlap are made
+  // exclusive by conjoining the negation of each branch they may overlap with, when that
+  // negation is a `not` form the grammar expresses (negatable()); otherwise the exclusivity is
+  // unenforced (strict: refused). branch[i] is replaced by the exclusive form where needed.
+  void exclusive_one_of(const Json& alts, std::vector<const Json*>& branch) {
+    size_t n = alts.size();
+    std::vector<std::vector<size_t>> overlaps(n);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i + 1; j < n; ++j)
+        if (!provably_disjoint(alts[i], alts[j], 0)) overlaps[i].push_back(j), overlaps[j].push_back(i);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j : overlaps[i])
+        if (!negatable(alts[j])) {
+          unenforced("oneOf", "branches " + std::to_string(std::min(i, j)) + " and " + std::to_string(std::max(i, j)) +
+                                  " may both match; exclusivity cannot be enforced by a grammar");
+          return;
+        }
+    for (size_t i = 0; i < n; ++i) {
+      if (overlaps[i].empty()) continue;
+      Json all = Json::array({alts[i]});
+      for (size_t j : overlaps[i]) all.push_back(Json{{"not", alts[j]}});
+      branch[i] = &keep(Json{{"allOf", std::move(all)}});
+    }
+  }
+
+  // The `not` forms apply_not() handles without error: {} / booleans, a type, string / boolean /
+  // null values, a compilable pattern, one required name.
+  bool negatable(const Json& n_in) {
+    const Json& n = n_in.is_object() && n_in.contains("$ref") ? deref(n_in) : n_in;
+    if (n.is_boolean() || is_true_schema(n)) return true;
+    if (!n.is_object()) return false;
+    std::set<std::string> keys;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (!annotation_keywords().count(it.key())) keys.insert(it.key());
+    if (keys == std::set<std::string>{"type"}) return true;
+    if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
+      const Json vals = n.contains("enum") ? n["enum"] : Json::array({n["const"]});
+      if (!vals.is_array()) return false;
+      for (auto& v : vals)
+        if (!v.is_string() && !v.is_boolean() && !v.is_null()) return false;
+      return true;
+    }
+    if (keys == std::set<std::string>{"pattern"} || (keys == std::set<std::string>{"pattern", "type"} && n["type"] == "string")) {
+      if (!n["pattern"].is_string()) return false;
+      try {
+        regex_cached(n["pattern"].get<std::string>());
+      } catch (const Error&) {
+        return false;
+      }
+      return true;
+    }
+    return keys == std::set<std::string>{"required"} && n["required"].is_array() && n["required"].size() == 1 &&
+           n["required"][0].is_string();
+  }
+
+  // The JSON types a schema allows, from `type` and, without it, from its enum/const values.
+  std::set<std::string> value_types(const Json& s) {
+    std::set<std::string> t = type_set(s);
+    if (!s.contains("type") && (s.contains("enum") || s.contains("const"))) {
+      t.clear();
+      const Json vals = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+      if (!vals.is_array()) return type_set(Json::object());
+      for (auto& v : vals) {
+        if (v.is_null()) t.insert("null");
+        else if (v.is_boolean()) t.insert("boolean");
+        else if (v.is_number()) t.insert(v.is_number_integer() || std::floor(v.get<double>()) == v.get<double>() ? "integer" : "number");
+        else if (v.is_string()) t.insert("string");
+        else if (v.is_array()) t.insert("array");
+        else t.insert("object");
+      }
+    }
+    return t;
+  }
+
+  static std::set<std::string> type_meet(const std::set<std::string>& a, const std::set<std::string>& b) {
+    std::set<std::string> out;
+    for (auto& t : a) {
+      if (b.count(t)) out.insert(t);
+      else if ((t == "number" && b.count("integer")) || (t == "integer" && b.count("number"))) out.insert("integer");
+    }
+    return out;
+  }
+
+  // Conservative: true only when no instance satisfies both schemas (disjoint types, values of
+  // one failing the other, or a property both constrain, one requires, and whose schemas are
+  // disjoint or forbidden by the other). False means "may overlap".
+  bool provably_disjoint(const Json& a_in, const Json& b_in, int depth) {
+    if (depth > 8) return false;
+    const Json& a = a_in.is_object() && a_in.contains("$ref") ? deref(a_in) : a_in;
+    const Json& b = b_in.is_object() && b_in.contains("$ref") ? deref(b_in) : b_in;
+    if (is_false_schema(a) || is_false_schema(b)) return true;
+    if (!a.is_object() || !b.is_object() || a.contains("$ref") || b.contains("$ref")) return false;
+    std::set<std::string> meet = type_meet(value_types(a), value_types(b));
+    if (meet.empty()) return true;
+    for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+      if (!x->contains("enum") && !x->contains("const")) continue;
+      const Json vals = x->contains("const") ? Json::array({(*x)["const"]}) : (*x)["enum"];
+      if (!vals.is_array()) continue;
+      bool any = false;
+      for (auto& v : vals)
+        if (validator_.validate_subschema(*x, v) && validator_.validate_subschema(*y, v)) any = true;
+      if (!any) return true;
+    }
+    if (meet != std::set<std::string>{"object"}) return false;
+    auto prop = [](const Json& s, const std::string& p) -> const Json* {
+      auto ps = s.find("properties");
+      if (ps == s.end() || !ps->is_object() || !ps->contains(p)) return nullptr;
+      return &(*ps)[p];
+    };
+    auto forbids = [&](const Json& s, const std::string& p) {
+      if (const Json* sch = prop(s, p)) return is_false_schema(*sch);
+      auto add = s.find("additionalProperties");
+      return add != s.end() && is_false_schema(*add) && !s.contains("patternProperties");
+    };
+    for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+      auto r = x->find("required");
+      if (r == x->end() || !r->is_array()) continue;
+      for (auto& name : *r) {
+        if (!name.is_string()) continue;
+        std::string p = name.get<std::string>();
+        if (forbids(*y, p)) return true;
+        const Json* px = prop(*x, p);
+        const Json* py = prop(*y, p);
+        if (px && py && provably_disjoint(*px, *py, depth + 1)) return true;
+      }
+    }
+    return false;
   }
 
   // A member of allOf/anyOf ready for merging: $ref replaced by allOf [target].
@@ -1133,10 +1353,17 @@ class Compiler {
         dfa = dfa_intersect(dfa, regex_cached(*re));
       } else if (is_checked_format(f)) {
         fail("unsupported keyword 'format' value '", f, "'");
+      } else if (is_asserting_format(f)) {
+        unenforced("format", "format '" + f + "' is not a regular language; neither the grammar nor the validator checks it");
       }
     }
     *min_len = count_kw(s, "minLength", 0);
     *max_len = count_kw(s, "maxLength", -1);
+    // A hostname is at most 253 characters (ASCII, so code points = bytes): a length bound on
+    // the body rather than a 253-state counter inside the label DFA.
+    if (std::find(formats.begin(), formats.end(), "hostname") != formats.end()) {
+      *max_len = *max_len < 0 ? 253 : std::min<int64_t>(*max_len, 253);
+    }
     return dfa;
   }
 
@@ -1579,6 +1806,34 @@ class Compiler {
       extra_min_ = name_min;
       extra_max_ = name_max;
     }
+    // Additional keys drawn from a small finite set (patternProperties "^(a|b)$", a propertyNames
+    // enum) become optional declared entries in code point order, so no key can repeat and
+    // minProperties only counts distinct keys. Larger or infinite key languages stay a loop, and
+    // the Matcher keeps their keys distinct (Grammar::distinct_keys).
+    {
+      std::vector<Extra> kept;
+      bool added = false;
+      for (auto& x : extras) {
+        auto words = dfa_words(x.keys, extra_min_, extra_max_, 64);
+        if (!words || entries.size() + words->size() > 128) {
+          kept.push_back(std::move(x));
+          continue;
+        }
+        for (auto& w : *words) {
+          std::string name;
+          for (char32_t c : w) append_utf8(name, uint32_t(c));
+          entries.push_back({std::move(name), x.schema, false});
+        }
+        added = true;
+      }
+      extras = std::move(kept);
+      if (added) {
+        std::vector<std::string> names;
+        for (auto& e : entries) names.push_back(e.name);
+        note_order(std::move(names));
+      }
+      if (!extras.empty()) b_.require_distinct_keys();
+    }
 
     int64_t min_p = count_kw(s, "minProperties", 0), max_p = count_kw(s, "maxProperties", -1);
     if (max_p >= 0 && min_p > max_p) return;
@@ -1693,6 +1948,9 @@ class Compiler {
   int draft_ = 2020;  // keywords newer than the declared draft are unknown there: ignored
   GrammarBuilder b_;
   std::unordered_map<const Json*, uint32_t> memo_;
+  std::unordered_map<const Json*, std::string> pointers_;  // subschemas of root_ -> JSON pointer
+  std::vector<Where> where_;                              // enclosing schemas with a pointer
+  std::vector<std::string> unenforced_;                   // lenient mode: see CompiledSchema
   std::deque<Json> arena_;
   std::unordered_map<std::string, CpDfa> regex_cache_;
   std::unordered_map<std::string, uint32_t> number_rules_;
@@ -1707,6 +1965,12 @@ class Compiler {
 };
 
 }  // namespace
+
+SchemaMode parse_schema_mode(const std::string& text) {
+  if (text == "strict") return SchemaMode::kStrict;
+  if (text == "lenient") return SchemaMode::kLenient;
+  fail("schema mode must be 'strict' or 'lenient', got '", text, "'");
+}
 
 CompiledSchema compile_schema(const Json& schema, const CompileOptions& options) {
   Compiler c(schema, options);

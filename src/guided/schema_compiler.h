@@ -14,12 +14,25 @@ namespace ringlm::guided {
 
 enum class Whitespace { kCompact, kPython };
 
+// kStrict (the default) refuses, with an error naming the keyword and its JSON pointer, every
+// assertion the grammar cannot enforce exactly. kLenient compiles such schemas anyway, enforcing
+// what it can, and lists in CompiledSchema::unenforced what only the validator checks afterwards.
+enum class SchemaMode { kStrict, kLenient };
+
+// "strict" / "lenient" (the CLI flag and the server's request field); throws Error otherwise.
+SchemaMode parse_schema_mode(const std::string& text);
+
 struct CompileOptions {
   Whitespace whitespace = Whitespace::kCompact;
+  SchemaMode mode = SchemaMode::kStrict;
 };
 
 struct CompiledSchema {
   Grammar grammar;
+  // kLenient: the assertions the grammar does not enforce exactly, one per location, as
+  // "keyword at /pointer: why" (e.g. "oneOf at /properties/x/oneOf: branches 0 and 1 may
+  // overlap"). Empty in kStrict (those schemas are refused).
+  std::vector<std::string> unenforced;
   // The declared property lists of every object schema, in the order the grammar emits them;
   // serialise instances with reorder_keys(instance, property_orders) to match the grammar.
   std::vector<std::vector<std::string>> property_orders;

@@ -112,6 +112,7 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<uint32_
   for (uint32_t id = 0; id < bytes_.size(); ++id) {
     if (bytes_[id].empty() || is_stop_[id]) continue;
     all.push_back(id);
+    if (bytes_[id].find('"') != std::string::npos) quote_tokens_.push_back(id);
     int64_t n = plain_length(bytes_[id]);
     if (n > 0) {
       plain[id] = n;

@@ -45,6 +45,8 @@ class Vocabulary {
   // Tokens that are not a run of plain JSON-string code points (contain '"', '\\', a control
   // character, or an incomplete / invalid UTF-8 sequence).
   const TokenTrie& exception_trie() const { return exception_trie_; }
+  // Tokens containing a '"' byte (the only ones that can close an object key).
+  const std::vector<uint32_t>& quote_tokens() const { return quote_tokens_; }
   // Bitset of plain tokens with at most `n` code points (n >= 1; n beyond the longest = all).
   const std::vector<uint32_t>& plain_up_to(int64_t n) const;
 
@@ -53,6 +55,7 @@ class Vocabulary {
   std::vector<uint32_t> stop_ids_;
   std::vector<char> is_stop_;
   TokenTrie trie_, exception_trie_;
+  std::vector<uint32_t> quote_tokens_;
   std::vector<std::vector<uint32_t>> plain_le_;  // [n] for n = 0..max plain length
 };
 

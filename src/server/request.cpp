@@ -280,6 +280,16 @@ void parse_response_format(const json& body, engine::GenerationParams& p) {
   p.json_schema = schema->dump();
 }
 
+// "schema_mode": "strict" | "lenient" (ringlm extension; absent = the server's --schema-mode).
+void parse_schema_mode(const json& body, engine::GenerationParams& p) {
+  const json* m = field(body, "schema_mode");
+  if (!m) return;
+  if (!m->is_string() || (*m != "strict" && *m != "lenient")) {
+    bad("schema_mode", "'schema_mode' must be \"strict\" or \"lenient\"");
+  }
+  p.schema_mode = m->get<std::string>();
+}
+
 }  // namespace
 
 json parse_body(std::string_view body) {
@@ -298,6 +308,7 @@ ChatRequest parse_chat_request(const json& body) {
   parse_sampling(body, r);
   parse_tools(body, r);
   parse_response_format(body, r.params);
+  parse_schema_mode(body, r.params);
   if (auto lp = get_bool(body, "logprobs")) r.params.logprobs = *lp;
   if (auto tl = get_integer(body, "top_logprobs", 0, 20)) {
     if (!r.params.logprobs && *tl > 0) bad("top_logprobs", "'top_logprobs' requires 'logprobs': true");
@@ -319,6 +330,7 @@ CompletionRequest parse_completion_request(const json& body) {
   }
   parse_sampling(body, r);
   parse_response_format(body, r.params);
+  parse_schema_mode(body, r.params);
   // Completions' `logprobs` is the number of alternatives per token (0..5 in OpenAI; up to 20 here).
   if (auto lp = get_integer(body, "logprobs", 0, 20)) {
     r.params.logprobs = true;

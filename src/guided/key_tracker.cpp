@@ -1,0 +1,164 @@
+#include "guided/key_tracker.h"
+
+#include <algorithm>
+
+namespace ringlm::guided {
+namespace {
+
+bool contains(const std::vector<std::string>& keys, std::string_view k) {
+  return std::find(keys.begin(), keys.end(), k) != keys.end();
+}
+
+// One byte of string content: returns true when it is the closing quote. `esc` as in KeyTracker.
+bool string_byte(int& esc, uint8_t c) {
+  if (esc == -1) {
+    esc = c == 'u' ? 4 : 0;
+  } else if (esc > 0) {
+    --esc;
+  } else if (c == '\\') {
+    esc = -1;
+  } else if (c == '"') {
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void KeyTracker::reset() {
+  frames_.clear();
+  in_string_ = is_key_ = false;
+  esc_ = 0;
+  key_.clear();
+}
+
+const std::vector<std::string>* KeyTracker::current_keys() const {
+  return frames_.empty() || !frames_.back().object ? nullptr : &frames_.back().keys;
+}
+
+bool KeyTracker::any_keys() const {
+  for (auto& f : frames_)
+    if (!f.keys.empty()) return true;
+  return false;
+}
+
+void KeyTracker::feed(std::string_view bytes) {
+  for (char ch : bytes) {
+    auto c = static_cast<uint8_t>(ch);
+    if (in_string_) {
+      if (string_byte(esc_, c)) {
+        in_string_ = false;
+        if (is_key_) frames_.back().keys.push_back(key_);
+        key_.clear();
+      } else if (is_key_) {
+        key_.push_back(ch);
+      }
+      continue;
+    }
+    switch (c) {
+      case '{': frames_.push_back({true, true, {}}); break;
+      case '[': frames_.push_back({false, false, {}}); break;
+      case '}':
+      case ']':
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case ',':
+        if (!frames_.empty() && frames_.back().object) frames_.back().expect_key = true;
+        break;
+      case ':':
+        if (!frames_.empty()) frames_.back().expect_key = false;
+        break;
+      case '"':
+        in_string_ = true;
+        is_key_ = !frames_.empty() && frames_.back().object && frames_.back().expect_key;
+        esc_ = 0;
+        key_.clear();
+        break;
+      default: break;  // scalars and whitespace
+    }
+  }
+}
+
+KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
+  // The open frames are frames_[0, base) then the frames this probe opened (local). Only the
+  // innermost frame's expect_key changes, so a base frame's flag is overridden while on top.
+  struct Local {
+    bool object, expect_key;
+    size_t first_key;
+  };
+  thread_local std::vector<Local> local;
+  thread_local std::vector<std::string> local_keys;
+  local.clear();
+  local_keys.clear();
+  size_t base = frames_.size();
+  bool base_expect = base ? frames_[base - 1].expect_key : false;
+  bool in_string = in_string_, is_key = is_key_;
+  int esc = esc_;
+  scratch_key_ = key_;
+  Probe out;
+  auto top_object = [&] { return local.empty() ? base > 0 && frames_[base - 1].object : local.back().object; };
+  for (char ch : bytes) {
+    auto c = static_cast<uint8_t>(ch);
+    if (in_string) {
+      if (!string_byte(esc, c)) {
+        if (is_key) scratch_key_.push_back(ch);
+        continue;
+      }
+      in_string = false;
+      if (!is_key) continue;
+      if (local.empty()) {
+        // A key of a base object: it repeats a key fed before, or one this probe closed in the
+        // same object (local_keys holds those while no local frame is open).
+        if ((base > 0 && contains(frames_[base - 1].keys, scratch_key_)) || contains(local_keys, scratch_key_)) {
+          out.repeats = true;
+          return out;
+        }
+        local_keys.push_back(scratch_key_);
+      } else {
+        auto first = local_keys.begin() + std::ptrdiff_t(local.back().first_key);
+        if (std::find(first, local_keys.end(), scratch_key_) != local_keys.end()) {
+          out.repeats = true;
+          return out;
+        }
+        local_keys.push_back(scratch_key_);
+      }
+      continue;
+    }
+    switch (c) {
+      case '{': local.push_back({true, true, local_keys.size()}); break;
+      case '[': local.push_back({false, false, local_keys.size()}); break;
+      case '}':
+      case ']':
+        if (!local.empty()) {
+          local_keys.resize(local.back().first_key);
+          local.pop_back();
+        } else if (base > 0) {
+          --base;
+          local_keys.clear();  // keys closed in the frame just left no longer matter
+          base_expect = base ? frames_[base - 1].expect_key : false;
+        }
+        break;
+      case ',':
+        if (top_object()) (local.empty() ? base_expect : local.back().expect_key) = true;
+        break;
+      case ':':
+        (local.empty() ? base_expect : local.back().expect_key) = false;
+        break;
+      case '"':
+        in_string = true;
+        is_key = top_object() && (local.empty() ? base_expect : local.back().expect_key);
+        esc = 0;
+        scratch_key_.clear();
+        break;
+      default: break;
+    }
+  }
+  if (in_string && is_key) {
+    out.in_key = true;
+    out.escape = esc;
+    if (local.empty() && base > 0) out.used = &frames_[base - 1].keys;
+  }
+  return out;
+}
+
+}  // namespace ringlm::guided

@@ -1,0 +1,55 @@
+// Object keys seen so far in a generated JSON text, so that a key cannot repeat inside one
+// object. A grammar keeps declared keys distinct by their fixed order, but keys drawn from an
+// infinite language (additionalProperties, patternProperties) are a loop that only counts them;
+// `{"x":1,"x":2}` would pass the grammar and then fail minProperties (the parsed object keeps
+// one "x"). The Matcher feeds accepted bytes here and asks, for a candidate token, whether it
+// would close a key equal to an earlier one of the same object.
+//
+// Keys are compared as written (raw bytes between the quotes): the grammar emits one canonical
+// escape per code point, so equal texts are equal keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringlm::guided {
+
+class KeyTracker {
+ public:
+  // What feeding some bytes after the current text would do.
+  struct Probe {
+    bool repeats = false;  // closes a key equal to an earlier key of its object
+    bool in_key = false;   // ends inside a key (its bytes so far: key(), escape state: escape)
+    int escape = 0;
+    // The earlier keys of the object that key belongs to (null: an object opened by the probe).
+    const std::vector<std::string>* used = nullptr;
+  };
+
+  void reset();
+  void feed(std::string_view bytes);
+  Probe probe(std::string_view bytes) const;
+  // The key bytes of the last probe that ended inside a key.
+  const std::string& probe_key() const { return scratch_key_; }
+  // Current position (after feed): inside a key, its bytes so far and its object's keys.
+  bool in_key() const { return in_string_ && is_key_; }
+  const std::string& key() const { return key_; }
+  const std::vector<std::string>* current_keys() const;
+  // True when some open object already has a key (otherwise nothing can repeat).
+  bool any_keys() const;
+
+ private:
+  struct Frame {
+    bool object = false;
+    bool expect_key = false;
+    std::vector<std::string> keys;
+  };
+  std::vector<Frame> frames_;
+  bool in_string_ = false, is_key_ = false;
+  int esc_ = 0;  // -1: after '\', > 0: hex digits of \uXXXX still to come
+  std::string key_;
+  mutable std::string scratch_key_;
+};
+
+}  // namespace ringlm::guided
