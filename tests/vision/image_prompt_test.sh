@@ -15,7 +15,7 @@ mkdir -p imgs
 convert -seed 1 -size 320x240 plasma: -depth 8 imgs/a.png
 convert -size 200x300 gradient:red-blue -swirl 90 -quality 85 imgs/b.jpg
 cat > schema.json <<'JSON'
-{"type":"object","properties":{"kind":{"enum":["receipt","form","photo","screenshot"]},"total":{"type":"number"},"note":{"type":"string","maxLength":20}},"required":["kind","total","note"],"additionalProperties":false}
+{"type":"object","properties":{"kind":{"enum":["receipt","form","photo","screenshot"]},"has_text":{"type":"boolean"},"note":{"type":"string","maxLength":20}},"required":["kind","has_text","note"],"additionalProperties":false}
 JSON
 common=(--model model --json-schema schema.json --max-tokens 80 --image-tokens 70 --threads 2)
 
