@@ -24,7 +24,7 @@ const fs::path& model_dir() {
     model::testing::TestCheckpointOptions o;
     o.preset = "tiny";
     o.seed = 13;
-    o.tokenizer_dir = fs::path(RINGLM_SHARED_DIR) / "gemma4-tokenizer";  // chat template only
+    o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);  // chat template only
     model::testing::write_test_checkpoint(d, o);
     return d;
   }();

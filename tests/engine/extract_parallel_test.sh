@@ -6,7 +6,7 @@
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
 rm -rf model rows.jsonl p1.jsonl p5.jsonl shard-*.jsonl
-"$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+"$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 "$RINGLM_PYTHON" - <<'PY'
 import json
 names = ["Ana", "Bo", "Chen", "Dee", "Eli", "Fay", "Gus"]

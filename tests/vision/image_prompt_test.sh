@@ -9,8 +9,8 @@
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
 PY=${RINGLM_PYTHON:-python3}
-"$RINGLM" make-test-model model --preset demo --seed 4 --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
-"$RINGLM" make-test-model text --preset demo --seed 4 --no-vision --tokenizer "$RINGLM_SHARED_DIR/gemma4-tokenizer" 2>/dev/null
+"$RINGLM" make-test-model model --preset demo --seed 4 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
+"$RINGLM" make-test-model text --preset demo --seed 4 --no-vision --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 mkdir -p imgs
 convert -seed 1 -size 320x240 plasma: -depth 8 imgs/a.png
 convert -size 200x300 gradient:red-blue -swirl 90 -quality 85 imgs/b.jpg
