@@ -89,7 +89,9 @@ void extract(const ExtractOptions& o) {
   guided::Validator validator(schema);
 
   if (o.parallel < 1) fail("--parallel must be at least 1, got ", o.parallel);
-  const auto [shard_k, shard_n] = parse_shard(o.shard);
+  // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+  const auto shard = parse_shard(o.shard);
+  const auto shard_k = shard.first, shard_n = shard.second;
   auto rows = engine::read_input_rows(o.input, o.id_field);
   if (shard_n > 1) {
     // Every N-th input line starting at K (lines 1-based, so line - 1): shards partition the
