@@ -170,19 +170,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   // Soft tokens: placeholder ids do not identify the image, so no cached KV is reused from the
   // first soft-token position on.
   const PromptEmbeddings* media = params.prompt_embeddings.get();
-  std::size_t media_first = SIZE_MAX;
-  if (media && !media->positions.empty()) {
-    const int H = engine_.model()->config().hidden_size;
-    if (media->hidden != H || media->rows.size() != media->positions.size() * static_cast<std::size_t>(H))
-      fail("prompt embeddings: ", media->positions.size(), " rows of width ", media->hidden,
-           " do not fit the model's hidden size ", H);
-    for (std::size_t i = 0; i < media->positions.size(); ++i)
-      if (media->positions[i] < 0 || static_cast<std::size_t>(media->positions[i]) >= prompt.size() ||
-          (i > 0 && media->positions[i] <= media->positions[i - 1]))
-        fail("prompt embeddings: position ", media->positions[i], " is not an increasing index into the ",
-             prompt.size(), "-token prompt");
-    media_first = static_cast<std::size_t>(media->positions.front());
-  }
+  const std::size_t media_first =
+      first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
 
   // The free slot whose cache shares the longest prefix with the prompt (at most size - 1
   // tokens: the last one must run to give logits).

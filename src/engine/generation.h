@@ -2,6 +2,7 @@
 // (run/chat/extract), the batch job and the HTTP server; the engine implements it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +21,11 @@ struct PromptEmbeddings {
   std::vector<float> rows;              // [positions.size()][hidden]
   int hidden = 0;
 };
+
+// Checks `media` against a prompt of `prompt_size` tokens and a model of width `hidden`
+// (throws ringlm::Error naming what does not fit) and returns its first soft-token index:
+// no cached KV may be reused from there on. SIZE_MAX when there are no soft tokens.
+std::size_t first_soft_token(const PromptEmbeddings* media, std::size_t prompt_size, int hidden);
 
 struct GenerationParams {
   sampling::SamplerParams sampling;

@@ -27,6 +27,19 @@ model::SessionOptions with_engine_defaults(const Engine& engine, model::SessionO
 }
 }  // namespace
 
+std::size_t first_soft_token(const PromptEmbeddings* media, std::size_t prompt_size, int hidden) {
+  if (!media || media->positions.empty()) return SIZE_MAX;
+  if (media->hidden != hidden || media->rows.size() != media->positions.size() * static_cast<std::size_t>(hidden))
+    fail("prompt embeddings: ", media->positions.size(), " rows of width ", media->hidden,
+         " do not fit the model's hidden size ", hidden);
+  for (std::size_t i = 0; i < media->positions.size(); ++i)
+    if (media->positions[i] < 0 || static_cast<std::size_t>(media->positions[i]) >= prompt_size ||
+        (i > 0 && media->positions[i] <= media->positions[i - 1]))
+      fail("prompt embeddings: position ", media->positions[i], " is not an increasing index into the ",
+           prompt_size, "-token prompt");
+  return static_cast<std::size_t>(media->positions.front());
+}
+
 Generator::Generator(Engine& engine, const model::SessionOptions& options)
     : engine_(engine), session_(engine.model(), with_engine_defaults(engine, options)) {
   mask_.resize((static_cast<std::size_t>(engine.tokenizer().vocab_size()) + 31) / 32);
@@ -184,19 +197,8 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   // Soft tokens: every one of them is recomputed (reuse stops before the first), and they
   // replace the embeddings of their prompt positions while the prompt runs.
   const PromptEmbeddings* media = params.prompt_embeddings.get();
-  std::size_t media_first = SIZE_MAX;
-  if (media && !media->positions.empty()) {
-    const int H = engine_.model()->config().hidden_size;
-    if (media->hidden != H || media->rows.size() != media->positions.size() * static_cast<std::size_t>(H))
-      fail("prompt embeddings: ", media->positions.size(), " rows of width ", media->hidden,
-           " do not fit the model's hidden size ", H);
-    for (std::size_t i = 0; i < media->positions.size(); ++i)
-      if (media->positions[i] < 0 || static_cast<std::size_t>(media->positions[i]) >= prompt.size() ||
-          (i > 0 && media->positions[i] <= media->positions[i - 1]))
-        fail("prompt embeddings: position ", media->positions[i], " is not an increasing index into the ",
-             prompt.size(), "-token prompt");
-    media_first = static_cast<std::size_t>(media->positions.front());
-  }
+  const std::size_t media_first =
+      first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
   const std::size_t reused = reuse_prefix(prompt, media_first);
   result.cached_prompt_tokens = static_cast<int>(reused);
   if (media_first != SIZE_MAX) {
