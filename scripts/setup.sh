@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcli11-dev libhwy-dev
   python3 python3-numpy python3-jsonschema curl
   libjpeg62-turbo-dev libpng-dev libwebp-dev imagemagick
+  libsndfile1-dev libsoxr-dev sox espeak-ng python3-soundfile
   libedit-dev tmux chromium
   python3-dev pybind11-dev python3-pybind11 python3-pytest
   libclang-rt-14-dev
