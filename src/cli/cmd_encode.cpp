@@ -1,7 +1,9 @@
-// `ringlm encode`: runs one image through the checkpoint's vision tower and writes the
-// projected soft-token embeddings (raw little-endian float32 [tokens][text hidden]), so the
-// C++ encoder can be compared with an independent reference, like `ringlm logits`.
-// --pixels-out also writes the processor's patches ([patches][patch^2 * 3] float32).
+// `ringlm encode`: runs one image through the checkpoint's vision tower, or one audio clip
+// through its audio tower, and writes the projected soft-token embeddings (raw
+// little-endian float32 [tokens][text hidden]), so the C++ encoders can be compared with an
+// independent reference, like `ringlm logits`. --pixels-out also writes the processor's
+// patches ([patches][patch^2 * 3] float32); --features-out the log-mel features
+// ([frames][mels] float32) and --samples-out the decoded, resampled mono waveform.
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "audio/audio_decode.h"
+#include "audio/audio_features.h"
+#include "audio/audio_tower.h"
 #include "util/error.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
@@ -26,28 +31,64 @@ void write_floats(const std::string& path, const std::vector<float>& v) {
   if (!out) ringlm::fail(path, ": write failed");
 }
 
+template <class Options>
+void encode_audio(const std::string& dir, const Options& opt) {
+  using namespace ringlm;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto tower = audio::AudioTower::load(dir, opt.threads);
+  if (!tower) fail(dir, ": this checkpoint has no audio tower (config.json has no audio_config)");
+  const auto t1 = std::chrono::steady_clock::now();
+  const audio::AudioConfig& c = tower->config();
+  const audio::AudioClip clip = audio::read_audio_file(opt.audio, c.sampling_rate);
+  const audio::MelFeatures feat = audio::log_mel_features(clip.samples, c, opt.audio);
+  const auto t2 = std::chrono::steady_clock::now();
+  if (!opt.samples_out.empty()) write_floats(opt.samples_out, clip.samples);
+  if (!opt.features_out.empty()) write_floats(opt.features_out, feat.data);
+  const std::vector<float> emb = tower->encode(feat);
+  const auto t3 = std::chrono::steady_clock::now();
+  write_floats(opt.out, emb);
+  const auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  const int tokens = static_cast<int>(emb.size() / static_cast<std::size_t>(c.text_hidden_size));
+  const nlohmann::ordered_json summary = {
+      {"audio", opt.audio},          {"format", clip.format},       {"channels", clip.channels},
+      {"sample_rate", clip.source_rate}, {"seconds", clip.seconds}, {"samples", clip.samples.size()},
+      {"rate", clip.rate},           {"frames", feat.frames},       {"mels", feat.mels},
+      {"tokens", tokens},            {"hidden", c.text_hidden_size}};
+  std::printf("%s\n", summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::fprintf(stderr, "encode: %d soft tokens from %d mel frames (%.2f s); load %.3f s; decode+features %.3f s; encode %.3f s\n",
+               tokens, feat.frames, clip.seconds, secs(t0, t1), secs(t1, t2), secs(t2, t3));
+}
+
 }  // namespace
 
 RINGLM_COMMAND(encode) {
   struct Options {
-    std::string model, image, out, pixels_out;
+    std::string model, image, audio, out, pixels_out, features_out, samples_out;
     int image_tokens = 0;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
-  auto* sub = app.add_subcommand("encode", "Write the projected soft-token embeddings of an image (float32 [tokens][hidden])");
+  auto* sub = app.add_subcommand("encode",
+                                 "Write the projected soft-token embeddings of an image or audio clip (float32 [tokens][hidden])");
   sub->add_option("--model", opt->model, "Checkpoint directory (default: the built-in demo model)");
-  sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP")->required();
+  sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP");
+  sub->add_option("--audio", opt->audio, "Audio file: WAV, FLAC, OGG or MP3 (at most 30 s)");
   sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [tokens][hidden]")->required();
   sub->add_option("--image-tokens", opt->image_tokens,
                   "Soft-token budget: 70, 140, 280, 560 or 1120 (default: the processor config's max_soft_tokens)");
   sub->add_option("--pixels-out", opt->pixels_out,
                   "Also write the preprocessed patches: raw float32 [patches][patch_size^2 * 3], in [0, 1]");
+  sub->add_option("--features-out", opt->features_out,
+                  "With --audio, also write the log-mel features: raw float32 [frames][mels]");
+  sub->add_option("--samples-out", opt->samples_out,
+                  "With --audio, also write the decoded mono waveform at the extractor's rate: raw float32");
   sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([opt] {
     using namespace ringlm;
     std::string dir = opt->model.empty() ? cli::default_model_dir() : opt->model;
     if (dir.empty()) fail("encode: no --model given and no built-in demo model");
+    if (opt->image.empty() == opt->audio.empty()) fail("encode: give exactly one of --image FILE or --audio FILE");
+    if (!opt->audio.empty()) return encode_audio(dir, *opt);
     const auto t0 = std::chrono::steady_clock::now();
     auto tower = vision::VisionTower::load(dir, opt->threads);
     if (!tower) fail(dir, ": this checkpoint has no vision tower (config.json has no vision_config)");

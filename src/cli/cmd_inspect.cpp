@@ -14,6 +14,8 @@
 #include "model/packed_format.h"
 #include "model/packed_source.h"
 #include "util/error.h"
+#include "audio/audio_config.h"
+#include "audio/audio_weights.h"
 #include "vision/vision_config.h"
 #include "vision/vision_weights.h"
 
@@ -69,6 +71,24 @@ void inspect_towers(const std::filesystem::path& dir) {
                 vc->patch_size, vc->pooling_kernel_size, vc->position_embedding_size,
                 vc->use_clipped_linears ? "yes" : "no", vc->standardize ? "yes" : "no", vc->text_hidden_size,
                 vc->default_soft_tokens, views.size());
+    print_views(views);
+  }
+  const auto ac = ringlm::audio::load_audio_config(dir);
+  if (!ac) {
+    std::printf("\naudio tower: none (config.json has no audio_config: this checkpoint takes no audio)\n");
+  } else {
+    const ringlm::io::SafetensorsSource towers(dir, ringlm::io::TensorSet::Towers);
+    ringlm::audio::bind_audio_weights(*ac, towers);
+    std::vector<const ringlm::io::TensorView*> views;
+    for (const auto& n : towers.names())
+      if (n.starts_with("audio_tower.") || n.starts_with("embed_audio.")) views.push_back(towers.find(n));
+    std::printf("\naudio tower: Conformer hidden %d, %d layers, %d heads, subsampling channels %d/%d, conv kernel %d, "
+                "output %d -> text hidden %d; clipped linears %s; features %d mel bins at %d Hz, frame %d hop %d "
+                "fft %d; at most %d soft tokens per clip; %zu tensors\n\n",
+                ac->hidden_size, ac->num_layers, ac->num_heads, ac->subsampling_channels[0], ac->subsampling_channels[1],
+                ac->conv_kernel_size, ac->output_proj_dims, ac->text_hidden_size, ac->use_clipped_linears ? "yes" : "no",
+                ac->feature_size, ac->sampling_rate, ac->frame_length, ac->hop_length, ac->fft_length,
+                ac->audio_seq_length, views.size());
     print_views(views);
   }
 }

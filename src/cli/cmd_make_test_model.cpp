@@ -9,6 +9,7 @@
 #include "cli/progress_display.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
+#include "audio/testing/test_audio_tower.h"
 #include "vision/testing/test_vision_tower.h"
 
 RINGLM_COMMAND(make_test_model) {
@@ -16,7 +17,7 @@ RINGLM_COMMAND(make_test_model) {
     std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
     std::uint64_t seed = 1;
     int shards = 1;
-    bool flat = false, shared_kv = false, no_vision = false;
+    bool flat = false, shared_kv = false, no_vision = false, no_audio = false;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
@@ -32,6 +33,8 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
   sub->add_flag("--no-vision", opt->no_vision,
                 "Omit the vision tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
+  sub->add_flag("--no-audio", opt->no_audio,
+                "Omit the audio tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
   sub->callback([opt] {
     ringlm::cli::show_progress(0.0);  // a bar on a terminal, a line per shard otherwise
     using namespace ringlm;
@@ -49,20 +52,28 @@ RINGLM_COMMAND(make_test_model) {
     o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_TOKENIZER_DIR)
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();
-    // The vision tower is stored in the same safetensors file(s) as the text decoder; the
-    // text-only layout (--flat-config) has no place for it.
+    // The towers are stored in the same safetensors file(s) as the text decoder; the
+    // text-only layout (--flat-config) has no place for them.
     const bool vision = !opt->no_vision && !opt->flat;
+    const bool audio = !opt->no_audio && !opt->flat;
     const std::string tower = o.preset == "e2b" || o.preset == "e4b" ? "full" : "tiny";
-    if (vision) {
+    if (vision || audio) {
       const int text_hidden =
           nlohmann::json::parse(model::testing::test_checkpoint_config_json(o))["text_config"]["hidden_size"].get<int>();
-      o.extra_tensors = vision::testing::test_vision_tensors(tower, text_hidden, o.dtype);
+      if (vision) o.extra_tensors = vision::testing::test_vision_tensors(tower, text_hidden, o.dtype);
+      if (audio)
+        for (auto& spec : audio::testing::test_audio_tensors(tower, text_hidden, o.dtype))
+          o.extra_tensors.push_back(std::move(spec));
       o.extra_filler = [tower, text_hidden, seed = o.seed](const io::TensorSpec& spec, const auto& write) {
-        vision::testing::fill_test_vision_tensor(tower, text_hidden, seed, spec, write);
+        if (spec.name.starts_with("model.audio_tower.") || spec.name.starts_with("model.embed_audio."))
+          audio::testing::fill_test_audio_tensor(tower, text_hidden, seed, spec, write);
+        else
+          vision::testing::fill_test_vision_tensor(tower, text_hidden, seed, spec, write);
       };
     }
     model::testing::write_test_checkpoint(opt->out, o);
     if (vision) vision::testing::write_test_vision_config(opt->out, tower);
+    if (audio) audio::testing::write_test_audio_config(opt->out, tower);
     std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
                  static_cast<unsigned long long>(o.seed),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
