@@ -179,12 +179,13 @@ void extract(const ExtractOptions& o) {
     req.add_generation_prompt = true;
     return engine.encode_chat(req, o.trust_control_tokens);
   };
-  // Rows may name images ("image": path, or "images": [paths], relative to the input file).
+  // Rows may name images ("image": path, or "images": [paths]) and audio clips ("audio" /
+  // "audios"), relative to the input file.
   engine::MediaEncoder media(engine);
   const std::filesystem::path input_dir = std::filesystem::path(o.input).parent_path();
-  auto row_images = [&](const Json& row) {
-    std::vector<std::string> paths;
-    for (const char* key : {"image", "images"}) {
+  auto row_files = [&](const Json& row, const char* one, const char* many) {
+    std::vector<std::filesystem::path> paths;
+    for (const char* key : {one, many}) {
       if (!row.contains(key)) continue;
       const Json& v = row[key];
       if (v.is_string()) paths.push_back(v.get<std::string>());
@@ -195,12 +196,18 @@ void extract(const ExtractOptions& o) {
         }
       else if (!v.is_null()) fail("field ", key, ": expected a file name or a list of file names");
     }
+    for (auto& f : paths) f = f.is_absolute() ? f : input_dir / f;
+    return paths;
+  };
+  auto row_images = [&](const Json& row) {
     std::vector<vision::RgbImage> images;
-    for (const auto& p : paths) {
-      const std::filesystem::path f(p);
-      images.push_back(vision::read_image_file(f.is_absolute() ? f : input_dir / f));
-    }
+    for (const auto& f : row_files(row, "image", "images")) images.push_back(vision::read_image_file(f));
     return images;
+  };
+  auto row_audios = [&](const Json& row) {
+    std::vector<audio::AudioClip> clips;
+    for (const auto& f : row_files(row, "audio", "audios")) clips.push_back(audio::read_audio_file(f, 0));
+    return clips;
   };
   // The prompt prefix every row shares (instructions + schema) is prefilled once and pinned.
   {
@@ -217,9 +224,10 @@ void extract(const ExtractOptions& o) {
   std::size_t finished = 0, failed = 0;
   // Builds a row's record from its generation (or error) and appends it at once.
   auto record = [&](const engine::InputRow& row, Clock::time_point r0, const engine::SequenceOutcome* outcome,
-                    const std::string& error, int image_tokens) {
+                    const std::string& error, int image_tokens, int audio_tokens) {
     Json rec = {{"id", row.id}, {"line", row.line}};
     if (image_tokens > 0) rec["image_tokens"] = image_tokens;
+    if (audio_tokens > 0) rec["audio_tokens"] = audio_tokens;
     try {
       if (!error.empty()) fail(error);
       if (!outcome->error.empty()) fail(outcome->error);
@@ -261,27 +269,30 @@ void extract(const ExtractOptions& o) {
         engine::SequenceRequest req;
         const std::string user = engine::fill_prompt_template(o.prompt_template, row.data);
         const auto images = row_images(row.data);
-        int image_tokens = 0;
+        const auto audios = row_audios(row.data);
+        int image_tokens = 0, audio_tokens = 0;
         req.params = params;
-        if (images.empty()) {
+        if (images.empty() && audios.empty()) {
           req.prompt = render(user);
         } else {
-          // Image rows: the template renders one placeholder per image before the text, and
-          // the soft tokens replace the placeholder rows' embeddings while the prompt runs.
+          // Media rows: the template renders one placeholder per image and per clip before
+          // the text, and the soft tokens replace those rows' embeddings while the prompt runs.
           Json parts = Json::array();
           for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+          for (std::size_t i = 0; i < audios.size(); ++i) parts.push_back({{"type", "audio"}});
           parts.push_back({{"type", "text"}, {"text", user}});
-          engine::MediaPrompt mp = media.build(render_text(parts), images, o.image_tokens);
+          engine::MediaPrompt mp = media.build(render_text(parts), images, audios, o.image_tokens);
           req.prompt = std::move(mp.ids);
           req.params.prompt_embeddings = mp.embeddings;
           image_tokens = mp.image_tokens;
+          audio_tokens = mp.audio_tokens;
         }
-        req.on_done = [&record, &row, r0, image_tokens](engine::SequenceOutcome&& outcome) {
-          record(row, r0, &outcome, {}, image_tokens);
+        req.on_done = [&record, &row, r0, image_tokens, audio_tokens](engine::SequenceOutcome&& outcome) {
+          record(row, r0, &outcome, {}, image_tokens, audio_tokens);
         };
         sched.admit(std::move(req));
       } catch (const Error& e) {
-        record(row, r0, nullptr, e.what(), 0);
+        record(row, r0, nullptr, e.what(), 0, 0);
       }
     }
     if (sched.step() == 0 && next >= todo.size()) break;

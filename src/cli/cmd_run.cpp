@@ -19,7 +19,7 @@ struct RunOptions {
   ringlm::cli::SamplingFlags sampling;
   std::string prompt, prompt_file, system, schema_file;
   std::vector<std::string> stop;
-  std::vector<std::string> images;
+  std::vector<std::string> images, audios;
   int image_tokens = 0;
   bool raw = false;
   bool thinking = false;
@@ -31,13 +31,16 @@ void run(const RunOptions& o) {
   if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either --prompt or --file, not both");
   std::string user = o.prompt;
   if (!o.prompt_file.empty()) user = cli::read_text_file(o.prompt_file);  // "-": standard input
-  else if (o.prompt.empty() && o.images.empty() && !isatty(fileno(stdin)))
+  const bool media = !o.images.empty() || !o.audios.empty();
+  if (o.prompt_file.empty() && o.prompt.empty() && !media && !isatty(fileno(stdin)))
     user = cli::read_text_file("-");  // piped: echo hi | ringlm run
-  if (user.empty() && o.images.empty())
+  if (user.empty() && !media)
     fail("give a prompt with --prompt TEXT, --file FILE, --file - or on a piped standard input");
   // Decoded (and size-checked) before the model loads, so a bad file fails fast.
   std::vector<vision::RgbImage> images;
   for (const auto& f : o.images) images.push_back(vision::read_image_file(f));
+  std::vector<audio::AudioClip> audios;  // at the file's rate: resampled once the tower is known
+  for (const auto& f : o.audios) audios.push_back(audio::read_audio_file(f, 0));
 
   engine::Engine engine(o.model.engine_options());
   engine::Generator gen(engine);
@@ -46,25 +49,28 @@ void run(const RunOptions& o) {
   chat::ChatRequest req;
   if (!o.raw) {
     if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
-    if (images.empty()) {
+    if (!media) {
       req.messages.push_back({{"role", "user"}, {"content", user}});
     } else {
-      // One image content part per --image, then the text (as Gemma's examples put them).
+      // One image content part per --image, one audio part per --audio, then the text (as
+      // Gemma's examples put them).
       nlohmann::ordered_json parts = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
+      for (std::size_t i = 0; i < audios.size(); ++i) parts.push_back({{"type", "audio"}});
       if (!user.empty()) parts.push_back({{"type", "text"}, {"text", user}});
       req.messages.push_back({{"role", "user"}, {"content", parts}});
     }
     req.add_generation_prompt = true;
     if (o.thinking) req.enable_thinking = true;
   }
-  if (images.empty()) {
+  if (!media) {
     ids = o.raw ? engine.encode_text(user) : engine.encode_chat(req);
   } else {
-    // With --raw the text carries one <|image|> placeholder per --image itself.
-    engine::MediaEncoder media(engine);
+    // With --raw the text carries one <|image|> placeholder per --image and one <|audio|>
+    // per --audio itself.
+    engine::MediaEncoder encoder(engine);
     const bool bos = o.raw && engine.tokenizer().add_bos_default();
-    media_prompt = media.build(o.raw ? user : engine.render_chat(req), images, o.image_tokens, bos);
+    media_prompt = encoder.build(o.raw ? user : engine.render_chat(req), images, audios, o.image_tokens, bos);
     ids = media_prompt.ids;
   }
 
@@ -99,9 +105,10 @@ void run(const RunOptions& o) {
                  result.completion_tokens > 1 && result.total_s > result.ttft_s
                      ? (result.completion_tokens - 1) / (result.total_s - result.ttft_s)
                      : 0.0);
-    if (!images.empty())
-      std::fprintf(stderr, "ringlm: %zu image(s), %d soft tokens, encoded in %.3f s\n", images.size(),
-                   media_prompt.image_tokens, media_prompt.encode_seconds);
+    if (media)
+      std::fprintf(stderr, "ringlm: %zu image(s), %d soft tokens; %zu audio clip(s), %d soft tokens; encoded in %.3f s\n",
+                   images.size(), media_prompt.image_tokens, audios.size(), media_prompt.audio_tokens,
+                   media_prompt.encode_seconds);
     if (result.guided_steps > 0)
       std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
                    result.subset_head_steps);
@@ -122,6 +129,8 @@ RINGLM_COMMAND(run) {
   sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
   sub->add_option("--stop", opts->stop, "Stop string (repeatable)");
   sub->add_option("--image", opts->images, "An image for the user message: JPEG, PNG or WebP (repeatable)");
+  sub->add_option("--audio", opts->audios,
+                  "An audio clip for the user message: WAV, FLAC, OGG or MP3, at most 30 s (repeatable)");
   sub->add_option("--image-tokens", opts->image_tokens,
                   "Soft tokens per image: 70, 140, 280, 560 or 1120 (default: the processor config's)");
   sub->add_flag("--raw", opts->raw, "Send the prompt as is, without the chat template");

@@ -1,11 +1,12 @@
-// Images in a prompt, the way transformers' Gemma4Processor places them: the chat template
-// renders each image content part as one "<|image|>"; that placeholder becomes
-// "<|image>" + n x "<|image|>" + "<image|>" (n = the image's soft-token count), the text is
-// tokenized, and the n image-token positions receive the vision tower's soft-token
+// Images and audio in a prompt, the way transformers' Gemma4Processor places them: the chat
+// template renders each image content part as one "<|image|>" and each audio part as one
+// "<|audio|>"; an image placeholder becomes "<|image>" + n x "<|image|>" + "<image|>", an
+// audio one "<|audio>" + n x "<|audio|>" + "<audio|>" (n = the soft-token count of that
+// image or clip), the text is tokenized, and the n positions receive the tower's soft-token
 // embeddings (their ids become the pad id, whose per-layer embedding row Gemma 4 uses).
 //
-//   engine::MediaEncoder media(engine);                  // loads the tower on first use
-//   auto p = media.build(rendered_text, images, budget);  // ids + soft-token rows
+//   engine::MediaEncoder media(engine);                          // loads towers on first use
+//   auto p = media.build(rendered_text, images, audios, budget);  // ids + soft-token rows
 //   params.prompt_embeddings = p.embeddings;  gen.generate(p.ids, params, cb);
 #pragma once
 
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "audio/audio_decode.h"
+#include "audio/audio_tower.h"
 #include "engine/generation.h"
 #include "vision/image_decode.h"
 #include "vision/vision_tower.h"
@@ -24,8 +27,9 @@ namespace ringlm::engine {
 
 struct MediaPrompt {
   std::vector<std::int32_t> ids;
-  std::shared_ptr<const PromptEmbeddings> embeddings;  // null when there are no images
+  std::shared_ptr<const PromptEmbeddings> embeddings;  // null when there are no images or audio
   int image_tokens = 0;                                // soft tokens over all images
+  int audio_tokens = 0;                                // soft tokens over all audio clips
   double encode_seconds = 0.0;
 };
 
@@ -36,6 +40,8 @@ class MediaEncoder {
   // The checkpoint's vision tower (loaded once); throws ringlm::Error naming the model
   // when it has none (a text-only checkpoint or a format that does not carry it).
   const vision::VisionTower& vision();
+  // The checkpoint's audio tower, likewise.
+  const audio::AudioTower& audio();
 
   // Tokenizes `rendered` (a chat-template output, or raw text) with each "<|image|>"
   // placeholder expanded for the next image of `images`, in order, and encodes the images.
@@ -43,14 +49,20 @@ class MediaEncoder {
   // add_bos: start with the tokenizer's BOS (raw prompts; the chat template writes its own).
   MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget = 0,
                     bool add_bos = false);
+  // The same with audio: each "<|audio|>" placeholder takes the next clip of `audios`, in
+  // order (clips at any rate: they are resampled to the feature extractor's).
+  MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images,
+                    const std::vector<audio::AudioClip>& audios, int budget = 0, bool add_bos = false);
 
  private:
   const Engine& engine_;
   std::mutex mu_;
   std::unique_ptr<vision::VisionTower> vision_;
+  std::unique_ptr<audio::AudioTower> audio_;
 };
 
-// The placeholder the chat template writes for one image.
+// The placeholders the chat template writes for one image and one audio clip.
 inline constexpr const char* kImagePlaceholder = "<|image|>";
+inline constexpr const char* kAudioPlaceholder = "<|audio|>";
 
 }  // namespace ringlm::engine
