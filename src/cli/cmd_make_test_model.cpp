@@ -3,6 +3,8 @@
 // loader must accept.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -17,7 +19,7 @@ RINGLM_COMMAND(make_test_model) {
     std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
     std::uint64_t seed = 1;
     int shards = 1;
-    bool flat = false, shared_kv = false, no_vision = false, no_audio = false;
+    bool flat = false, shared_kv = false, no_vision = false, no_audio = false, towers_only = false;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
@@ -35,6 +37,9 @@ RINGLM_COMMAND(make_test_model) {
                 "Omit the vision tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
   sub->add_flag("--no-audio", opt->no_audio,
                 "Omit the audio tower (written by default: tiny for tiny presets, full size for e2b/e4b)");
+  sub->add_flag("--towers-only", opt->towers_only,
+                "Write only config.json, processor_config.json and the vision/audio towers (no text decoder, no "
+                "tokenizer): for `encode` on full-size towers without the multi-GB text weights");
   sub->callback([opt] {
     ringlm::cli::show_progress(0.0);  // a bar on a terminal, a line per shard otherwise
     using namespace ringlm;
@@ -71,7 +76,14 @@ RINGLM_COMMAND(make_test_model) {
           vision::testing::fill_test_vision_tensor(tower, text_hidden, seed, spec, write);
       };
     }
-    model::testing::write_test_checkpoint(opt->out, o);
+    if (opt->towers_only) {
+      if (!vision && !audio) fail("make-test-model: --towers-only with no tower to write");
+      std::filesystem::create_directories(opt->out);
+      std::ofstream(std::filesystem::path(opt->out) / "config.json") << model::testing::test_checkpoint_config_json(o);
+      io::write_safetensors(std::filesystem::path(opt->out) / "model.safetensors", o.extra_tensors, o.extra_filler);
+    } else {
+      model::testing::write_test_checkpoint(opt->out, o);
+    }
     if (vision) vision::testing::write_test_vision_config(opt->out, tower);
     if (audio) audio::testing::write_test_audio_config(opt->out, tower);
     std::fprintf(stderr, "make-test-model: wrote %s (%s, seed %llu) in %.1f s\n", opt->out.c_str(), o.preset.c_str(),
