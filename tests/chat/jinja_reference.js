@@ -134,10 +134,11 @@ function randomContent(rng, allowParts, textOnly = false) {
     for (let i = 0; i < n; ++i) {
       // (Gemma's template trims every system part's text; the JavaScript port cannot apply
       // `trim` to an undefined value, Python Jinja2 can, so system parts are text only.)
-      const k = textOnly ? 0 : rng.int(0, 5);
+      const k = textOnly ? 0 : rng.int(0, 6);
       if (k <= 2) parts.push({ type: "text", text: randomText(rng) });
       else if (k === 3) parts.push({ type: "image" });
       else if (k === 4) parts.push({ type: "input_audio" });
+      else if (k === 5) parts.push({ type: "audio" });
       else parts.push({ type: "video" });
     }
     return parts;
