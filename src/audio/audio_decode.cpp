@@ -128,8 +128,9 @@ struct SndCloser {
 
 std::vector<float> resample(const std::vector<float>& in, int from, int to, const std::string& name) {
   if (from == to || in.empty()) return in;
-  const std::size_t olen =
-      static_cast<std::size_t>(std::ceil(static_cast<double>(in.size()) * to / static_cast<double>(from)));
+  // librosa.resample: ceil(n * ratio) with the ratio rounded to a double first.
+  const double ratio = static_cast<double>(to) / static_cast<double>(from);
+  const std::size_t olen = static_cast<std::size_t>(std::ceil(static_cast<double>(in.size()) * ratio));
   std::vector<float> out(olen, 0.0f);
   const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
   const soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
