@@ -70,7 +70,8 @@ void run(const RunOptions& o) {
     // per --audio itself.
     engine::MediaEncoder encoder(engine);
     const bool bos = o.raw && engine.tokenizer().add_bos_default();
-    media_prompt = encoder.build(o.raw ? user : engine.render_chat(req), images, audios, o.image_tokens, bos);
+    media_prompt = o.raw ? encoder.build(user, images, audios, o.image_tokens, bos)
+                         : encoder.build_chat(req, /*trust_control_tokens=*/false, images, audios, o.image_tokens);
     ids = media_prompt.ids;
   }
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
+#include <utility>
 
+#include "tokenizer/plain_text.h"
 #include "util/error.h"
 #include "vision/image_preprocess.h"
 
@@ -40,46 +43,98 @@ const audio::AudioTower& MediaEncoder::audio() {
 
 MediaPrompt MediaEncoder::build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget,
                                 bool add_bos) {
-  return build(rendered, images, {}, budget, add_bos);
+  return build(chat::MarkedPrompt{rendered, {}}, images, {}, budget, add_bos);
 }
 
 MediaPrompt MediaEncoder::build(const std::string& rendered, const std::vector<vision::RgbImage>& images,
                                 const std::vector<audio::AudioClip>& audios, int budget, bool add_bos) {
+  return build(chat::MarkedPrompt{rendered, {}}, images, audios, budget, add_bos);
+}
+
+MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images,
+                                int budget, bool add_bos) {
+  return build(prompt, images, {}, budget, add_bos);
+}
+
+MediaPrompt MediaEncoder::build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                                     const std::vector<vision::RgbImage>& images, int budget) {
+  return build_chat(request, trust_control_tokens, images, {}, budget);
+}
+
+MediaPrompt MediaEncoder::build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                                     const std::vector<vision::RgbImage>& images,
+                                     const std::vector<audio::AudioClip>& audios, int budget) {
+  const chat::ChatTemplate* tmpl = engine_.chat_template();
+  if (tmpl == nullptr) fail(engine_.options().model_dir.string(), ": the model directory has no chat template");
+  return build(chat::render_marked(*tmpl, engine_.tokenizer(), request, trust_control_tokens), images, audios, budget);
+}
+
+namespace {
+
+bool starts_in_plain(std::size_t at, const std::vector<TextRange>& plain) {
+  for (const TextRange& r : plain)
+    if (at >= r.begin && at < r.end) return true;
+  return false;
+}
+
+// Appends the ids of text[begin, end), the parts of it inside `plain` tokenized as plain text.
+void encode_piece(const Tokenizer& tok, const std::string& text, std::size_t begin, std::size_t end,
+                  const std::vector<TextRange>& plain, std::vector<std::int32_t>& out) {
+  std::vector<TextRange> local;
+  for (const TextRange& r : plain) {
+    const std::size_t b = std::max(r.begin, begin), e = std::min(r.end, end);
+    if (b < e) local.push_back({b - begin, e - begin});
+  }
+  encode_with_plain_ranges(tok, std::string_view(text).substr(begin, end - begin), local, out);
+}
+
+}  // namespace
+
+MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images,
+                                const std::vector<audio::AudioClip>& audios, int budget, bool add_bos) {
   MediaPrompt out;
   const Tokenizer& tok = engine_.tokenizer();
-  // Split at the placeholders first, so user text can never be mistaken for one by position.
+  const std::string& rendered = prompt.text;
+  // Split at the template's placeholders first (never at one inside user text), so user text
+  // can never be mistaken for one by position.
   const std::string iph = kImagePlaceholder, aph = kAudioPlaceholder;
-  std::vector<std::string> pieces;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;
   std::vector<bool> is_audio;  // the kind of the placeholder after pieces[i]
   std::size_t from = 0;
-  for (;;) {
-    const std::size_t i_at = rendered.find(iph, from), a_at = rendered.find(aph, from);
-    const std::size_t at = std::min(i_at, a_at);
-    if (at == std::string::npos) break;
-    pieces.push_back(rendered.substr(from, at - from));
-    is_audio.push_back(at == a_at);
-    from = at + (at == a_at ? aph.size() : iph.size());
+  for (std::size_t at = from;;) {
+    const std::size_t i_at = rendered.find(iph, at), a_at = rendered.find(aph, at);
+    const std::size_t next = std::min(i_at, a_at);
+    if (next == std::string::npos) break;
+    const bool audio_ph = next == a_at;
+    at = next + 1;
+    if (starts_in_plain(next, prompt.plain)) continue;
+    pieces.emplace_back(from, next);
+    is_audio.push_back(audio_ph);
+    from = next + (audio_ph ? aph.size() : iph.size());
+    at = from;
   }
-  pieces.push_back(rendered.substr(from));
+  pieces.emplace_back(from, rendered.size());
   std::size_t n_image_ph = 0, n_audio_ph = 0;
-  for (bool a : is_audio) (a ? n_audio_ph : n_image_ph)++;
+  for (bool a : is_audio) ++(a ? n_audio_ph : n_image_ph);
   if (n_image_ph != images.size())
     fail("the prompt has ", n_image_ph, " image placeholder", n_image_ph == 1 ? "" : "s", " (", iph, ") but ",
          images.size(), " image", images.size() == 1 ? " was" : "s were", " given");
   if (n_audio_ph != audios.size())
     fail("the prompt has ", n_audio_ph, " audio placeholder", n_audio_ph == 1 ? "" : "s", " (", aph, ") but ",
          audios.size(), " audio clip", audios.size() == 1 ? " was" : "s were", " given");
-  EncodeOptions first;
-  first.add_bos = add_bos;
+  if (add_bos) {
+    if (tok.bos_id() < 0) fail("the tokenizer has no <bos> token to start the prompt with");
+    out.ids.push_back(tok.bos_id());
+  }
   if (is_audio.empty()) {
-    out.ids = tok.encode(rendered, first);
+    encode_piece(tok, rendered, 0, rendered.size(), prompt.plain, out.ids);
     return out;
   }
   const int H = engine_.model()->config().hidden_size;
   const std::int32_t pad = engine_.model()->config().pad_token_id;
   auto emb = std::make_shared<PromptEmbeddings>();
   emb->hidden = H;
-  // Appends open + n pad-id positions (their soft-token rows) + close.
+  // Appends open + n pad-id positions (their soft-token rows) + close; returns n.
   auto place = [&](std::int32_t open, const std::vector<float>& rows, std::int32_t close) {
     const int n = static_cast<int>(rows.size() / static_cast<std::size_t>(H));
     out.ids.push_back(open);
@@ -96,8 +151,7 @@ MediaPrompt MediaEncoder::build(const std::string& rendered, const std::vector<v
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t next_image = 0, next_audio = 0;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const auto piece_ids = tok.encode(pieces[i], i == 0 ? first : EncodeOptions{});
-    out.ids.insert(out.ids.end(), piece_ids.begin(), piece_ids.end());
+    encode_piece(tok, rendered, pieces[i].first, pieces[i].second, prompt.plain, out.ids);
     if (i == is_audio.size()) break;
     if (is_audio[i]) {
       const audio::AudioTower& tower = audio();

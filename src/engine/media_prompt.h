@@ -6,7 +6,7 @@
 // embeddings (their ids become the pad id, whose per-layer embedding row Gemma 4 uses).
 //
 //   engine::MediaEncoder media(engine);                          // loads towers on first use
-//   auto p = media.build(rendered_text, images, audios, budget);  // ids + soft-token rows
+//   auto p = media.build_chat(request, false, images, audios);    // ids + soft-token rows
 //   params.prompt_embeddings = p.embeddings;  gen.generate(p.ids, params, cb);
 #pragma once
 
@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "chat/user_text.h"
 #include "audio/audio_decode.h"
 #include "audio/audio_tower.h"
+#include "engine/engine.h"
 #include "engine/generation.h"
 #include "vision/image_decode.h"
 #include "vision/vision_tower.h"
@@ -49,10 +50,23 @@ class MediaEncoder {
   // add_bos: start with the tokenizer's BOS (raw prompts; the chat template writes its own).
   MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget = 0,
                     bool add_bos = false);
-  // The same with audio: each "<|audio|>" placeholder takes the next clip of `audios`, in
-  // order (clips at any rate: they are resampled to the feature extractor's).
+  // The same for a rendered chat prompt whose `plain` ranges are user text: those bytes are
+  // tokenized as plain text (a control token or "<|image|>" written there stays text).
+  MediaPrompt build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images, int budget = 0,
+                    bool add_bos = false);
+  // A conversation rendered by the model's chat template, its strings kept plain text unless
+  // `trust_control_tokens` (as Engine::encode_chat does for text-only prompts).
+  MediaPrompt build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                         const std::vector<vision::RgbImage>& images, int budget = 0);
+  // The same three with audio: each "<|audio|>" placeholder takes the next clip of `audios`,
+  // in order (clips at any rate: they are resampled to the feature extractor's).
   MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images,
                     const std::vector<audio::AudioClip>& audios, int budget = 0, bool add_bos = false);
+  MediaPrompt build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images,
+                    const std::vector<audio::AudioClip>& audios, int budget = 0, bool add_bos = false);
+  MediaPrompt build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                         const std::vector<vision::RgbImage>& images, const std::vector<audio::AudioClip>& audios,
+                         int budget = 0);
 
  private:
   const Engine& engine_;

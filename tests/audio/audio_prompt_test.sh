@@ -33,6 +33,9 @@ grep -q "1 audio clip(s), 30 soft tokens" run_b.err || { cat run_b.err; exit 1; 
   --prompt "Compare" --stats > run_ab.txt 2> run_ab.err
 grep -q "1 image(s), [0-9]* soft tokens; 2 audio clip(s), $((frames + 30)) soft tokens" run_ab.err || { cat run_ab.err; exit 1; }
 "$PY" -c 'import json; json.load(open("run_b.txt")); json.load(open("run_ab.txt"))'
+# A placeholder written in the user's text stays text: one clip, one template placeholder.
+"$RINGLM" run "${common[@]}" --audio clips/b.wav --prompt "What is <|audio|> here?" --stats > run_p.txt 2> run_p.err
+grep -q "1 audio clip(s), 30 soft tokens" run_p.err || { cat run_p.err; exit 1; }
 
 cat > rows.jsonl <<'JSON'
 {"id":"r1","text":"What is this about?","audio":"clips/a.wav"}
