@@ -4,13 +4,14 @@
 set -euo pipefail
 mkdir -p "$RINGLM_TMP"
 cd "$RINGLM_TMP"
-rm -rf a b c sharded f32 flat bad
+rm -rf a b c sharded f32 flat bad towers
 "$RINGLM" make-test-model a --seed 7
 "$RINGLM" make-test-model b --seed 7
 "$RINGLM" make-test-model c --seed 8
 "$RINGLM" make-test-model sharded --seed 7 --shards 4 --prefix model.
 "$RINGLM" make-test-model f32 --seed 7 --dtype f32 --with-shared-kv
 "$RINGLM" make-test-model flat --seed 7 --flat-config
+"$RINGLM" make-test-model towers --seed 7 --towers-only
 cmp a/model.safetensors b/model.safetensors
 cmp a/tokenizer.json b/tokenizer.json
 if cmp -s a/model.safetensors c/model.safetensors; then echo "seeds 7 and 8 wrote the same weights" >&2; exit 1; fi
@@ -33,8 +34,8 @@ def names(d, prefix):
     out = {}
     for fn in files:
         for k, v in header(f"{d}/{fn}").items():
-            if k.startswith(("model.vision_tower.", "model.embed_vision.")):
-                continue  # the vision tower (tests/vision checks it)
+            if k.startswith(("model.vision_tower.", "model.embed_vision.", "model.audio_tower.", "model.embed_audio.")):
+                continue  # the vision and audio towers (tests/vision, tests/audio check them)
             assert k.startswith(prefix), k
             out[k[len(prefix):]] = v
     return out
@@ -52,6 +53,14 @@ assert "text_config" not in cfg and cfg["num_hidden_layers"] == 10
 nested = json.load(open("a/config.json"))
 assert nested["vision_config"]["hidden_size"] == 32 and "vision_config" not in cfg
 assert "model.embed_vision.embedding_projection.weight" in header("a/model.safetensors")
+assert nested["audio_config"]["hidden_size"] == 32 and "audio_config" not in cfg
+assert "model.embed_audio.embedding_projection.weight" in header("a/model.safetensors")
+# --towers-only: the towers alone, no text decoder, no tokenizer.
+towers = header("towers/model.safetensors")
+assert towers and all(k.startswith(("model.vision_tower.", "model.embed_vision.", "model.audio_tower.",
+                                    "model.embed_audio.")) for k in towers), sorted(towers)[:5]
+assert set(towers) == {k for k in header("a/model.safetensors") if ".language_model." not in k}
+assert not os.path.exists("towers/tokenizer.json") and json.load(open("towers/config.json"))["audio_config"]
 assert nested["text_config"]["layer_types"] == cfg["layer_types"]
 gen = json.load(open("a/generation_config.json"))
 tok = json.load(open("a/tokenizer.json"))
