@@ -160,6 +160,12 @@ RINGLM_COMMAND(serve) {
                   "Per request: growth of the grammar caches it may cause (400 past it; 0 = unlimited)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  sub->add_option("--allow-local-media", args->server.media.allow_dir,
+                  "Image parts may name local files, only under this folder (default: data: URLs only; never the network)")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--max-media-bytes", args->server.media.max_bytes,
+                  "Largest encoded image (data: URL or file) a request may carry (400 above)")
+      ->capture_default_str();
   sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
                 "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")
