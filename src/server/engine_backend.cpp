@@ -30,7 +30,8 @@ class EngineBackend final : public Backend {
         trust_control_tokens_(o.trust_control_tokens),
         mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
-    loop_ = std::make_unique<engine::BatchLoop>(engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots});
+    loop_ = std::make_unique<engine::BatchLoop>(
+        engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots, .prefix_cache_bytes = o.prefix_cache_bytes});
     const auto dir = o.engine.model_dir.lexically_normal();
     id_ = dir.filename().string();
     if (id_.empty()) id_ = dir.parent_path().filename().string();
@@ -135,8 +136,16 @@ class EngineBackend final : public Backend {
     g.batch_sequence_steps = s.batch.sequence_steps;
     g.batch_last = s.batch.last_batch;
     g.prefix_hits = s.batch.prefix_hits;
+    g.prefix_misses = s.batch.prefix_misses;
     g.prefix_reused_tokens = s.batch.reused_tokens;
     g.kv_bytes = s.kv_bytes;
+    const engine::PrefixCacheStats& pc = s.batch.prefix_cache;
+    g.prefix_store_hits = pc.hits;
+    g.prefix_store_tokens = pc.hit_tokens;
+    g.prefix_store_evicted = pc.evicted_blocks;
+    g.prefix_store_bytes = pc.bytes;
+    g.prefix_store_max_bytes = pc.max_bytes;
+    g.prefix_store_blocks = pc.blocks;
   }
 
  private:
