@@ -118,10 +118,8 @@ void PrefixCache::insert(std::span<const std::int32_t> prompt, std::size_t n, co
 bool PrefixCache::make_room(std::size_t bytes, const Block* keep) {
   if (bytes > stats_.max_bytes) return false;
   while (stats_.bytes + bytes > stats_.max_bytes) {
-    Block* victim = nullptr;
-    for (const auto& [key, b] : blocks_)
-      if (!victim || b->last_used < victim->last_used) victim = b.get();
-    if (!victim) return false;
+    if (lru_.empty()) return false;
+    Block* victim = lru_.begin()->second;
     for (const Block* a = keep; a; a = a->parent)
       if (a == victim) return false;
     evict(victim);
@@ -135,6 +133,7 @@ void PrefixCache::evict(Block* b) {
     auto& siblings = b->parent->children;
     siblings.erase(std::find(siblings.begin(), siblings.end(), b));
   }
+  lru_.erase(b->last_used);
   stats_.bytes -= b->kv.size();
   --stats_.blocks;
   ++stats_.evicted_blocks;

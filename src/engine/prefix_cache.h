@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -78,13 +79,18 @@ class PrefixCache {
   // The chain of cached blocks covering prompt[0, n) (n a multiple of kBlockTokens).
   void chain(std::span<const std::int32_t> prompt, std::size_t n, std::vector<Block*>& out);
   Block* find(std::uint64_t key, const Block* parent, std::span<const std::int32_t> tokens) const;
-  void touch(Block& b) { b.last_used = ++clock_; }
+  void touch(Block& b) {
+    if (b.last_used != 0) lru_.erase(b.last_used);
+    b.last_used = ++clock_;
+    lru_.emplace(b.last_used, &b);
+  }
   void evict(Block* b);
   // Evicts least recently used blocks until `bytes` more fit; false (nothing more evicted)
   // when that would evict `keep` or one of its ancestors.
   bool make_room(std::size_t bytes, const Block* keep);
 
   std::unordered_multimap<std::uint64_t, std::unique_ptr<Block>> blocks_;
+  std::map<std::uint64_t, Block*> lru_;  // last_used -> block: the oldest first
   std::uint64_t clock_ = 0;
   PrefixCacheStats stats_;
   std::vector<Block*> scratch_;
