@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/backend.h"
+#include "server/local_media.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -44,6 +45,7 @@ struct ServerOptions {
   std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
   bool web_ui = true;               // the chat / extraction page at / (src/server/web)
   bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
+  MediaPolicy media;                // image parts: local folder allowed (--allow-local-media), size limit
 };
 
 class HttpServer {

@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/generation.h"
+#include "server/media.h"
 
 namespace ringlm::server {
 
@@ -26,6 +28,7 @@ struct ChatRequest : SamplingRequest {
   nlohmann::ordered_json messages;           // normalised (see Backend::render_chat)
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   std::string tool_choice = "auto";  // auto | none | required
+  std::vector<MediaRef> media;       // images of the content parts, in prompt order (content_parts.h)
 };
 
 struct CompletionRequest : SamplingRequest {
