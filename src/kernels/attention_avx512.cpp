@@ -35,6 +35,28 @@ struct VecAvx512 {
   static R min(R a, R b) { return _mm512_min_ps(a, b); }
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static float hsum(R a) { return _mm512_reduce_add_ps(a); }
+  // out[e] = hsum(v[e]) for 16 registers at once, bit for bit: _mm512_reduce_add_ps pairs
+  // lane j with j+8, then j with j+4 (j < 8), then j with j+2, then 0 with 1; here the same
+  // pairs are added, four registers' worth per instruction (45 instructions instead of ~110).
+  // The inputs are taken in transposed order (register 4(q%4) + q/4 at step position q),
+  // which is what puts sum e in output lane e.
+  static void hsum16(const R* v, float* out) {
+    R u[8], w[4], z[2];
+    auto in = [v](int q) { return v[4 * (q % 4) + q / 4]; };
+    for (int k = 0; k < 8; ++k) {  // lanes j + (j+8): the two registers' halves side by side
+      const R a = in(2 * k), b = in(2 * k + 1);
+      u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    }
+    for (int m = 0; m < 4; ++m)  // j + (j+4): one 128-bit block per register
+      w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * m], u[2 * m + 1], 0x88),
+                           _mm512_shuffle_f32x4(u[2 * m], u[2 * m + 1], 0xDD));
+    for (int n = 0; n < 2; ++n)  // j + (j+2): two lanes per register
+      z[n] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * n], w[2 * n + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(w[2 * n], w[2 * n + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // 0 + 1: one lane per register
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1))));
+  }
   static float hmax(R a) { return _mm512_reduce_max_ps(a); }
   static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static R pow2i(R k) {

@@ -106,6 +106,15 @@ struct AttnImpl {
         for (int s = 0; s < NS; ++s) acc[r][s] = V::fma(qv, kv[s], acc[r][s]);
       }
     }
+    if constexpr (NQ * NS == 16 && requires { V::hsum16(&acc[0][0], &sc[0][0]); }) {
+      if (c == d) {  // no tail: the 16 sums at once, each in V::hsum's order (same bits)
+        alignas(64) float t[16];
+        V::hsum16(&acc[0][0], t);
+        for (int r = 0; r < NQ; ++r)
+          for (int s = 0; s < NS; ++s) sc[r][i + s] = t[r * NS + s];
+        return;
+      }
+    }
     float tail[NS][W];
     for (int s = 0; s < NS; ++s) widen_strided(k[s] + c, 1, d - c, tail[s]);
     for (int r = 0; r < NQ; ++r)

@@ -89,6 +89,8 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
 }
 
 #if RINGLM_AVX512_VNNI
+#include "kernels/q4_gemv_vnni_impl.h"
+
 inline __m512i dot4(__m512i acc, __m512i codes, const std::int8_t* a) {
   return _mm512_dpbusd_epi32(acc, codes, bcast4(a));
 }
@@ -193,6 +195,13 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
   // Activation rows sharing one load+unpack of a weight block. VNNI tiles keep 2*kMT int32
   // chains, kMT float accumulators and 8 code vectors in the 32 zmm registers.
   constexpr std::size_t kMT = RINGLM_Q4_TILE_ROWS;
+#if RINGLM_AVX512_VNNI
+  if (x.rows == 1) {  // decode: the latency-hiding GEMV form (same bits as the tile)
+    if (x.qs2 != nullptr) q4_gemv_vnni<true>(w, g0, g1, x, y);
+    else q4_gemv_vnni<false>(w, g0, g1, x, y);
+    return;
+  }
+#endif
   // With several activation rows, a group's weights are re-read once per tile: cut K into
   // chunks of 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
   const std::size_t nb = w.blocks_per_row();

@@ -1,5 +1,6 @@
 #include "kernels/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -21,17 +22,34 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls `done` for up to spin_us: a few hundred pause-polls first (a job handed over by
-// a thread running on another core is seen within ~1 us), then sched_yield between polls,
-// so that if the thread we wait for shares our core (an oversubscribed machine) it gets
-// to run instead of waiting out our spin. Returns whether done() became true.
+// Polls `done` for up to spin_us: pause-polls for the first kPauseUs (a job handed over by a
+// thread running on another core is seen within ~1 us, and in decode the next hand-off
+// usually comes within tens of us), then sched_yield between polls, so that if the thread we
+// wait for shares our core (more threads than cores) it gets to run instead of waiting out
+// our spin. Returns whether done() became true.
+//
+// Why pause first for that long: on a machine shared with niced background work (builds,
+// tests), a yield hands the core to a background task for its whole slice, and a decode step
+// has ~250 hand-offs; yielding after ~256 polls made E2B decode lose ~9 % of its samples to
+// the scheduler and fall behind llama.cpp (which spins) on the loaded VM (docs/bench/decode.md).
+constexpr unsigned kPauseUs = 50;
+
 template <typename Done>
 bool spin_until(Done&& done, unsigned spin_us) {
   for (int i = 0; i < 256; ++i) {
     if (done()) return true;
     cpu_relax();
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  const auto start = std::chrono::steady_clock::now();
+  const auto pause_end = start + std::chrono::microseconds(std::min(kPauseUs, spin_us));
+  const auto deadline = start + std::chrono::microseconds(spin_us);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() > pause_end) break;
+  }
   while (!done()) {
     std::this_thread::yield();
     if (std::chrono::steady_clock::now() > deadline) return done();

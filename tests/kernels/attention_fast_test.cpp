@@ -255,6 +255,55 @@ TEST(FastAttention, ChunkingAndThreadsAreBitIdentical) {
   }
 }
 
+// A head's result does not depend on how many query heads share its KV head (the kernel
+// blocks up to 4 rows together and, on AVX-512, sums 16 scores at once): 8 heads over
+// one KV head must equal, bit for bit, the same 8 heads over 8 (or 2) identical copies of
+// it. Slot counts leave partial tiles and partial slot blocks (the per-score sums), chunks
+// of 1 and 5 tokens, f32 and f16 caches.
+TEST(FastAttention, HeadBlockingIsBitIdentical) {
+  ringlm::kernels::testing::IsaGuard guard;
+  std::mt19937 rng(31);
+  ParallelFor one(1);
+  for (int d : {256, 512, 48})
+    for (int n_tokens : {1, 5}) {
+      const Case c{n_tokens, 8, 1, d, 101, 0, Layout::holes, 100};
+      const Data x = make_data(c, rng);
+      std::vector<std::uint16_t> k16(x.k.size()), v16(x.v.size());
+      kv_store_f16(x.k.data(), k16.data(), k16.size());
+      kv_store_f16(x.v.data(), v16.data(), v16.size());
+      for (int copies : {2, 8}) {
+        std::vector<float> kc, vc;  // each slot's K/V row repeated for every KV head
+        std::vector<std::uint16_t> kc16, vc16;
+        for (int s = 0; s < c.n_slots; ++s)
+          for (int g = 0; g < copies; ++g) {
+            kc.insert(kc.end(), x.k.begin() + s * d, x.k.begin() + (s + 1) * d);
+            vc.insert(vc.end(), x.v.begin() + s * d, x.v.begin() + (s + 1) * d);
+            kc16.insert(kc16.end(), k16.begin() + s * d, k16.begin() + (s + 1) * d);
+            vc16.insert(vc16.end(), v16.begin() + s * d, v16.begin() + (s + 1) * d);
+          }
+        for (bool half : {false, true}) {
+          KvSlots grouped = x.view(), split{kc.data(), vc.data(), x.pos.data(), c.n_slots, copies, d};
+          if (half) {
+            grouped.type = split.type = KvType::f16;
+            grouped.k = grouped.v = split.k = split.v = nullptr;
+            grouped.k16 = k16.data();
+            grouped.v16 = v16.data();
+            split.k16 = kc16.data();
+            split.v16 = vc16.data();
+          }
+          for (Isa isa : available_isas()) {
+            force_isa(isa);
+            std::vector<float> a(x.q.size()), b(x.q.size());
+            attend(x.q.data(), n_tokens, x.q_pos.data(), 8, grouped, 0, 0.05f, a.data(), &one);
+            attend(x.q.data(), n_tokens, x.q_pos.data(), 8, split, 0, 0.05f, b.data(), &one);
+            ASSERT_EQ(a, b) << isa_name(isa) << " d " << d << " tokens " << n_tokens << " copies " << copies
+                            << (half ? " f16" : " f32");
+          }
+        }
+      }
+    }
+}
+
 // Decode with the slots split over threads merges partial softmax states; check the merge
 // where the parts see very different maxima (one part holds a dominant score) and where a
 // part sees nothing at all (its slots are empty or outside the window).

@@ -241,6 +241,39 @@ TEST(Q4Matmul, TwoPlanesCutTheActivationErrorByOver50x) {
   EXPECT_GT(err1, 50.0 * err2) << "one plane " << err1 << ", two planes " << err2;
 }
 
+// A path may compute one activation row (decode) with another loop than a tile of rows
+// (prefill, the batched forward), but every row's result must be the same bits: the
+// batched and single-token forward passes agree exactly only if this holds. Shapes cover
+// an odd group count (the decode GEMV pairs groups), a padded last group and K chunking.
+TEST(Q4Matmul, OneRowIsBitIdenticalToThatRowOfATile) {
+  std::mt19937 rng(99);
+  IsaGuard guard;
+  ThreadPool pool(2);
+  struct Shape { std::size_t rows, cols, m; };
+  for (Shape s : {Shape{37, 96, 3}, Shape{80, 2560, 9}, Shape{48, 1536, 17}, Shape{16, 64, 2}}) {
+    const auto blocks = testing::random_q4_blocks(s.rows, s.cols, rng);
+    Q4PackedBuffer wbuf(s.rows, s.cols);
+    q4_pack(blocks.data(), s.rows, s.cols, wbuf.data());
+    const auto x = testing::random_activations(s.m, s.cols, rng);
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      for (bool two : {false, true}) {
+        Q8ActBuffer all, one;
+        quantize_act(x.data(), s.m, s.cols, s.cols, all, two);
+        std::vector<float> y_all(s.m * s.rows), y_one(s.rows);
+        q4_matmul(wbuf.view(), all.view(), y_all.data(), s.rows, &pool);
+        for (std::size_t m = 0; m < s.m; ++m) {
+          quantize_act(x.data() + m * s.cols, 1, s.cols, s.cols, one, two);
+          q4_matmul(wbuf.view(), one.view(), y_one.data(), s.rows, m % 2 ? &pool : nullptr);
+          ASSERT_EQ(std::memcmp(y_one.data(), y_all.data() + m * s.rows, s.rows * sizeof(float)), 0)
+              << isa_name(isa) << (two ? " two planes" : " one plane") << " shape " << s.rows << "x" << s.cols
+              << " row " << m;
+        }
+      }
+    }
+  }
+}
+
 TEST(Q4Matmul, RejectsMismatchedShapes) {
   Q4PackedBuffer wbuf(16, 64);
   Q8ActBuffer act;
