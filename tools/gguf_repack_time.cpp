@@ -19,6 +19,7 @@
 #include "kernels/thread_pool.h"
 #include "model/gguf_model.h"
 #include "model/q4_weights.h"
+#include "model/tensor_manifest.h"
 #include "model/weights.h"
 #include "util/process_stats.h"
 
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   kernels::set_default_thread_count(threads);
   auto file = std::make_shared<const io::GgufFile>(argv[1]);
   const model::ModelConfig config = model::load_gguf_model_config(*file);
-  io::GgufTensorSource source(file);
+  io::GgufTensorSource source(file, model::gemma4_canonical_name);
   model::ModelWeights weights = model::bind_weights(source, config);
   const double rss0 = current_rss_bytes() / 1e6;
   model::QuantizedWeightsInfo info;

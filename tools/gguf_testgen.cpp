@@ -18,6 +18,7 @@
 #include "io/gguf_tokenizer.h"
 #include "io/gguf_writer.h"
 #include "kernels/dequant_ggml.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 using namespace ringlm;
@@ -111,7 +112,7 @@ void seed_file(const std::string& out) {
     for (auto& v : x) v = normal(rng);
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(kernels::row_bytes(t, n)));
     kernels::quantize_row(t, x.data(), bytes.data(), n);
-    w.add_tensor(*io::gemma4_gguf_name(canonical), io::ggml_type_of(t),
+    w.add_tensor(*model::gemma4_gguf_name(canonical), io::ggml_type_of(t),
                  std::vector<std::int64_t>(shape.rbegin(), shape.rend()), bytes);
   };
   add("embed_tokens.weight", {8, 32}, io::DType::Q8_0);

@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "model/packed_format.h"
 #include "model/packed_source.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 #include "audio/audio_config.h"
 #include "audio/audio_weights.h"
@@ -43,7 +44,7 @@ void inspect_gguf(const std::string& path, std::size_t max_elems) {
   std::printf("  %-40s %-7s %-22s %14s %14s  %s\n", "name", "type", "ne (ggml order)", "offset", "bytes",
               "canonical name");
   for (const auto& t : f.tensors()) {
-    const auto canonical = ringlm::io::gemma4_canonical_name(t.name);
+    const auto canonical = ringlm::model::gemma4_canonical_name(t.name);
     std::printf("  %-40s %-7s %-22s %14llu %14llu  %s\n", t.name.c_str(), t.type_info().name,
                 shape_string(t.ne).c_str(), static_cast<unsigned long long>(t.file_offset),
                 static_cast<unsigned long long>(t.nbytes), canonical ? canonical->c_str() : "-");

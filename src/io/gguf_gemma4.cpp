@@ -1,7 +1,6 @@
 #include "io/gguf_gemma4.h"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -12,96 +11,16 @@
 
 namespace ringlm::io {
 
-namespace {
-
-struct NamePair {
-  const char* gguf;
-  const char* hf;
-};
-
-// Whole-model tensors.
-constexpr std::array<NamePair, 7> kGlobalNames = {{
-    {"token_embd.weight", "embed_tokens.weight"},
-    {"per_layer_token_embd.weight", "embed_tokens_per_layer.weight"},
-    {"per_layer_model_proj.weight", "per_layer_model_projection.weight"},
-    {"per_layer_proj_norm.weight", "per_layer_projection_norm.weight"},
-    {"output_norm.weight", "norm.weight"},
-    {"output.weight", "lm_head.weight"},  // only in untied conversions
-    {"rope_freqs.weight", "rope_freqs.weight"},
-}};
-
-// Per-layer tensors: "blk.N.<gguf>" <-> "layers.N.<hf>".
-constexpr std::array<NamePair, 19> kLayerNames = {{
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"attn_q.weight", "self_attn.q_proj.weight"},
-    {"attn_k.weight", "self_attn.k_proj.weight"},
-    {"attn_v.weight", "self_attn.v_proj.weight"},
-    {"attn_output.weight", "self_attn.o_proj.weight"},
-    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
-    {"ffn_gate.weight", "mlp.gate_proj.weight"},
-    {"ffn_up.weight", "mlp.up_proj.weight"},
-    {"ffn_down.weight", "mlp.down_proj.weight"},
-    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
-    {"inp_gate.weight", "per_layer_input_gate.weight"},
-    {"proj.weight", "per_layer_projection.weight"},
-    {"post_norm.weight", "post_per_layer_input_norm.weight"},
-    {"layer_output_scale.weight", "layer_scalar"},
-    // Older converters spelled the two pre-norms out; accept them when reading.
-    {"attn_pre_norm.weight", "input_layernorm.weight"},
-    {"ffn_pre_norm.weight", "pre_feedforward_layernorm.weight"},
-}};
-constexpr std::size_t kWrittenLayerNames = 17;  // the first 17 are what llama.cpp writes
-
-// Splits "<prefix><N>.<rest>" into N and rest; false if the name does not have that form.
-bool split_layer(std::string_view name, std::string_view prefix, int* layer, std::string_view* rest) {
-  if (name.substr(0, prefix.size()) != prefix) return false;
-  name.remove_prefix(prefix.size());
-  const auto dot = name.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot > 6) return false;
-  const auto digits = name.substr(0, dot);
-  if (digits.size() > 1 && digits[0] == '0') return false;  // one spelling per layer
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), *layer);
-  if (ec != std::errc() || p != digits.data() + digits.size()) return false;
-  *rest = name.substr(dot + 1);
-  return true;
-}
-
-}  // namespace
-
-std::optional<std::string> gemma4_canonical_name(std::string_view gguf_name) {
-  for (const auto& p : kGlobalNames)
-    if (gguf_name == p.gguf) return std::string(p.hf);
-  int layer;
-  std::string_view rest;
-  if (split_layer(gguf_name, "blk.", &layer, &rest))
-    for (const auto& p : kLayerNames)
-      if (rest == p.gguf) return "layers." + std::to_string(layer) + "." + p.hf;
-  return std::nullopt;
-}
-
-std::optional<std::string> gemma4_gguf_name(std::string_view canonical_name) {
-  for (const auto& p : kGlobalNames)
-    if (canonical_name == p.hf) return std::string(p.gguf);
-  int layer;
-  std::string_view rest;
-  if (split_layer(canonical_name, "layers.", &layer, &rest))
-    for (std::size_t k = 0; k < kWrittenLayerNames; ++k)
-      if (rest == kLayerNames[k].hf) return "blk." + std::to_string(layer) + "." + kLayerNames[k].gguf;
-  return std::nullopt;
-}
-
 // ---------------------------------------------------------------------------------------
 
-GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {
+GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name)
+    : file_(std::move(file)) {
   const GgufFile& f = *file_;
   const auto arch = f.get_string("general.architecture");
   if (arch != "gemma4")
     fail_unsupported(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
   for (const auto& t : f.tensors()) {
-    auto canonical = gemma4_canonical_name(t.name);
+    auto canonical = canonical_name(t.name);
     if (!canonical) {
       unmapped_.push_back(t.name);
       continue;
@@ -126,8 +45,9 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file) : file_
   }
 }
 
-std::unique_ptr<GgufTensorSource> GgufTensorSource::open(const std::filesystem::path& path) {
-  return std::make_unique<GgufTensorSource>(std::make_shared<GgufFile>(path));
+std::unique_ptr<GgufTensorSource> GgufTensorSource::open(const std::filesystem::path& path,
+                                                         const GgufNameMap& canonical_name) {
+  return std::make_unique<GgufTensorSource>(std::make_shared<GgufFile>(path), canonical_name);
 }
 
 const TensorView* GgufTensorSource::find(std::string_view name) const {

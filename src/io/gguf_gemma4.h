@@ -1,10 +1,12 @@
-// The `gemma4` architecture as llama.cpp's converter writes it into GGUF: tensor names
-// mapped to the canonical Hugging Face names the model loader binds, ggml shapes {in, out}
-// reversed to PyTorch's [out, in], and the model configuration rebuilt from `gemma4.*`
-// metadata in Hugging Face `text_config` form.
+// The `gemma4` architecture as llama.cpp's converter writes it into GGUF: tensors under the
+// canonical Hugging Face names the model loader binds (through a name map: the names
+// themselves are in model/tensor_manifest.h), ggml shapes {in, out} reversed to PyTorch's
+// [out, in], and the model configuration rebuilt from `gemma4.*` metadata in Hugging Face
+// `text_config` form.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,19 +21,18 @@
 
 namespace ringlm::io {
 
-// llama.cpp name -> canonical name ("blk.3.attn_q.weight" -> "layers.3.self_attn.q_proj.weight"),
-// or nullopt for a name the gemma4 architecture does not have. `rope_freqs.weight` has no
-// Hugging Face counterpart and keeps its name.
-std::optional<std::string> gemma4_canonical_name(std::string_view gguf_name);
-// The inverse, for writing GGUF files.
-std::optional<std::string> gemma4_gguf_name(std::string_view canonical_name);
+// A GGUF tensor name -> the name the loader binds, or nullopt for a tensor to leave out.
+// The gemma4 names are the model's (model/tensor_manifest.h: model::gemma4_canonical_name);
+// io sits below model, so it takes them as an argument.
+using GgufNameMap = std::function<std::optional<std::string>(std::string_view)>;
 
 class GgufTensorSource : public TensorSource {
  public:
   // Requires general.architecture == "gemma4" and only tensor types ringlm computes with;
-  // throws ringlm::Error naming the file and tensor otherwise.
-  explicit GgufTensorSource(std::shared_ptr<const GgufFile> file);
-  static std::unique_ptr<GgufTensorSource> open(const std::filesystem::path& path);
+  // throws ringlm::Error naming the file and tensor otherwise. Tensors are found under
+  // canonical_name(GGUF name); those it maps to nullopt are listed in unmapped().
+  GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name);
+  static std::unique_ptr<GgufTensorSource> open(const std::filesystem::path& path, const GgufNameMap& canonical_name);
 
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;

@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <map>
 
 #if defined(__unix__)
 #include <sys/mman.h>
@@ -17,6 +16,7 @@
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/packed_format.h"
+#include "model/tensor_manifest.h"
 #include "model/weights.h"
 #include "util/error.h"
 #include "util/progress.h"
@@ -206,9 +206,8 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
 
   // The sidecar, in the model card's layout.
   const fs::path side = out_dir / kSidecarDir;
-  check_float_source(w.embed_tokens, "embed_tokens.weight");
-  check_float_source(w.embed_tokens_ple, "embed_tokens_per_layer.weight");
-  check_float_source(w.ple_model_projection, "per_layer_model_projection.weight");
+  for (auto table : {&ModelWeights::embed_tokens, &ModelWeights::embed_tokens_ple, &ModelWeights::ple_model_projection})
+    check_float_source(w.*table, tensor_name(table));
   {
     AtomicFile codes(side / "embed_per_layer.i8"), scales(side / "embed_per_layer.scale.f32");
     write_i8_table(codes, scales, w.embed_tokens_ple, std::string(kSidecarDir) + "/embed_per_layer.i8");
@@ -239,34 +238,6 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
   }
 
   // weights.rlpk, last: its presence is what marks the directory as converted.
-  std::map<std::string, const kernels::WeightMatrix*> matrices;
-  std::map<std::string, std::vector<float>> vectors;
-  for (int l = 0; l < config.num_layers; ++l) {
-    const LayerWeights& lw = w.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    const std::pair<const char*, const kernels::WeightMatrix*> ms[] = {
-        {"self_attn.q_proj.weight", &lw.q_proj},       {"self_attn.k_proj.weight", &lw.k_proj},
-        {"self_attn.v_proj.weight", &lw.v_proj},       {"self_attn.o_proj.weight", &lw.o_proj},
-        {"mlp.gate_proj.weight", &lw.gate_proj},       {"mlp.up_proj.weight", &lw.up_proj},
-        {"mlp.down_proj.weight", &lw.down_proj},       {"per_layer_input_gate.weight", &lw.ple_gate},
-        {"per_layer_projection.weight", &lw.ple_projection}};
-    for (const auto& [n, m] : ms) matrices[p + n] = m;
-    const std::pair<const char*, const std::vector<float>*> vs[] = {
-        {"input_layernorm.weight", &lw.input_norm},
-        {"post_attention_layernorm.weight", &lw.post_attention_norm},
-        {"pre_feedforward_layernorm.weight", &lw.pre_feedforward_norm},
-        {"post_feedforward_layernorm.weight", &lw.post_feedforward_norm},
-        {"self_attn.q_norm.weight", &lw.q_norm},
-        {"self_attn.k_norm.weight", &lw.k_norm},
-        {"post_per_layer_input_norm.weight", &lw.post_ple_norm}};
-    for (const auto& [n, v] : vs) vectors[p + n] = *v;
-    vectors[p + "layer_scalar"] = {lw.layer_scalar};
-  }
-  matrices["per_layer_model_projection.weight"] = &w.ple_model_projection;
-  matrices["lm_head.weight"] = &w.lm_head;  // the embedding when tied: the head gets its own q4_0 copy
-  vectors["norm.weight"] = w.final_norm;
-  vectors["per_layer_projection_norm.weight"] = w.ple_projection_norm;
-
   const PackedPlan plan = plan_packed(config);
   const fs::path pack_path = out_dir / kPackedFile;
   {
@@ -282,8 +253,11 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
     std::uint64_t reported = 0;
     for (const PackedTensor& t : plan.tensors) {
       out.pad_to(t.offset);
+      // The member each planned tensor binds to (tensor_manifest.h); the head is the
+      // embedding when tied (bind_weights), so it gets its own q4_0 copy here.
+      const ManifestTensor mt{t.entry, t.layer, t.name, t.shape, true};
       if (t.shape.size() == 2) {
-        const kernels::WeightMatrix& m = *matrices.at(t.name);
+        const kernels::WeightMatrix& m = *matrix_of(w, mt);
         check_float_source(m, t.name);
         if (m.rows != t.shape[0] || m.cols != t.shape[1]) fail_internal("convert: tensor ", t.name, ": shape does not match the plan");
         if (t.dtype == io::DType::Q4_0) {
@@ -294,7 +268,8 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
           ++result.f32_matrices;
         }
       } else {
-        const std::vector<float>& v = vectors.at(t.name);
+        const std::vector<float>* vp = vector_of(w, mt);
+        const std::vector<float> v = vp ? *vp : std::vector<float>{*scalar_of(w, mt)};
         if (static_cast<std::int64_t>(v.size()) != t.shape[0]) fail_internal("convert: tensor ", t.name, ": size does not match the plan");
         out.write(v.data(), v.size() * 4);
       }

@@ -6,6 +6,7 @@
 #include "io/gguf_reader.h"
 #include "io/gguf_writer.h"
 #include "kernels/dequant_ggml.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 namespace ringlm::model {
@@ -17,7 +18,7 @@ ModelConfig load_gguf_model_config(const io::GgufFile& file) {
 std::shared_ptr<const Model> load_gguf_model(const std::filesystem::path& path, const ModelOptions& options) {
   auto file = std::make_shared<const io::GgufFile>(path);
   ModelConfig config = load_gguf_model_config(*file);
-  return Model::from_source(std::move(config), std::make_unique<io::GgufTensorSource>(file), options);
+  return Model::from_source(std::move(config), gguf_tensor_source(file), options);
 }
 
 std::shared_ptr<const Model> load_model_any(const std::filesystem::path& path, const ModelOptions& options) {
@@ -54,7 +55,7 @@ GgufExportResult export_gemma4_gguf(const io::TensorSource& source, const nlohma
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     const io::TensorView* v = source.find(name);
-    const auto gguf_name = io::gemma4_gguf_name(name);
+    const auto gguf_name = gemma4_gguf_name(name);
     if (!gguf_name || name == "rope_freqs.weight") continue;  // rope_freqs is regenerated below
     io::DType target = v->shape.size() <= 1 ? io::DType::F32 : options.matrix_type;
     const std::int64_t cols = v->shape.empty() ? 1 : v->shape.back();

@@ -15,6 +15,7 @@
 #include "model/packed_format.h"
 #include "model/packed_source.h"
 #include "model/q4_weights.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 namespace ringlm::model {
@@ -40,14 +41,14 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     // Stored weights that are already q4p16 (a converted directory): the float path over the
     // same dequantized rows, the reference for the kernels. (Marked before the GGUF repack:
     // GGUF blocks keep running as their --activations say.)
-    for_each_matrix(m->weights_, [](kernels::WeightMatrix& w) {
+    for_each_matrix(m->weights_, MatrixSet::all, [](kernels::WeightMatrix& w) {
       if (w.dtype == io::DType::Q4_0 && w.packed) w.float_path = true;
     });
   }
   m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
-  for_each_matrix(m->weights_, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
+  for_each_matrix(m->weights_, MatrixSet::all, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   // Tables the forward pass only gathers rows from, read where the source stores them.
@@ -56,8 +57,8 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     if (v && w.data == v->data && m->weights_.lm_head.data != v->data)
       m->gather_only_.push_back({v->data, static_cast<std::size_t>(v->nbytes)});
   };
-  gather_only("embed_tokens_per_layer.weight", m->weights_.embed_tokens_ple);
-  gather_only("embed_tokens.weight", m->weights_.embed_tokens);
+  gather_only(tensor_name(&ModelWeights::embed_tokens_ple), m->weights_.embed_tokens_ple);
+  gather_only(tensor_name(&ModelWeights::embed_tokens), m->weights_.embed_tokens);
   return m;
 }
 

@@ -1,5 +1,6 @@
 #include "model/packed_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -7,6 +8,7 @@
 
 #include "kernels/q4_formats.h"
 #include "kernels/q4_packed.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 namespace ringlm::model {
@@ -40,41 +42,31 @@ std::uint64_t packed_tensor_bytes(io::DType dtype, const std::vector<std::int64_
 PackedPlan plan_packed(const ModelConfig& c) {
   PackedPlan plan;
   const std::int64_t H = c.hidden_size;
-  auto matrix = [&](std::string name, std::int64_t rows, std::int64_t cols) {
-    const io::DType t = cols % static_cast<std::int64_t>(kernels::kQBlock) == 0 ? io::DType::Q4_0 : io::DType::F32;
-    plan.tensors.push_back({std::move(name), t, {rows, cols}, 0, 0});
+  // The manifest's packed_slot orders each layer's block and then the tail; the embedding
+  // tables (slot -1) go to the sidecar. The head is always stored (from the embedding when tied).
+  auto add = [&](std::vector<const ManifestTensor*> block) {
+    std::stable_sort(block.begin(), block.end(), [](const ManifestTensor* x, const ManifestTensor* y) {
+      return x->entry->packed_slot < y->entry->packed_slot;
+    });
+    for (const ManifestTensor* t : block) {
+      const bool q4 = t->entry->kind == TensorKind::linear && t->shape[1] % static_cast<std::int64_t>(kernels::kQBlock) == 0;
+      plan.tensors.push_back({t->name, q4 ? io::DType::Q4_0 : io::DType::F32, t->shape, 0, 0, t->entry, t->layer});
+    }
   };
-  auto vector = [&](std::string name, std::int64_t n) { plan.tensors.push_back({std::move(name), io::DType::F32, {n}, 0, 0}); };
+  const std::vector<ManifestTensor> all = manifest_tensors(c);
+  auto stored = [](const ManifestTensor& t) {
+    return t.entry->packed_slot >= 0 && (t.present || t.entry->presence == Presence::head);
+  };
   for (int l = 0; l < c.num_layers; ++l) {
-    const LayerConfig& L = c.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    const std::int64_t d = L.head_dim;
-    matrix(p + "self_attn.q_proj.weight", c.num_heads * d, H);
-    if (L.owns_kv) {
-      matrix(p + "self_attn.k_proj.weight", L.n_kv_heads * d, H);
-      matrix(p + "self_attn.v_proj.weight", L.n_kv_heads * d, H);
-    }
-    matrix(p + "self_attn.o_proj.weight", H, c.num_heads * d);
-    matrix(p + "mlp.gate_proj.weight", L.mlp_width, H);
-    matrix(p + "mlp.up_proj.weight", L.mlp_width, H);
-    matrix(p + "mlp.down_proj.weight", H, L.mlp_width);
-    if (c.ple_dim > 0) {
-      matrix(p + "per_layer_input_gate.weight", c.ple_dim, H);
-      matrix(p + "per_layer_projection.weight", H, c.ple_dim);
-    }
-    vector(p + "input_layernorm.weight", H);
-    vector(p + "post_attention_layernorm.weight", H);
-    vector(p + "pre_feedforward_layernorm.weight", H);
-    vector(p + "post_feedforward_layernorm.weight", H);
-    vector(p + "self_attn.q_norm.weight", d);
-    if (L.owns_kv) vector(p + "self_attn.k_norm.weight", d);
-    if (c.ple_dim > 0) vector(p + "post_per_layer_input_norm.weight", H);
-    vector(p + "layer_scalar", 1);
+    std::vector<const ManifestTensor*> block;
+    for (const ManifestTensor& t : all)
+      if (t.layer == l && stored(t)) block.push_back(&t);
+    add(std::move(block));
   }
-  if (c.ple_dim > 0) matrix("per_layer_model_projection.weight", static_cast<std::int64_t>(c.num_layers) * c.ple_dim, H);
-  matrix("lm_head.weight", c.vocab_size, H);
-  vector("norm.weight", H);
-  if (c.ple_dim > 0) vector("per_layer_projection_norm.weight", c.ple_dim);
+  std::vector<const ManifestTensor*> tail;
+  for (const ManifestTensor& t : all)
+    if (t.layer < 0 && stored(t)) tail.push_back(&t);
+  add(std::move(tail));
 
   // Offsets in the index are relative to the data area, so the index length does not feed
   // back into the offsets it lists.

@@ -27,6 +27,10 @@
 #include "model/config.h"
 
 namespace ringlm::model {
+struct TensorEntry;
+}
+
+namespace ringlm::model {
 
 inline constexpr char kPackedFile[] = "weights.rlpk";
 inline constexpr char kSidecarDir[] = "gemma4_qat_gather_raw";
@@ -42,6 +46,8 @@ struct PackedTensor {
   std::vector<std::int64_t> shape;  // [rows, cols] or [n]
   std::uint64_t offset = 0;         // from the start of the file, multiple of 64
   std::uint64_t bytes = 0;
+  const TensorEntry* entry = nullptr;  // its manifest entry (tensor_manifest.h)
+  int layer = -1;                      // -1: a whole-model tensor
 };
 
 struct PackedPlan {
@@ -51,10 +57,11 @@ struct PackedPlan {
   std::uint64_t file_bytes = 0;
 };
 
-// The tensors of weights.rlpk for `config`, in order: per layer the linear matrices (q4p16
-// when the input width is a multiple of 32, else F32) and the norms / layer scalar (F32);
-// then per_layer_model_projection (q4p16), the LM head `lm_head.weight` (q4p16, from the
-// tied embedding when tied), norm.weight and per_layer_projection_norm.weight (F32).
+// The tensors of weights.rlpk for `config`, in the manifest's packed order
+// (tensor_manifest.h): per layer the linear matrices (q4p16 when the input width is a
+// multiple of 32, else F32) and the norms / layer scalar (F32); then
+// per_layer_model_projection (q4p16), the LM head `lm_head.weight` (q4p16, from the tied
+// embedding when tied), norm.weight and per_layer_projection_norm.weight (F32).
 PackedPlan plan_packed(const ModelConfig& config);
 
 // Byte count of a packed tensor's data (q4p16 for Q4_0).

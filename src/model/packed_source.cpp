@@ -8,6 +8,7 @@
 
 #include "io/mapped_file.h"
 #include "model/packed_format.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 namespace ringlm::model {
@@ -133,8 +134,8 @@ class PackedDirSource : public io::TensorSource {
     }
     check_meta(dir / "meta.json", c);
     const std::int64_t PLD = static_cast<std::int64_t>(c.num_layers) * c.ple_dim;
-    add_table(dir, "embed_tokens", "embed_tokens.weight", c.vocab_size, c.hidden_size);
-    if (c.ple_dim > 0) add_table(dir, "embed_per_layer", "embed_tokens_per_layer.weight", c.ple_vocab_size, PLD);
+    add_table(dir, "embed_tokens", tensor_name(&ModelWeights::embed_tokens), c.vocab_size, c.hidden_size);
+    if (c.ple_dim > 0) add_table(dir, "embed_per_layer", tensor_name(&ModelWeights::embed_tokens_ple), c.ple_vocab_size, PLD);
   }
 
   void check_meta(const std::filesystem::path& path, const ModelConfig& c) {

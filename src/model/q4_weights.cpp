@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
 #include "kernels/thread_pool.h"
+#include "model/tensor_manifest.h"
 
 #include "util/progress.h"
 
@@ -128,14 +130,10 @@ void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels:
   owned.push_back(std::move(buf));
 }
 
-template <typename Fn>
-void for_each_linear(ModelWeights& weights, Fn&& fn) {
-  for (LayerWeights& l : weights.layers)
-    for (kernels::WeightMatrix* w : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
-                                     &l.down_proj, &l.ple_gate, &l.ple_projection})
-      fn(*w);
-  fn(weights.ple_model_projection);
-  fn(weights.lm_head);  // embed_tokens keeps its stored rows
+// The linear layers (model/tensor_manifest.h): embed_tokens keeps its stored rows; the LM
+// head, when tied, is a copy of its WeightMatrix and gets its own quantized data.
+void for_each_linear(ModelWeights& weights, const std::function<void(kernels::WeightMatrix&)>& fn) {
+  for_each_matrix(weights, MatrixSet::linear, fn);
 }
 
 }  // namespace

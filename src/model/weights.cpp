@@ -6,6 +6,7 @@
 
 #include "kernels/dequant_blocks.h"
 #include "kernels/dequant_ggml.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -112,46 +113,18 @@ class Binder {
 ModelWeights bind_weights(const io::TensorSource& source, const ModelConfig& c) {
   Binder b(source);
   ModelWeights w;
-  const std::int64_t H = c.hidden_size;
-  w.embed_tokens = b.matrix("embed_tokens.weight", c.vocab_size, H);
-  // A tied model may still carry its own head copy: ringlm's packed directory stores the head
-  // in q4p16 next to the int8 embedding rows.
-  w.lm_head = c.tie_word_embeddings && !source.find("lm_head.weight") ? w.embed_tokens
-                                                                       : b.matrix("lm_head.weight", c.vocab_size, H);
-  w.final_norm = b.vector("norm.weight", H);
-  if (c.ple_dim > 0) {
-    const std::int64_t total = static_cast<std::int64_t>(c.num_layers) * c.ple_dim;
-    w.embed_tokens_ple = b.matrix("embed_tokens_per_layer.weight", c.ple_vocab_size, total);
-    w.ple_model_projection = b.matrix("per_layer_model_projection.weight", total, H);
-    w.ple_projection_norm = b.vector("per_layer_projection_norm.weight", c.ple_dim);
-  }
   w.layers.resize(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l) {
-    const LayerConfig& L = c.layers[l];
-    LayerWeights& lw = w.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    const std::int64_t d = L.head_dim;
-    lw.input_norm = b.vector(p + "input_layernorm.weight", H);
-    lw.post_attention_norm = b.vector(p + "post_attention_layernorm.weight", H);
-    lw.pre_feedforward_norm = b.vector(p + "pre_feedforward_layernorm.weight", H);
-    lw.post_feedforward_norm = b.vector(p + "post_feedforward_layernorm.weight", H);
-    lw.q_proj = b.matrix(p + "self_attn.q_proj.weight", c.num_heads * d, H);
-    lw.q_norm = b.vector(p + "self_attn.q_norm.weight", d);
-    lw.o_proj = b.matrix(p + "self_attn.o_proj.weight", H, c.num_heads * d);
-    if (L.owns_kv) {
-      lw.k_proj = b.matrix(p + "self_attn.k_proj.weight", L.n_kv_heads * d, H);
-      lw.v_proj = b.matrix(p + "self_attn.v_proj.weight", L.n_kv_heads * d, H);
-      lw.k_norm = b.vector(p + "self_attn.k_norm.weight", d);
+  for (const ManifestTensor& t : manifest_tensors(c)) {
+    // A tied model may still carry its own head copy: ringlm's packed directory stores the
+    // head in q4p16 next to the int8 embedding rows. Without one the embedding serves.
+    if (t.entry->presence == Presence::head && !t.present && !source.find(t.name)) {
+      w.lm_head = w.embed_tokens;
+      continue;
     }
-    lw.gate_proj = b.matrix(p + "mlp.gate_proj.weight", L.mlp_width, H);
-    lw.up_proj = b.matrix(p + "mlp.up_proj.weight", L.mlp_width, H);
-    lw.down_proj = b.matrix(p + "mlp.down_proj.weight", H, L.mlp_width);
-    if (c.ple_dim > 0) {
-      lw.ple_gate = b.matrix(p + "per_layer_input_gate.weight", c.ple_dim, H);
-      lw.ple_projection = b.matrix(p + "per_layer_projection.weight", H, c.ple_dim);
-      lw.post_ple_norm = b.vector(p + "post_per_layer_input_norm.weight", H);
-    }
-    lw.layer_scalar = b.vector(p + "layer_scalar", 1)[0];
+    if (!t.present && t.entry->presence != Presence::head) continue;
+    if (WeightMatrix* m = matrix_of(w, t)) *m = b.matrix(t.name, t.shape[0], t.shape[1]);
+    else if (std::vector<float>* v = vector_of(w, t)) *v = b.vector(t.name, t.shape[0]);
+    else *scalar_of(w, t) = b.vector(t.name, 1)[0];
   }
   return w;
 }

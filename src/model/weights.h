@@ -1,4 +1,5 @@
-// The decoder's tensors, bound by canonical name from a TensorSource with shape checks.
+// The decoder's tensors, bound by canonical name from a TensorSource with shape checks
+// (which tensors, their names and shapes: model/tensor_manifest.h).
 // Matrices stay in the checkpoint's mapping in their stored dtype; only the small vectors
 // (norm weights, layer scalars) are converted to float32 copies.
 #pragma once
@@ -39,15 +40,5 @@ struct ModelWeights {
 // shape or an unsupported dtype. The unused k_proj/v_proj/k_norm of KV-shared layers may be
 // present or absent; they are ignored.
 ModelWeights bind_weights(const io::TensorSource& source, const ModelConfig& config);
-
-// Calls fn(WeightMatrix&) on every matrix of `w` (unbound ones included, rows == 0).
-template <class Fn>
-void for_each_matrix(ModelWeights& w, Fn&& fn) {
-  for (LayerWeights& l : w.layers)
-    for (WeightMatrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj,
-                            &l.ple_gate, &l.ple_projection})
-      fn(*m);
-  for (WeightMatrix* m : {&w.embed_tokens, &w.lm_head, &w.embed_tokens_ple, &w.ple_model_projection}) fn(*m);
-}
 
 }  // namespace ringlm::model

@@ -16,6 +16,7 @@
 #include "io/gguf_gemma4.h"
 #include "io/gguf_reader.h"
 #include "io/safetensors.h"
+#include "model/tensor_manifest.h"
 #include "kernels/dequant_ggml.h"
 #include "kernels/q4_weight_matmul.h"
 #include "model/gguf_model.h"
@@ -181,7 +182,7 @@ TEST(GgufModel, QuantizedFilesDecodeToNearbyLogits) {
     const auto path = dir / (std::string("model-") + io::dtype_name(type) + ".gguf");
     const auto res = model::export_gemma4_gguf(hf->source(), text_config(dir), nullptr, path, {.matrix_type = type});
     auto file = std::make_shared<const io::GgufFile>(path);
-    io::GgufTensorSource quantized(file);
+    io::GgufTensorSource quantized(file, model::gemma4_canonical_name);
     int typed = 0;
     for (const auto& name : quantized.names()) typed += quantized.find(name)->dtype == type;
     EXPECT_EQ(typed + res.fallback_f16, [&] {

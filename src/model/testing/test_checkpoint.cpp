@@ -12,6 +12,7 @@
 #include "io/safetensors_writer.h"
 #include "util/progress.h"
 #include "model/config.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -139,47 +140,38 @@ ojson text_config_json(const Preset& p) {
   return t;
 }
 
+// The scale each tensor is drawn at: matrices ~1/sqrt(input width), norm weights near 1.
+Init init_of(const ManifestTensor& t, const ModelConfig& c) {
+  const Init norm{0.5f, 1.5f};
+  const TensorMember& m = t.entry->member;
+  switch (t.entry->kind) {
+    // Logit standard deviation ~3: healthy argmax margins without saturating the soft cap.
+    case TensorKind::embedding: return symmetric(3.0 / std::sqrt(double(t.shape[1])));
+    case TensorKind::ple_table: return symmetric(1.0 / std::sqrt(double(c.ple_dim)));
+    case TensorKind::linear:
+      // The gate reads the raw residual stream (not normalised), hence the smaller scale.
+      return symmetric((m == TensorMember(&LayerWeights::ple_gate) ? 0.3 : 1.0) / std::sqrt(double(t.shape[1])));
+    case TensorKind::norm: {
+      // q and k are RMS-normalised, so the norm weights set the attention temperature:
+      // scores end up with a standard deviation of about 2.
+      const float qk = static_cast<float>(std::pow(double(t.shape[0]), -0.25));
+      if (m == TensorMember(&LayerWeights::q_norm)) return {1.0f * qk, 2.0f * qk};
+      if (m == TensorMember(&LayerWeights::k_norm)) return {0.7f * qk, 1.4f * qk};
+      return norm;
+    }
+    case TensorKind::scalar: return {0.6f, 1.2f};
+  }
+  return norm;
+}
+
+// The text decoder's tensors in the manifest's order (model/tensor_manifest.h); the tied
+// head is not stored.
 std::vector<PlannedTensor> plan_tensors(const ModelConfig& c, const TestCheckpointOptions& o) {
   std::vector<PlannedTensor> out;
-  const std::int64_t H = c.hidden_size, P = c.ple_dim, LP = static_cast<std::int64_t>(c.num_layers) * P;
-  auto add = [&](const std::string& name, std::vector<std::int64_t> shape, Init init) {
-    out.push_back({io::TensorSpec{o.prefix + name, o.dtype, std::move(shape)}, init});
-  };
-  const Init norm{0.5f, 1.5f};
-  // Logit standard deviation ~3: healthy argmax margins without saturating the soft cap.
-  add("embed_tokens.weight", {c.vocab_size, H}, symmetric(3.0 / std::sqrt(double(H))));
-  add("embed_tokens_per_layer.weight", {c.ple_vocab_size, LP}, symmetric(1.0 / std::sqrt(double(P))));
-  add("per_layer_model_projection.weight", {LP, H}, symmetric(1.0 / std::sqrt(double(H))));
-  add("per_layer_projection_norm.weight", {P}, norm);
-  add("norm.weight", {H}, norm);
-  for (int l = 0; l < c.num_layers; ++l) {
-    const LayerConfig& L = c.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    const std::int64_t d = L.head_dim, q_out = static_cast<std::int64_t>(c.num_heads) * d;
-    const std::int64_t kv_out = static_cast<std::int64_t>(L.n_kv_heads) * d, F = L.mlp_width;
-    // q and k are RMS-normalised, so the norm weights set the attention temperature:
-    // scores end up with a standard deviation of about 2.
-    const float qk = static_cast<float>(std::pow(double(d), -0.25));
-    add(p + "input_layernorm.weight", {H}, norm);
-    add(p + "self_attn.q_proj.weight", {q_out, H}, symmetric(1.0 / std::sqrt(double(H))));
-    if (L.owns_kv || o.with_shared_kv) {
-      add(p + "self_attn.k_proj.weight", {kv_out, H}, symmetric(1.0 / std::sqrt(double(H))));
-      add(p + "self_attn.v_proj.weight", {kv_out, H}, symmetric(1.0 / std::sqrt(double(H))));
-    }
-    add(p + "self_attn.q_norm.weight", {d}, {1.0f * qk, 2.0f * qk});
-    if (L.owns_kv || o.with_shared_kv) add(p + "self_attn.k_norm.weight", {d}, {0.7f * qk, 1.4f * qk});
-    add(p + "self_attn.o_proj.weight", {H, q_out}, symmetric(1.0 / std::sqrt(double(q_out))));
-    add(p + "post_attention_layernorm.weight", {H}, norm);
-    add(p + "pre_feedforward_layernorm.weight", {H}, norm);
-    add(p + "mlp.gate_proj.weight", {F, H}, symmetric(1.0 / std::sqrt(double(H))));
-    add(p + "mlp.up_proj.weight", {F, H}, symmetric(1.0 / std::sqrt(double(H))));
-    add(p + "mlp.down_proj.weight", {H, F}, symmetric(1.0 / std::sqrt(double(F))));
-    add(p + "post_feedforward_layernorm.weight", {H}, norm);
-    // The gate reads the raw residual stream (not normalised), hence the smaller scale.
-    add(p + "per_layer_input_gate.weight", {P, H}, symmetric(0.3 / std::sqrt(double(H))));
-    add(p + "per_layer_projection.weight", {H, P}, symmetric(1.0 / std::sqrt(double(P))));
-    add(p + "post_per_layer_input_norm.weight", {H}, norm);
-    add(p + "layer_scalar", {1}, {0.6f, 1.2f});
+  for (const ManifestTensor& t : manifest_tensors(c)) {
+    const bool shared_kv = o.with_shared_kv && t.entry->presence == Presence::own_kv;
+    if (!t.present && !shared_kv) continue;
+    out.push_back({io::TensorSpec{o.prefix + t.name, o.dtype, t.shape}, init_of(t, c)});
   }
   return out;
 }

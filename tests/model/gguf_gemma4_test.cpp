@@ -1,5 +1,6 @@
-// gemma4 GGUF files: llama.cpp tensor names <-> canonical names, ggml {in, out} shapes ->
-// PyTorch [out, in], and the text config derived from gemma4.* metadata.
+// gemma4 GGUF files: llama.cpp tensor names <-> canonical names (model/tensor_manifest.h),
+// ggml {in, out} shapes -> PyTorch [out, in] (io/gguf_gemma4.h), and the text config
+// derived from gemma4.* metadata. Here, not in tests/io, because the names are the model's.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -7,10 +8,13 @@
 #include "io/gguf_gemma4.h"
 #include "io/gguf_writer.h"
 #include "kernels/dequant_ggml.h"
+#include "model/tensor_manifest.h"
 #include "util/error.h"
 
 using namespace ringlm;
 using namespace ringlm::io;
+using ringlm::model::gemma4_canonical_name;
+using ringlm::model::gemma4_gguf_name;
 using nlohmann::json;
 
 namespace {
@@ -146,7 +150,7 @@ TEST(GgufGemma4, TensorSourceGivesCanonicalNamesAndPyTorchShapes) {
   std::vector<std::vector<std::uint8_t>> data;
   const auto bytes = tiny_gguf(c, DType::BF16, &data);
   auto file = std::shared_ptr<GgufFile>(GgufFile::from_memory(bytes.data(), bytes.size(), "tiny.gguf"));
-  GgufTensorSource src(file);
+  GgufTensorSource src(file, gemma4_canonical_name);
   const auto specs = tiny_tensors(c);
   EXPECT_EQ(src.names().size(), specs.size() + 1);  // + rope_freqs.weight
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -194,7 +198,7 @@ TEST(GgufGemma4, QuantizedTypesAreExposed) {
   for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const auto bytes = tiny_gguf(c, t, nullptr);
     auto file = std::shared_ptr<GgufFile>(GgufFile::from_memory(bytes.data(), bytes.size(), "q.gguf"));
-    GgufTensorSource src(file);
+    GgufTensorSource src(file, gemma4_canonical_name);
     const TensorView* v = src.find("layers.0.mlp.down_proj.weight");
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->dtype, t);
@@ -210,7 +214,7 @@ TEST(GgufGemma4, ClearErrors) {
     w.add_string("general.architecture", "llama");
     const auto b = w.bytes();
     auto f = std::shared_ptr<GgufFile>(GgufFile::from_memory(b.data(), b.size(), "llama.gguf"));
-    EXPECT_NE(error_of([&] { GgufTensorSource s(f); }).find("'llama'"), std::string::npos);
+    EXPECT_NE(error_of([&] { GgufTensorSource s(f, gemma4_canonical_name); }).find("'llama'"), std::string::npos);
     EXPECT_NE(error_of([&] { gemma4_text_config(*f); }).find("only 'gemma4'"), std::string::npos);
   }
   {
@@ -219,7 +223,7 @@ TEST(GgufGemma4, ClearErrors) {
     w.add_tensor("blk.0.attn_q.weight", 10 /* Q2_K */, {256, 1}, std::vector<std::uint8_t>(84));
     const auto b = w.bytes();
     auto f = std::shared_ptr<GgufFile>(GgufFile::from_memory(b.data(), b.size(), "q2.gguf"));
-    const auto msg = error_of([&] { GgufTensorSource s(f); });
+    const auto msg = error_of([&] { GgufTensorSource s(f, gemma4_canonical_name); });
     EXPECT_NE(msg.find("'blk.0.attn_q.weight' has type Q2_K"), std::string::npos) << msg;
   }
   {
