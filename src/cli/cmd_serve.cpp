@@ -160,6 +160,9 @@ RINGLM_COMMAND(serve) {
                   "Per request: growth of the grammar caches it may cause (400 past it; 0 = unlimited)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  sub->add_flag("--schema-in-prompt", args->server.schema_in_prompt,
+                "Describe a request's response_format schema to the model in a system message (off by "
+                "default, as OpenAI; the request field schema_in_prompt overrides)");
   sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
                 "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")
