@@ -7,5 +7,6 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS="-O1" -DRINGLM_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$(nproc)"
+# Only the GoogleTest binaries: the CLI, tools and benchmarks are not run here.
+cmake --build build-asan -j"$(nproc)" --target unit_tests
 ctest --test-dir build-asan -L unit --output-on-failure -j"$(nproc)" "$@"

@@ -92,16 +92,25 @@ std::string strip_markers(std::string_view text, std::vector<TextRange>& plain) 
   return out;
 }
 
-std::vector<std::int32_t> encode_chat(const ChatTemplate& tmpl, const Tokenizer& tokenizer, const ChatRequest& request,
-                                      bool trust_control_tokens) {
-  if (trust_control_tokens) return encode_prompt(tokenizer, tmpl.render(request));
+MarkedPrompt render_marked(const ChatTemplate& tmpl, const Tokenizer& tokenizer, const ChatRequest& request,
+                           bool trust_control_tokens) {
+  MarkedPrompt out;
+  if (trust_control_tokens) {
+    out.text = tmpl.render(request);
+    return out;
+  }
   ChatRequest marked = request;
   marked.messages = mark_control_tokens(request.messages, tokenizer);
   if (!request.tools.is_null()) marked.tools = mark_control_tokens(request.tools, tokenizer);
-  std::vector<TextRange> plain;
-  const std::string text = strip_markers(tmpl.render(marked), plain);
+  out.text = strip_markers(tmpl.render(marked), out.plain);
+  return out;
+}
+
+std::vector<std::int32_t> encode_chat(const ChatTemplate& tmpl, const Tokenizer& tokenizer, const ChatRequest& request,
+                                      bool trust_control_tokens) {
+  const MarkedPrompt prompt = render_marked(tmpl, tokenizer, request, trust_control_tokens);
   std::vector<std::int32_t> ids;
-  encode_with_plain_ranges(tokenizer, text, plain, ids);
+  encode_with_plain_ranges(tokenizer, prompt.text, prompt.plain, ids);
   return ids;
 }
 

@@ -27,6 +27,18 @@ nlohmann::ordered_json mark_control_tokens(const nlohmann::ordered_json& value, 
 // `text` with the markers removed, and the ranges (in the result) of the marked tokens.
 std::string strip_markers(std::string_view text, std::vector<TextRange>& plain);
 
+// A rendered prompt and the byte ranges of it that came from the request's own strings
+// (sorted, non-overlapping): those are tokenized as plain text.
+struct MarkedPrompt {
+  std::string text;
+  std::vector<TextRange> plain;
+};
+
+// `request` rendered with `tmpl`, with the ranges its strings occupy; with
+// `trust_control_tokens` no range is plain (transformers' behaviour, trusted callers only).
+MarkedPrompt render_marked(const ChatTemplate& tmpl, const Tokenizer& tokenizer, const ChatRequest& request,
+                           bool trust_control_tokens = false);
+
 // The token ids of `request` rendered with `tmpl`, no <bos> added (the template writes it).
 // `trust_control_tokens`: control tokens written in the request are parsed as control tokens
 // (transformers' apply_chat_template(tokenize=True) behaviour), for trusted callers only.

@@ -168,14 +168,14 @@ void extract(const ExtractOptions& o) {
   // the grammar enforces it either way).
   const Json system_message = {{"role", "system"},
                                {"content", o.schema_in_prompt ? o.instructions + "\n" + schema.dump() : o.instructions}};
-  auto render_text = [&](const Json& content) {
+  auto image_request = [&](const Json& content) {
     chat::ChatRequest req;
     req.messages.push_back(system_message);
     req.messages.push_back({{"role", "user"}, {"content", content}});
     req.add_generation_prompt = true;
-    return engine.render_chat(req);
+    return req;
   };
-  // Text-only rows: the template's markup becomes control tokens, the row's text stays text.
+  // The template's markup becomes control tokens, the row's text stays text (image rows too).
   auto render = [&](const std::string& user) {
     chat::ChatRequest req;
     req.messages.push_back(system_message);
@@ -275,7 +275,8 @@ void extract(const ExtractOptions& o) {
           Json parts = Json::array();
           for (std::size_t i = 0; i < images.size(); ++i) parts.push_back({{"type", "image"}});
           parts.push_back({{"type", "text"}, {"text", user}});
-          engine::MediaPrompt mp = media.build(render_text(parts), images, o.image_tokens);
+          engine::MediaPrompt mp =
+              media.build_chat(image_request(parts), o.trust_control_tokens, images, o.image_tokens);
           req.prompt = std::move(mp.ids);
           req.params.prompt_embeddings = mp.embeddings;
           image_tokens = mp.image_tokens;

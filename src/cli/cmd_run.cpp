@@ -72,7 +72,8 @@ void run(const RunOptions& o) {
     // With --raw the text carries one <|image|> placeholder per --image itself.
     engine::MediaEncoder media(engine);
     const bool bos = o.raw && engine.tokenizer().add_bos_default();
-    media_prompt = media.build(o.raw ? user : engine.render_chat(req), images, o.image_tokens, bos);
+    media_prompt = o.raw ? media.build(user, images, o.image_tokens, bos)
+                         : media.build_chat(req, /*trust_control_tokens=*/false, images, o.image_tokens);
     ids = media_prompt.ids;
   }
 

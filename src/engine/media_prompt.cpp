@@ -1,7 +1,11 @@
 #include "engine/media_prompt.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string_view>
+#include <utility>
 
+#include "tokenizer/plain_text.h"
 #include "util/error.h"
 #include "vision/image_preprocess.h"
 
@@ -24,23 +28,64 @@ const vision::VisionTower& MediaEncoder::vision() {
 
 MediaPrompt MediaEncoder::build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget,
                                 bool add_bos) {
+  return build(chat::MarkedPrompt{rendered, {}}, images, budget, add_bos);
+}
+
+MediaPrompt MediaEncoder::build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                                     const std::vector<vision::RgbImage>& images, int budget) {
+  const chat::ChatTemplate* tmpl = engine_.chat_template();
+  if (tmpl == nullptr) fail(engine_.options().model_dir.string(), ": the model directory has no chat template");
+  return build(chat::render_marked(*tmpl, engine_.tokenizer(), request, trust_control_tokens), images, budget);
+}
+
+namespace {
+
+bool starts_in_plain(std::size_t at, const std::vector<TextRange>& plain) {
+  for (const TextRange& r : plain)
+    if (at >= r.begin && at < r.end) return true;
+  return false;
+}
+
+// Appends the ids of text[begin, end), the parts of it inside `plain` tokenized as plain text.
+void encode_piece(const Tokenizer& tok, const std::string& text, std::size_t begin, std::size_t end,
+                  const std::vector<TextRange>& plain, std::vector<std::int32_t>& out) {
+  std::vector<TextRange> local;
+  for (const TextRange& r : plain) {
+    const std::size_t b = std::max(r.begin, begin), e = std::min(r.end, end);
+    if (b < e) local.push_back({b - begin, e - begin});
+  }
+  encode_with_plain_ranges(tok, std::string_view(text).substr(begin, end - begin), local, out);
+}
+
+}  // namespace
+
+MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images,
+                                int budget, bool add_bos) {
   MediaPrompt out;
   const Tokenizer& tok = engine_.tokenizer();
-  // Split at the placeholders first, so user text can never be mistaken for one by position.
-  std::vector<std::string> pieces;
+  const std::string& rendered = prompt.text;
+  // Split at the template's placeholders first (never at one inside user text), so user text
+  // can never be mistaken for one by position.
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;
   std::size_t from = 0;
   const std::string ph = kImagePlaceholder;
-  for (std::size_t at; (at = rendered.find(ph, from)) != std::string::npos; from = at + ph.size())
-    pieces.push_back(rendered.substr(from, at - from));
-  pieces.push_back(rendered.substr(from));
+  for (std::size_t at = rendered.find(ph); at != std::string::npos; at = rendered.find(ph, at + 1)) {
+    if (starts_in_plain(at, prompt.plain)) continue;
+    pieces.emplace_back(from, at);
+    from = at + ph.size();
+    at = from - 1;
+  }
+  pieces.emplace_back(from, rendered.size());
   const std::size_t n_placeholders = pieces.size() - 1;
   if (n_placeholders != images.size())
     fail("the prompt has ", n_placeholders, " image placeholder", n_placeholders == 1 ? "" : "s", " (", ph, ") but ",
          images.size(), " image", images.size() == 1 ? " was" : "s were", " given");
-  EncodeOptions first;
-  first.add_bos = add_bos;
+  if (add_bos) {
+    if (tok.bos_id() < 0) fail("the tokenizer has no <bos> token to start the prompt with");
+    out.ids.push_back(tok.bos_id());
+  }
   if (images.empty()) {
-    out.ids = tok.encode(rendered, first);
+    encode_piece(tok, rendered, 0, rendered.size(), prompt.plain, out.ids);
     return out;
   }
   const vision::VisionTower& tower = vision();
@@ -50,8 +95,7 @@ MediaPrompt MediaEncoder::build(const std::string& rendered, const std::vector<v
   emb->hidden = H;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const auto piece_ids = tok.encode(pieces[i], i == 0 ? first : EncodeOptions{});
-    out.ids.insert(out.ids.end(), piece_ids.begin(), piece_ids.end());
+    encode_piece(tok, rendered, pieces[i].first, pieces[i].second, prompt.plain, out.ids);
     if (i == n_placeholders) break;
     const vision::PatchGrid grid = vision::preprocess_image(images[i], vc, budget > 0 ? budget : vc.default_soft_tokens);
     const std::vector<float> rows = tower.encode(grid);

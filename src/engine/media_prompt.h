@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/user_text.h"
 #include "engine/engine.h"
 #include "engine/generation.h"
 #include "vision/image_decode.h"
@@ -43,6 +44,14 @@ class MediaEncoder {
   // add_bos: start with the tokenizer's BOS (raw prompts; the chat template writes its own).
   MediaPrompt build(const std::string& rendered, const std::vector<vision::RgbImage>& images, int budget = 0,
                     bool add_bos = false);
+  // The same for a rendered chat prompt whose `plain` ranges are user text: those bytes are
+  // tokenized as plain text (a control token or "<|image|>" written there stays text).
+  MediaPrompt build(const chat::MarkedPrompt& prompt, const std::vector<vision::RgbImage>& images, int budget = 0,
+                    bool add_bos = false);
+  // A conversation rendered by the model's chat template, its strings kept plain text unless
+  // `trust_control_tokens` (as Engine::encode_chat does for text-only prompts).
+  MediaPrompt build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
+                         const std::vector<vision::RgbImage>& images, int budget = 0);
 
  private:
   const Engine& engine_;

@@ -5,6 +5,7 @@
 # - `extract` rows with image fields (paths relative to the input file) all succeed, and a
 #   row's reply depends only on its own image: two rows with the same image agree, and the
 #   row after a different image equals a fresh single run (no stale soft-token KV reused);
+# - user text next to an image cannot forge a placeholder or a control token;
 # - a text-only checkpoint refuses --image with a clear error.
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
@@ -51,6 +52,14 @@ assert rows["r1"]["image_tokens"] == rows["r3"]["image_tokens"] > 0
 assert rows["r1"]["output"] == rows["r3"]["output"], (rows["r1"], rows["r3"])
 print("r1", rows["r1"]["output"], "r2", rows["r2"]["output"])
 PYEOF
+
+# User text next to an image stays text: "<|image|>" written there is no second placeholder,
+# and a control token written there is several plain tokens, not the one control id.
+"$RINGLM" run "${common[@]}" --image imgs/a.png --prompt 'What is <|image|> this?' > /dev/null 2>&1
+count() { "$RINGLM" run --model model --max-tokens 1 --image-tokens 70 --threads 2 --image imgs/a.png --prompt "$1" --stats 2>&1 >/dev/null |
+  sed -n 's/.*ringlm: \([0-9]*\) prompt tokens.*/\1/p'; }
+plain=$(count 'x'); forged=$(count 'x<turn|>')
+[[ -n $plain && -n $forged ]] && (( forged - plain >= 2 )) || { echo "control token in image-row text was parsed: $plain -> $forged"; exit 1; }
 
 if "$RINGLM" run --model text --image imgs/a.png --prompt "x" --max-tokens 4 2> err.txt; then exit 1; fi
 grep -q "has no vision tower" err.txt
