@@ -306,14 +306,17 @@ TEST(Generator, ToolCallArgumentsFollowTheToolSchema) {
   const nlohmann::json tools = {{{"name", "get_weather"}, {"parameters", params}}};
   for (std::uint64_t seed = 0; seed < 3; ++seed) {
     engine::GenerationParams p;
-    p.max_tokens = 80;
+    p.max_tokens = 120;
     p.tool_schemas = tools.dump();
     p.sampling.temperature = 1.0f;
     p.sampling.seed = seed;
     auto r = g.generate(prompt_of(8, 4), p, nullptr);
-    ASSERT_EQ(r.finish, engine::FinishReason::Stop) << r.text;
+    // The grammar allows parallel calls, so a random model may still be calling at max_tokens:
+    // then the unfinished last call is left as content; every finished one must validate.
     chat::GemmaReply reply = chat::parse_gemma_reply(r.text);
     ASSERT_GE(reply.tool_calls.size(), 1u) << r.text;
+    if (r.finish == engine::FinishReason::Length) reply.content.clear();
+    EXPECT_EQ(r.text.rfind("<|tool_call>call:get_weather{", 0), 0u) << r.text;
     for (const auto& call : reply.tool_calls) {
       EXPECT_EQ(call.name, "get_weather");
       std::string why;
