@@ -1231,7 +1231,7 @@ class Compiler {
       number_rules_[key] = r;
       uint32_t end = b_.new_state();
       b_.set_final(end);
-      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap()), b_.rule_start(r), end);
+      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap(false)), b_.rule_start(r), end);
       return r;
     }
     if (!re.empty()) {
@@ -1247,17 +1247,31 @@ class Compiler {
     number_rules_[re] = r;
     uint32_t end = b_.new_state();
     b_.set_final(end);
-    if (!re.empty()) emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap()), b_.rule_start(r), end);
+    if (re.empty()) return r;
+    // Languages with an exponent take the finite-double cap; the others (integers, bounded
+    // numbers) only the digit counts, a much smaller automaton to intersect with. The two
+    // unbounded languages, in nearly every schema, are intersected once per process.
+    const bool exponent = re.find("[eE]") != std::string::npos;
+    static const std::string any_integer = "^-?(?:0|[1-9][0-9]*)$";
+    static const std::string any_number = "^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$";
+    if (re == any_integer || re == any_number) {
+      static const CpDfa int_dfa = dfa_intersect(compile_regex(any_integer, false), digit_cap(false));
+      static const CpDfa num_dfa = dfa_intersect(compile_regex(any_number, false), digit_cap(true));
+      emit_ascii_dfa(re == any_integer ? int_dfa : num_dfa, b_.rule_start(r), end);
+      return r;
+    }
+    emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap(exponent)), b_.rule_start(r), end);
     return r;
   }
 
   // Numbers have at most 20 integer digits, 20 fraction digits and an exponent that keeps them
   // finite doubles (a deliberate restriction: beyond what a double or int64 carries, and it
   // keeps a model from writing digits forever; finite_number_cap).
-  const CpDfa& digit_cap() {
-    // Built once per process (a few hundred DFA states; rebuilding it per schema cost ~1 ms).
-    static const CpDfa cap = compile_regex(finite_number_cap(), false);
-    return cap;
+  const CpDfa& digit_cap(bool exponent) {
+    // Built once per process (the finite cap has a few hundred DFA states).
+    static const CpDfa finite = compile_regex(finite_number_cap(), false);
+    static const CpDfa digits = compile_regex("^-?[0-9]{1,20}(?:\\.[0-9]{1,20})?$", false);
+    return exponent ? finite : digits;
   }
 
   // Emits a DFA over ASCII code points as raw bytes.
