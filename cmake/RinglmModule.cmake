@@ -11,6 +11,7 @@ function(ringlm_module name)
   if(srcs)
     add_library(ringlm_${name} STATIC ${srcs})
     target_include_directories(ringlm_${name} PUBLIC "${PROJECT_SOURCE_DIR}/src")
+    ringlm_position_independent(ringlm_${name})
     target_link_libraries(ringlm_${name} PUBLIC ${M_DEPS})
   else()
     add_library(ringlm_${name} INTERFACE)
@@ -30,6 +31,18 @@ function(ringlm_module name)
   file(GLOB_RECURSE files CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp"
        "${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.h")
   ringlm_check_includes("module ${name}" "${closure}" ${files})
+endfunction()
+
+# Every library object is position-independent, so the same archives link into the ringlm
+# executable and into shared objects (the Python module, python/). -fno-semantic-interposition
+# tells the compiler that no other shared object will replace our global functions, so calls
+# inside the library stay direct and inlinable as in a non-PIC build (no PLT, no GOT load);
+# docs/python.md has the decode timing before and after.
+function(ringlm_position_independent target)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -fno-semantic-interposition)
+  endif()
 endfunction()
 
 # The modules (without the ringlm_ prefix) that linking `modules` brings in.

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -281,7 +282,11 @@ PYBIND11_MODULE(ringlm, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ringlm::Error& e) {
-      error(e.what());
+      // Messages quote model output and file names, which may hold broken UTF-8 (a reply
+      // cut at 200 bytes); PyErr_SetString would then raise an Error without its message.
+      const char* what = e.what();
+      py::object msg = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(what, std::strlen(what), "replace"));
+      PyErr_SetObject(error.ptr(), msg.ptr());
     }
   });
 

@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "load_test_stream.h"
+
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -283,6 +285,82 @@ std::vector<std::thread> start_attacks(const std::string& host, int port, std::s
   return threads;
 }
 
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t idx = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
+}
+
+int slots_active(const std::string& host, int port) {
+  httplib::Client c(host, port);
+  auto h = c.Get("/health");
+  if (!h) return -1;
+  const json j = json::parse(h->body, nullptr, false);
+  return j.is_object() ? j.value("slots_active", -1) : -1;
+}
+
+// --throughput (load_test_stream.h).
+int run_throughput(const std::string& host, int port, int pid, int clients, int requests, int max_tokens,
+                   bool disconnect_check, const std::string& json_out) {
+  load_test::stream_once(host, port, load_test::throughput_body(-1, 4));  // warm-up: tower, caches, pages
+  const long rss_before = pid ? rss_kib(pid) : -1;
+  std::mutex mu;
+  std::vector<load_test::StreamOutcome> outcomes;
+  std::atomic<int> next{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < requests; i = next++) {
+        auto o = load_test::stream_once(host, port, load_test::throughput_body(i, max_tokens));
+        std::lock_guard lock(mu);
+        outcomes.push_back(o);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> ttft;
+  long tokens = 0;
+  int bad = 0;
+  for (const auto& o : outcomes) {
+    if (o.status != 200 || o.ttft_s < 0) {
+      ++bad;
+      continue;
+    }
+    ttft.push_back(o.ttft_s);
+    tokens += o.completion_tokens;
+  }
+  json report = {{"clients", clients}, {"requests", outcomes.size()}, {"max_tokens", max_tokens}, {"wall_s", wall},
+                 {"completion_tokens", tokens}, {"aggregate_tok_s", static_cast<double>(tokens) / wall},
+                 {"ttft_p50_s", percentile(ttft, 0.5)}, {"ttft_p99_s", percentile(ttft, 0.99)}, {"failed", bad},
+                 {"rss_kib_before", rss_before}, {"rss_kib_after", pid ? rss_kib(pid) : -1}};
+  std::printf("load_test --throughput: %d clients, %zu streamed requests of %d tokens, %.2f s wall\n", clients,
+              outcomes.size(), max_tokens, wall);
+  std::printf("aggregate %.2f tok/s (%ld completion tokens), TTFT p50 %.3f s, p99 %.3f s, failed %d\n",
+              static_cast<double>(tokens) / wall, tokens, percentile(ttft, 0.5), percentile(ttft, 0.99), bad);
+  if (disconnect_check) {
+    // A stream long enough to still be running when we hang up.
+    auto o = load_test::stream_once(host, port, load_test::throughput_body(requests, 4 * max_tokens + 64), true);
+    const auto hung_up = Clock::now();
+    double freed = -1;
+    while (std::chrono::duration<double>(Clock::now() - hung_up).count() < 30) {
+      if (slots_active(host, port) == 0) {
+        freed = std::chrono::duration<double>(Clock::now() - hung_up).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    report["disconnect"] = {{"first_token_s", o.ttft_s}, {"row_freed_after_s", freed}};
+    std::printf("disconnect: hung up after the first token (%.3f s); no active slot %.3f s later%s\n", o.ttft_s, freed,
+                freed < 0 ? " (NOT FREED within 30 s)" : "");
+    if (freed < 0) ++bad;
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+  return bad == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -309,11 +387,19 @@ int main(int argc, char** argv) {
                "over the limit, endless and dripping headers, idle connections");
   app.add_option("--idle-connections", idle_connections, "Idle connections the attack keeps open");
   app.add_option("--settle", settle, "Seconds to wait idle after the load before a last RSS reading (0: none)");
+  bool throughput = false, disconnect_check = false;
+  int max_tokens = 32;
+  app.add_flag("--throughput", throughput,
+               "Streaming clients only (--clients, --requests in all, --max-tokens each): aggregate tok/s and TTFT p50/p99");
+  app.add_option("--max-tokens", max_tokens, "With --throughput: tokens per request")->capture_default_str();
+  app.add_flag("--disconnect-check", disconnect_check,
+               "With --throughput: then hang up one stream after its first token and time until no slot is active");
   CLI11_PARSE(app, argc, argv);
   if (host != "127.0.0.1" && host != "localhost") {
     std::fprintf(stderr, "load_test: loopback only\n");
     return 2;
   }
+  if (throughput) return run_throughput(host, port, pid, clients, requests, max_tokens, disconnect_check, json_out);
 
   auto client = [&] {
     auto c = std::make_unique<httplib::Client>(host, port);

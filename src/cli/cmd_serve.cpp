@@ -24,6 +24,7 @@ struct ServeArgs {
   bool trust_control_tokens = false;
   int mask_budget_ms = 10000;
   std::size_t mask_budget_mb = 256;
+  std::size_t prefix_cache_mb = 256;
   int fake_token_delay_us = 1000;
   int grace_ms = 10000;
   int header_timeout_ms = 10000, idle_timeout_ms = 5000, body_timeout_ms = 30000;
@@ -72,6 +73,7 @@ void run_serve(const ServeArgs& args) {
     bo.trust_control_tokens = args.trust_control_tokens;
     bo.mask_budget_ms = args.mask_budget_ms;
     bo.mask_budget_mb = args.mask_budget_mb;
+    bo.prefix_cache_bytes = args.prefix_cache_mb << 20;
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
@@ -163,6 +165,16 @@ RINGLM_COMMAND(serve) {
   sub->add_flag("--schema-in-prompt", args->server.schema_in_prompt,
                 "Describe a request's response_format schema to the model in a system message (off by "
                 "default, as OpenAI; the request field schema_in_prompt overrides)");
+  sub->add_option("--prefix-cache-mb", args->prefix_cache_mb,
+                  "KV of shared prompt prefixes kept across requests, least recently used dropped (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  sub->add_option("--allow-local-media", args->server.media.allow_dir,
+                  "Image parts may name local files, only under this folder (default: data: URLs only; never the network)")
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--max-media-bytes", args->server.media.max_bytes,
+                  "Largest encoded image (data: URL or file) a request may carry (400 above)")
+      ->capture_default_str();
   sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
                 "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")

@@ -40,6 +40,8 @@ struct BatchScheduler::Slot {
   TokenCallback on_token;
   std::function<void(SequenceOutcome&&)> on_done;
   std::size_t prompt_done = 0;  // prompt tokens in the cache
+  std::size_t cache_limit = 0;  // prompt tokens the prefix cache may store (before any soft token)
+  std::size_t cache_stored = 0; // prompt tokens offered to the prefix cache so far
   std::unique_ptr<guided::Matcher> matcher;
   guided::BudgetAccount budget;  // this request's mask work so far (GenerationParams::mask_budget)
   // Soft tokens (images, audio) of the prompt: the rows stay alive while the session uses them.
@@ -81,6 +83,7 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
   item_slot_.reserve(slots_.size());
   full_head_.reserve(slots_.size());
   full_head_slot_.reserve(slots_.size());
+  if (options_.prefix_cache_bytes > 0) prefix_cache_ = std::make_unique<PrefixCache>(options_.prefix_cache_bytes);
   HeadSubsetPolicy policy;
   if (const char* env = std::getenv("RINGLM_LM_HEAD_SUBSET")) {
     const std::string v = env;
@@ -210,8 +213,26 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
     reused = pinned_.size();
     ++stats_.prefix_copies;
   }
+  if (prefix_cache_ && limit >= PrefixCache::kBlockTokens) {
+    const std::size_t held = prefix_cache_->lookup(prompt, limit);
+    std::size_t supplied = 0;
+    if (held > reused) {
+      try {
+        prefix_cache_->restore(prompt, held, s.session);
+        s.cached.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(held));
+        supplied = held - reused;
+        reused = held;
+      } catch (const Error&) {  // the slot's rings could not take it: compute from scratch
+        s.session.reset();
+        s.cached.clear();
+        reused = 0;
+      }
+    }
+    prefix_cache_->record(supplied);
+  }
   stats_.reused_tokens += reused;
   stats_.prefix_hits += reused > 0;
+  stats_.prefix_misses += reused == 0 && limit >= PrefixCache::kBlockTokens;
 
   s.busy = true;
   s.cancel_requested = false;
@@ -222,6 +243,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   s.on_token = std::move(request.on_token);
   s.on_done = std::move(request.on_done);
   s.prompt_done = reused;
+  s.cache_limit = std::min(s.prompt.size(), media_first);
+  s.cache_stored = 0;
   s.matcher = std::move(matcher);
   s.budget = guided::BudgetAccount(s.params.mask_budget);
   s.overrides.clear();
@@ -353,6 +376,13 @@ int BatchScheduler::step() {
     s.cached.insert(s.cached.end(), s.step_ids.begin(), s.step_ids.end());
     if (s.prefilling()) {
       s.prompt_done += s.step_ids.size();
+      // Whole prompt blocks go to the prefix cache as they complete, while the sliding rings
+      // still hold them.
+      const std::size_t storable = std::min(s.prompt_done, s.cache_limit);
+      if (prefix_cache_ && storable / PrefixCache::kBlockTokens > s.cache_stored / PrefixCache::kBlockTokens) {
+        prefix_cache_->insert(s.prompt, storable, s.session);
+        s.cache_stored = storable;
+      }
       if (s.prefilling()) continue;
       if (s.params.max_tokens == 0) {
         finish(s, FinishReason::Length);

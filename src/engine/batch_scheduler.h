@@ -7,7 +7,9 @@
 // The scheduler owns max_sequences slots, each a model::Session with the tokens its cache
 // holds. admit() puts a request on the free slot whose cache shares the longest prefix with
 // its prompt (a follow-up turn reuses its KV) and, failing that, copies a pinned prefix
-// (pin_prefix: e.g. extract's instructions + schema) instead of recomputing it. Each step()
+// (pin_prefix: e.g. extract's instructions + schema) instead of recomputing it, or takes it
+// from the cross-request prefix cache (options.prefix_cache_bytes) when that holds more: the
+// prompt blocks every prefilling slot computed are stored there as they complete. Each step()
 // runs one model::BatchForward pass over every active sequence: the pending tokens of the
 // decoding ones (a sampled token plus any tokens the grammar forces) and the next prompt
 // chunk of the prefilling ones, as long as the step's row budget lasts (decode rows first, so
@@ -35,6 +37,7 @@
 #include "engine/engine.h"
 #include "engine/generation.h"
 #include "engine/generator.h"
+#include "engine/prefix_cache.h"
 #include "model/batch_forward.h"
 
 namespace ringlm::engine {
@@ -47,6 +50,11 @@ struct BatchSchedulerOptions {
   // follow-up turn). false: only the pinned prefix, so every request computes exactly the
   // same chunks whatever ran on its slot before (extract: results independent of --parallel).
   bool reuse_slot_cache = true;
+  // Prompt-prefix KV kept across requests (engine/prefix_cache.h), in bytes; 0: none. With
+  // it a request reuses the longest cached run of 16-token prompt blocks, whichever slot
+  // computed them. serve sets it (--prefix-cache-mb); extract keeps 0 (results must not
+  // depend on what ran before).
+  std::size_t prefix_cache_bytes = 0;
 };
 
 struct SequenceOutcome {
@@ -67,8 +75,10 @@ struct BatchStats {
   std::uint64_t sequence_steps = 0;  // sum over steps of the sequences advanced
   std::uint64_t prefix_copies = 0;   // admits that copied the pinned prefix
   std::uint64_t prefix_hits = 0;     // admits that reused any cached prompt KV
-  std::uint64_t reused_tokens = 0;   // prompt tokens not recomputed (slot cache or pin)
+  std::uint64_t prefix_misses = 0;   // admits with a whole 16-token block that reused none
+  std::uint64_t reused_tokens = 0;   // prompt tokens not recomputed (slot cache, pin or prefix cache)
   int last_batch = 0;                // sequences in the last step
+  PrefixCacheStats prefix_cache;     // the cross-request prefix cache (zeros when off)
 };
 
 class BatchScheduler {
@@ -96,7 +106,10 @@ class BatchScheduler {
   // Prefills `prefix` once on a private session; admits whose prompt starts with it copy its
   // KV instead of computing it (when their slot's own cache shares less).
   void pin_prefix(std::span<const std::int32_t> prefix);
-  const BatchStats& stats() const { return stats_; }
+  const BatchStats& stats() const {
+    if (prefix_cache_) stats_.prefix_cache = prefix_cache_->stats();
+    return stats_;
+  }
   // KV cache bytes allocated over all slots (and the pinned prefix).
   std::size_t kv_bytes() const;
   // Tokens held in the slots' caches (for /metrics).
@@ -119,7 +132,8 @@ class BatchScheduler {
   HeadSubsetPolicy head_policy_;
   std::size_t head_row_limit_ = 0;
   std::uint64_t next_id_ = 1;
-  BatchStats stats_;
+  mutable BatchStats stats_;
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null when options.prefix_cache_bytes == 0
   // Per-step scratch, sized once.
   std::vector<model::BatchItem> items_;
   std::vector<Slot*> item_slot_;

@@ -88,32 +88,69 @@ MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vec
     encode_piece(tok, rendered, 0, rendered.size(), prompt.plain, out.ids);
     return out;
   }
-  const vision::VisionTower& tower = vision();
-  const vision::VisionConfig& vc = tower.config();
-  const int H = vc.text_hidden_size;
   auto emb = std::make_shared<PromptEmbeddings>();
-  emb->hidden = H;
+  emb->hidden = vision().config().text_hidden_size;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     encode_piece(tok, rendered, pieces[i].first, pieces[i].second, prompt.plain, out.ids);
     if (i == n_placeholders) break;
-    const vision::PatchGrid grid = vision::preprocess_image(images[i], vc, budget > 0 ? budget : vc.default_soft_tokens);
-    const std::vector<float> rows = tower.encode(grid);
-    const int n = grid.soft_tokens();
-    out.ids.push_back(vc.boi_token_id);
-    for (int t = 0; t < n; ++t) {
-      emb->positions.push_back(static_cast<std::int64_t>(out.ids.size()));
-      // The pad id: transformers looks the image positions up as pad for the per-layer
-      // embeddings (and the token embedding it then replaces).
-      out.ids.push_back(engine_.model()->config().pad_token_id);
-    }
-    emb->rows.insert(emb->rows.end(), rows.begin(), rows.end());
-    out.ids.push_back(vc.eoi_token_id);
-    out.image_tokens += n;
+    append_image(out, *emb, images[i], budget);
   }
   out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.embeddings = std::move(emb);
   return out;
+}
+
+MediaPrompt MediaEncoder::expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
+                                 const std::vector<int>& budgets) {
+  MediaPrompt out;
+  if (images.empty()) {
+    out.ids = ids;
+    return out;
+  }
+  const vision::VisionConfig& vc = vision().config();
+  const std::size_t n_placeholders =
+      static_cast<std::size_t>(std::count(ids.begin(), ids.end(), static_cast<std::int32_t>(vc.image_token_id)));
+  if (n_placeholders != images.size())
+    fail("the prompt has ", n_placeholders, " image placeholder", n_placeholders == 1 ? "" : "s", " but ", images.size(),
+         " image", images.size() == 1 ? " was" : "s were", " given");
+  auto emb = std::make_shared<PromptEmbeddings>();
+  emb->hidden = vc.text_hidden_size;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t next = 0;
+  for (const std::int32_t id : ids) {
+    if (id != vc.image_token_id) {
+      out.ids.push_back(id);
+      continue;
+    }
+    append_image(out, *emb, images[next], next < budgets.size() ? budgets[next] : 0);
+    ++next;
+  }
+  out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.embeddings = std::move(emb);
+  return out;
+}
+
+void MediaEncoder::append_image(MediaPrompt& out, PromptEmbeddings& emb, const vision::RgbImage& image, int budget) {
+  const vision::VisionTower& tower = vision();
+  const vision::VisionConfig& vc = tower.config();
+  const vision::PatchGrid grid = vision::preprocess_image(image, vc, budget > 0 ? budget : vc.default_soft_tokens);
+  std::vector<float> rows;
+  {
+    std::lock_guard<std::mutex> lock(encode_mu_);
+    rows = tower.encode(grid);
+  }
+  const int n = grid.soft_tokens();
+  out.ids.push_back(vc.boi_token_id);
+  for (int t = 0; t < n; ++t) {
+    emb.positions.push_back(static_cast<std::int64_t>(out.ids.size()));
+    // The pad id: transformers looks the image positions up as pad for the per-layer
+    // embeddings (and the token embedding it then replaces).
+    out.ids.push_back(engine_.model()->config().pad_token_id);
+  }
+  emb.rows.insert(emb.rows.end(), rows.begin(), rows.end());
+  out.ids.push_back(vc.eoi_token_id);
+  out.image_tokens += n;
 }
 
 }  // namespace ringlm::engine

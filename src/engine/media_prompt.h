@@ -53,9 +53,21 @@ class MediaEncoder {
   MediaPrompt build_chat(const chat::ChatRequest& request, bool trust_control_tokens,
                          const std::vector<vision::RgbImage>& images, int budget = 0);
 
+  // The same from ids already tokenized (chat::encode_chat, which keeps user text plain):
+  // each image token id the template wrote (the config's image_token_id) is expanded for the
+  // next image of `images`; budgets[i] (0 or missing: the default) is image i's soft-token
+  // budget. The count of image tokens must equal images.size(). Safe to call from several
+  // threads (encodes run one at a time: the tower's thread pool is not reentrant).
+  MediaPrompt expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
+                     const std::vector<int>& budgets = {});
+
  private:
+  // Appends boi + the soft-token positions + eoi for one image to out.ids / emb.
+  void append_image(MediaPrompt& out, PromptEmbeddings& emb, const vision::RgbImage& image, int budget);
+
   const Engine& engine_;
   std::mutex mu_;
+  std::mutex encode_mu_;
   std::unique_ptr<vision::VisionTower> vision_;
 };
 

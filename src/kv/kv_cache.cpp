@@ -160,6 +160,34 @@ void LayerCache::copy_prefix_from(const LayerCache& src, std::int64_t n) {
   }
 }
 
+void LayerCache::export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
+  const std::size_t half = position_bytes() / 2;
+  for (std::int64_t p = from; p < from + n; ++p) {
+    if (p < 0 || (!is_ring() && p >= spec_.n_slots) || pos_[slot_of(p)] != p)
+      fail("KV cache: position ", p, " is not held (exporting ", from, "..", from + n - 1, ")");
+    const std::size_t off = static_cast<std::size_t>(slot_of(p)) * static_cast<std::size_t>(row_);
+    const void* k = spec_.type == KvType::f16 ? static_cast<const void*>(k16_.data() + off) : k_.data() + off;
+    const void* v = spec_.type == KvType::f16 ? static_cast<const void*>(v16_.data() + off) : v_.data() + off;
+    std::memcpy(out, k, half);
+    std::memcpy(out + half, v, half);
+    out += 2 * half;
+  }
+}
+
+void LayerCache::import_rows(std::int64_t from, std::int64_t n, const std::uint8_t* in) {
+  const std::size_t half = position_bytes() / 2;
+  for (std::int64_t p = from; p < from + n; ++p) {
+    const int slot = slot_of(p);
+    const std::size_t off = static_cast<std::size_t>(slot) * static_cast<std::size_t>(row_);
+    void* k = spec_.type == KvType::f16 ? static_cast<void*>(k16_.data() + off) : k_.data() + off;
+    void* v = spec_.type == KvType::f16 ? static_cast<void*>(v16_.data() + off) : v_.data() + off;
+    std::memcpy(k, in, half);
+    std::memcpy(v, in + half, half);
+    in += 2 * half;
+    set_position(slot, p);
+  }
+}
+
 KvCache::KvCache(const std::vector<LayerCacheSpec>& specs) {
   layers_.reserve(specs.size());
   for (const auto& s : specs) layers_.emplace_back(s);
@@ -182,6 +210,26 @@ void KvCache::copy_prefix_from(const KvCache& src, std::int64_t n) {
   if (src.layers_.size() != layers_.size()) fail("KV cache: copying a prefix between caches of different models");
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i].check_copy_prefix(src.layers_[i], n);
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i].copy_prefix_from(src.layers_[i], n);
+}
+
+std::size_t KvCache::position_bytes() const {
+  std::size_t b = 0;
+  for (const auto& l : layers_) b += l.position_bytes();
+  return b;
+}
+
+void KvCache::export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
+  for (const auto& l : layers_) {
+    l.export_rows(from, n, out);
+    out += static_cast<std::size_t>(n) * l.position_bytes();
+  }
+}
+
+void KvCache::import_rows(std::int64_t from, std::int64_t n, const std::uint8_t* in) {
+  for (auto& l : layers_) {
+    l.import_rows(from, n, in);
+    in += static_cast<std::size_t>(n) * l.position_bytes();
+  }
 }
 
 void KvCache::snapshot(std::int64_t end, KvSnapshot& out) const {

@@ -75,6 +75,14 @@ class LayerCache {
   void check_copy_prefix(const LayerCache& src, std::int64_t n) const;
   // Bytes of K and V storage (both), whatever the element type.
   std::size_t bytes() const;
+  // Bytes of one position's K and V rows as stored (the prefix cache's unit).
+  std::size_t position_bytes() const { return 2 * kv_type_bytes(spec_.type) * static_cast<std::size_t>(row_); }
+  // Writes the K then V rows of each position in [from, from + n) to `out` (n *
+  // position_bytes(), bits as stored). Throws ringlm::Error unless the cache holds them all.
+  void export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const;
+  // Stores rows that export_rows wrote (same geometry and type) at positions [from, from + n),
+  // in order, as if they had been computed here. The caller checks the positions are writable.
+  void import_rows(std::int64_t from, std::int64_t n, const std::uint8_t* in);
   // Raw storage, for snapshots: keys()/values() hold an f32 cache (empty for f16),
   // keys16()/values16() an f16 one (empty for f32).
   std::vector<float>& keys() { return k_; }
@@ -119,6 +127,10 @@ class KvCache {
   // LayerCache::copy_prefix_from for every layer, all or nothing.
   void copy_prefix_from(const KvCache& src, std::int64_t n);
   std::size_t bytes() const;
+  // Every layer's LayerCache::export_rows / import_rows, layer after layer.
+  std::size_t position_bytes() const;
+  void export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const;
+  void import_rows(std::int64_t from, std::int64_t n, const std::uint8_t* in);
   // Copies the rings into `out` (reusing its buffers) as the state after `end` positions.
   void snapshot(std::int64_t end, KvSnapshot& out) const;
   // Returns to a snapshot's state. Valid only if no position below snapshot.end was

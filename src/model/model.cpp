@@ -123,6 +123,23 @@ void Session::copy_prefix_from(const Session& src, std::int64_t n) {
   hidden_valid_ = false;
 }
 
+void Session::export_kv(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
+  if (from < 0 || n < 0 || from + n > next_position_)
+    fail("cannot export KV positions ", from, "..", from + n - 1, " from a session holding ", next_position_);
+  cache_.export_rows(from, n, out);
+}
+
+void Session::import_kv(std::int64_t from, std::int64_t n, const std::uint8_t* in) {
+  if (from != next_position_) fail("KV import at position ", from, " does not follow the session's ", next_position_);
+  if (n <= 0) return;
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(i)] = from + i;
+  cache_.check_writable(pos);
+  cache_.import_rows(from, n, in);
+  next_position_ = from + n;
+  hidden_valid_ = false;
+}
+
 void Session::validate(std::span<const std::int32_t> ids, std::span<const std::int64_t> positions) const {
   if (ids.size() != positions.size()) fail("prefill: ", ids.size(), " ids but ", positions.size(), " positions");
   for (std::size_t i = 0; i < ids.size(); ++i) {

@@ -195,6 +195,12 @@ class Session {
   // copied instead of recomputed: a prompt prefix another session already ran. Throws
   // ringlm::Error (nothing changed) if src does not hold them all any more.
   void copy_prefix_from(const Session& src, std::int64_t n);
+  // The KV of positions [from, from + n) as bytes (n * kv_position_bytes(); throws unless
+  // held), and its inverse, which appends such bytes at from == next_position() as if those
+  // tokens had been run here (engine/prefix_cache.h keeps prompt prefixes this way).
+  std::size_t kv_position_bytes() const { return cache_.position_bytes(); }
+  void export_kv(std::int64_t from, std::int64_t n, std::uint8_t* out) const;
+  void import_kv(std::int64_t from, std::int64_t n, const std::uint8_t* in);
   // The lowest position the next call may use.
   std::int64_t next_position() const { return next_position_; }
   int context_capacity() const { return capacity_; }

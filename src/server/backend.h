@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/generation.h"
+#include "server/media.h"
 #include "server/metrics.h"
+#include "util/error.h"
 
 namespace ringlm::server {
 
@@ -23,6 +26,14 @@ struct ParsedReply {
   std::string content;
   std::string reasoning;            // text of the thought channel, if any
   std::vector<ToolCall> tool_calls;
+};
+
+// A chat prompt with its media: the ids, and the soft-token rows that replace the media
+// placeholder positions (null when there is no media).
+struct PromptWithMedia {
+  std::vector<std::int32_t> ids;
+  std::shared_ptr<const engine::PromptEmbeddings> embeddings;
+  int media_tokens = 0;  // soft tokens over all media
 };
 
 // Thread safety: the HTTP layer calls model_id, context_length, slots, render_chat, tokenize,
@@ -46,6 +57,16 @@ class Backend {
   virtual std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                                 const std::string& tool_choice,
                                                 bool add_generation_prompt) = 0;
+  // render_chat for messages whose content holds media parts ({"type":"image"}, one per entry
+  // of `media`, in order): decodes and encodes each one. Throws ringlm::Error (naming the
+  // part) for media that cannot be decoded or a model that cannot take them. The default:
+  // a backend without media support refuses any.
+  virtual PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                            const std::string& tool_choice, bool add_generation_prompt,
+                                            const std::vector<MediaInput>& media) {
+    if (!media.empty()) throw Error("this server's model takes no images or audio", ErrorKind::unsupported, media[0].param);
+    return {render_chat(messages, tools, tool_choice, add_generation_prompt), nullptr, 0};
+  }
   // Token ids for a raw completion prompt (/v1/completions), including BOS if the model needs it.
   virtual std::vector<std::int32_t> tokenize(std::string_view text) = 0;
   // The bytes one token stands for (may be part of a UTF-8 character): used for logprobs'

@@ -14,6 +14,8 @@
 
 #include "chat/gemma_reply.h"
 #include "engine/batch_loop.h"
+#include "engine/media_prompt.h"
+#include "vision/image_decode.h"
 #include "util/error.h"
 
 namespace ringlm::server {
@@ -24,10 +26,12 @@ class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
       : engine_(o.engine),
+        media_(engine_),
         trust_control_tokens_(o.trust_control_tokens),
         mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
-    loop_ = std::make_unique<engine::BatchLoop>(engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots});
+    loop_ = std::make_unique<engine::BatchLoop>(
+        engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots, .prefix_cache_bytes = o.prefix_cache_bytes});
     const auto dir = o.engine.model_dir.lexically_normal();
     id_ = dir.filename().string();
     if (id_.empty()) id_ = dir.parent_path().filename().string();
@@ -52,6 +56,40 @@ class EngineBackend final : public Backend {
     if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
     return engine_.encode_chat(req, trust_control_tokens_);
+  }
+
+  PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    const std::string& tool_choice, bool add_generation_prompt,
+                                    const std::vector<MediaInput>& media) override {
+    if (media.empty()) return {render_chat(messages, tools, tool_choice, add_generation_prompt), nullptr, 0};
+    // Decoded first (cheap header checks before any pixel), so a bad file fails before the
+    // tower runs. The pixel limit is shared by the request's images: one request cannot hold
+    // more decoded pixels than one image may have.
+    std::vector<vision::RgbImage> images;
+    std::vector<int> budgets;
+    vision::ImageLimits limits;
+    std::uint64_t pixels_left = limits.max_pixels;
+    for (const auto& m : media) {
+      if (m.kind != MediaKind::image) throw Error(m.name + ": this server takes images only", ErrorKind::unsupported, m.param);
+      limits.max_pixels = pixels_left;
+      limits.max_file_bytes = m.bytes.size();
+      try {
+        images.push_back(vision::decode_image(reinterpret_cast<const std::uint8_t*>(m.bytes.data()), m.bytes.size(), m.name,
+                                              limits));
+      } catch (const Error& e) {
+        throw Error(e.what(), e.kind(), m.param);
+      }
+      pixels_left -= static_cast<std::uint64_t>(images.back().width) * images.back().height;
+      budgets.push_back(m.soft_tokens);
+    }
+    const std::vector<std::int32_t> ids = render_chat(messages, tools, tool_choice, add_generation_prompt);
+    engine::MediaPrompt p;
+    try {
+      p = media_.expand(ids, images, budgets);
+    } catch (const Error& e) {
+      throw Error(e.what(), e.kind(), media[0].param);
+    }
+    return {std::move(p.ids), std::move(p.embeddings), p.image_tokens};
   }
 
   std::vector<std::int32_t> tokenize(std::string_view text) override {
@@ -98,12 +136,21 @@ class EngineBackend final : public Backend {
     g.batch_sequence_steps = s.batch.sequence_steps;
     g.batch_last = s.batch.last_batch;
     g.prefix_hits = s.batch.prefix_hits;
+    g.prefix_misses = s.batch.prefix_misses;
     g.prefix_reused_tokens = s.batch.reused_tokens;
     g.kv_bytes = s.kv_bytes;
+    const engine::PrefixCacheStats& pc = s.batch.prefix_cache;
+    g.prefix_store_hits = pc.hits;
+    g.prefix_store_tokens = pc.hit_tokens;
+    g.prefix_store_evicted = pc.evicted_blocks;
+    g.prefix_store_bytes = pc.bytes;
+    g.prefix_store_max_bytes = pc.max_bytes;
+    g.prefix_store_blocks = pc.blocks;
   }
 
  private:
   engine::Engine engine_;
+  engine::MediaEncoder media_;  // the vision tower, loaded at the first image
   std::unique_ptr<engine::BatchLoop> loop_;
   bool trust_control_tokens_;
   guided::WorkBudget mask_budget_;

@@ -17,6 +17,8 @@ struct BackendOptions {
   // unless told otherwise), grammar caches.
   engine::EngineOptions engine;
   int slots = 1;  // concurrent generations (sessions, each with its own KV cache)
+  // The shared prompt-prefix KV cache (engine/prefix_cache.h) in bytes; 0: none.
+  std::size_t prefix_cache_bytes = 256u << 20;
   // Control tokens written in message content are parsed as control tokens (trusted callers
   // only; by default they are plain text, chat/user_text.h).
   bool trust_control_tokens = false;

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "server/access.h"
+#include "server/local_media.h"
 #include "server/api_error.h"
 #include "server/client_socket.h"
 #include "server/connection_guard.h"
@@ -453,8 +454,18 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   if (!cr.tools.empty() && cr.tool_choice == "required") cr.params.tool_schemas = tool_schemas_json(cr.tools);
   std::vector<std::int32_t> prompt;
   try {
-    prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true);
+    if (cr.media.empty()) {
+      prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true);
+    } else {
+      // Images: read (data: URLs as sent, local files only under --allow-local-media), then
+      // decoded and encoded by the backend into soft-token rows for the prompt.
+      PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true,
+                                                      load_media(cr.media, options_.media));
+      prompt = std::move(pm.ids);
+      cr.params.prompt_embeddings = std::move(pm.embeddings);
+    }
   } catch (const Error& e) {
+    if (!e.param().empty()) throw ApiError::from(e, "media: ");
     if (e.kind() != ErrorKind::invalid_argument) throw ApiError::from(e, "chat template: ");
     throw ApiError(400, e.what(), "messages", "invalid_messages");
   }

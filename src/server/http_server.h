@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/backend.h"
+#include "server/local_media.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -47,6 +48,7 @@ struct ServerOptions {
   // default, as OpenAI does not inject it; the request field schema_in_prompt overrides).
   bool schema_in_prompt = false;
   bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
+  MediaPolicy media;                // image parts: local folder allowed (--allow-local-media), size limit
 };
 
 class HttpServer {

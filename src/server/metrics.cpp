@@ -130,8 +130,24 @@ std::string Metrics::render(const Gauges& g) const {
     sample(out, "ringlm_batch_size", g.batch_last);
     header(out, "ringlm_prefix_cache_hits_total", "counter", "Requests that reused cached prompt-prefix KV.");
     sample(out, "ringlm_prefix_cache_hits_total", static_cast<double>(g.prefix_hits));
+    header(out, "ringlm_prefix_cache_misses_total", "counter",
+           "Requests with at least one whole 16-token prompt block that reused no cached KV.");
+    sample(out, "ringlm_prefix_cache_misses_total", static_cast<double>(g.prefix_misses));
     header(out, "ringlm_prefix_cache_reused_tokens_total", "counter", "Prompt tokens whose KV was reused, not recomputed.");
     sample(out, "ringlm_prefix_cache_reused_tokens_total", static_cast<double>(g.prefix_reused_tokens));
+    header(out, "ringlm_prefix_cache_shared_hits_total", "counter",
+           "Requests the shared prefix cache (--prefix-cache-mb) supplied prompt KV to.");
+    sample(out, "ringlm_prefix_cache_shared_hits_total", static_cast<double>(g.prefix_store_hits));
+    header(out, "ringlm_prefix_cache_shared_tokens_total", "counter", "Prompt tokens the shared prefix cache supplied.");
+    sample(out, "ringlm_prefix_cache_shared_tokens_total", static_cast<double>(g.prefix_store_tokens));
+    header(out, "ringlm_prefix_cache_evicted_blocks_total", "counter", "Prefix cache blocks dropped, least recently used first.");
+    sample(out, "ringlm_prefix_cache_evicted_blocks_total", static_cast<double>(g.prefix_store_evicted));
+    header(out, "ringlm_prefix_cache_bytes", "gauge", "KV bytes held by the shared prefix cache.");
+    sample(out, "ringlm_prefix_cache_bytes", static_cast<double>(g.prefix_store_bytes));
+    header(out, "ringlm_prefix_cache_max_bytes", "gauge", "The shared prefix cache's bound (--prefix-cache-mb).");
+    sample(out, "ringlm_prefix_cache_max_bytes", static_cast<double>(g.prefix_store_max_bytes));
+    header(out, "ringlm_prefix_cache_blocks", "gauge", "16-token blocks held by the shared prefix cache.");
+    sample(out, "ringlm_prefix_cache_blocks", static_cast<double>(g.prefix_store_blocks));
     header(out, "ringlm_kv_bytes", "gauge", "KV cache bytes allocated (all slots).");
     sample(out, "ringlm_kv_bytes", static_cast<double>(g.kv_bytes));
   }

@@ -39,9 +39,17 @@ struct Gauges {
   std::uint64_t batch_rows = 0;            // token rows over all passes
   std::uint64_t batch_sequence_steps = 0;  // sum of the sequences each pass advanced
   int batch_last = 0;                      // sequences in the last pass
-  std::uint64_t prefix_hits = 0;           // requests that reused cached prompt KV
+  std::uint64_t prefix_hits = 0;           // requests that reused cached prompt KV (any source)
+  std::uint64_t prefix_misses = 0;         // requests with a whole prompt block that reused none
   std::uint64_t prefix_reused_tokens = 0;  // prompt tokens not recomputed
-  std::uint64_t kv_bytes = 0;              // KV cache bytes allocated
+  std::uint64_t kv_bytes = 0;              // KV cache bytes allocated (slots)
+  // The shared prefix cache (engine/prefix_cache.h; --prefix-cache-mb).
+  std::uint64_t prefix_store_hits = 0;     // requests it supplied KV to
+  std::uint64_t prefix_store_tokens = 0;   // prompt tokens it supplied
+  std::uint64_t prefix_store_evicted = 0;  // blocks dropped (least recently used)
+  std::uint64_t prefix_store_bytes = 0;    // KV bytes it holds
+  std::uint64_t prefix_store_max_bytes = 0;
+  std::uint64_t prefix_store_blocks = 0;
 };
 
 class Metrics {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
+#include "server/content_parts.h"
 
 namespace ringlm::server {
 
@@ -155,26 +156,7 @@ void parse_sampling(const json& body, SamplingRequest& r) {
   }
 }
 
-// Content as a plain string: a string stays, null stays, an array of text parts is joined.
-json normalise_content(const json& content, std::size_t index) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
-  if (content.is_null() || content.is_string()) return content;
-  if (!content.is_array()) bad(param, "'" + param + "' must be a string, null or an array of text parts");
-  std::string text;
-  for (const auto& part : content) {
-    if (!part.is_object()) bad(param, "'" + param + "' parts must be objects");
-    auto type = part.find("type");
-    if (type == part.end() || !type->is_string() || *type != "text") {
-      bad(param, "'" + param + "': only text parts are supported");
-    }
-    auto t = part.find("text");
-    if (t == part.end() || !t->is_string()) bad(param, "'" + param + "' text parts need a string 'text'");
-    text += t->get<std::string>();
-  }
-  return text;
-}
-
-json normalise_messages(const json& body) {
+json normalise_messages(const json& body, std::vector<MediaRef>& media) {
   const json* v = field(body, "messages");
   if (!v) bad("messages", "'messages' is required");
   if (!v->is_array()) bad("messages", "'messages' must be an array");
@@ -187,7 +169,7 @@ json normalise_messages(const json& body) {
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) bad(at + ".role", "'" + at + ".role' must be a string");
     json n = m;
-    n["content"] = m.contains("content") ? normalise_content(m["content"], i) : json(nullptr);
+    n["content"] = m.contains("content") ? normalise_content(m["content"], i, media) : json(nullptr);
     if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
       if (!tc->is_array()) bad(at + ".tool_calls", "'" + at + ".tool_calls' must be an array");
       for (std::size_t k = 0; k < tc->size(); ++k) {
@@ -304,7 +286,7 @@ json parse_body(std::string_view body) {
 
 ChatRequest parse_chat_request(const json& body) {
   ChatRequest r;
-  r.messages = normalise_messages(body);
+  r.messages = normalise_messages(body, r.media);
   parse_sampling(body, r);
   parse_tools(body, r);
   parse_response_format(body, r.params);

@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/generation.h"
+#include "server/media.h"
 
 namespace ringlm::server {
 
@@ -27,6 +29,7 @@ struct ChatRequest : SamplingRequest {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   std::string tool_choice = "auto";  // auto | none | required
   std::optional<bool> schema_in_prompt;  // ringlm extension; unset: the server's --schema-in-prompt
+  std::vector<MediaRef> media;       // images of the content parts, in prompt order (content_parts.h)
 };
 
 struct CompletionRequest : SamplingRequest {

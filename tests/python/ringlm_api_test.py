@@ -1,6 +1,7 @@
 """pytest: the Python API (`import ringlm`, python/ringlm_module.cpp) on the demo-size model:
 generate, stream, chat, guided (dict and text schemas, key order), extract, errors as
-ringlm.Error with the engine's message. Run by CTest (python3 this-file) or by pytest."""
+ringlm.Error with the engine's message (whole, even when it quotes broken UTF-8). Run by
+CTest (python3 this-file, with the module from RINGLM_BUILD_DIR/python) or by pytest."""
 import json
 import os
 import subprocess
@@ -26,12 +27,14 @@ def engine():
     return ringlm.Engine(model, threads=2, ctx=2048)
 
 
+# Bounded strings: the random-weight model writes until a bound stops it, so every reply is
+# complete within max_tokens and the test stays fast.
 TICKET = {
     "type": "object",
     "properties": {
-        "zeta_reasoning": {"type": "string", "maxLength": 40},
+        "zeta_reasoning": {"type": "string", "maxLength": 24},
         "category": {"type": "string", "enum": ["billing", "shipping", "other"]},
-        "order_id": {"type": ["string", "null"]},
+        "order_id": {"type": ["string", "null"], "maxLength": 10},
     },
     "required": ["zeta_reasoning", "category", "order_id"],
     "additionalProperties": False,
@@ -47,9 +50,9 @@ def test_generate_is_greedy_and_bounded(engine):
 
 
 def test_sampling_with_seed_repeats(engine):
-    a = engine.generate("Hi", max_tokens=10, temperature=1.0, seed=7)
-    b = engine.generate("Hi", max_tokens=10, temperature=1.0, seed=7)
-    c = engine.generate("Hi", max_tokens=10, temperature=1.0, seed=8)
+    a = engine.generate("Hi", max_tokens=6, temperature=1.0, seed=7)
+    b = engine.generate("Hi", max_tokens=6, temperature=1.0, seed=7)
+    c = engine.generate("Hi", max_tokens=6, temperature=1.0, seed=8)
     assert a == b
     assert a != c
 
@@ -61,7 +64,7 @@ def test_stream_pieces_join_to_generate(engine):
 
 
 def test_stream_can_stop_early(engine):
-    s = engine.stream("Tell me a story", max_tokens=200)
+    s = engine.stream("Tell me a story", max_tokens=120)
     first = next(s)
     s.close()
     assert isinstance(first, str)
@@ -75,7 +78,7 @@ def test_chat_takes_messages(engine):
 
 
 def test_guided_dict_schema_keeps_key_order(engine):
-    value = engine.guided("Order AB-1234 never arrived", TICKET, max_tokens=200)
+    value = engine.guided("Order AB-1234 never arrived", TICKET, max_tokens=120)
     assert list(value) == ["zeta_reasoning", "category", "order_id"]
     assert value["category"] in ("billing", "shipping", "other")
 
@@ -87,7 +90,7 @@ def test_guided_text_schema(engine):
 
 def test_extract_rows_returns_dicts(engine):
     rows = ["Order AB-1234 never arrived", {"text": "I was charged twice"}]
-    out = engine.extract(rows, TICKET, max_tokens=200)
+    out = engine.extract(rows, TICKET, max_tokens=120)
     assert len(out) == 2
     for v in out:
         assert isinstance(v, dict)
@@ -97,8 +100,12 @@ def test_extract_rows_returns_dicts(engine):
 def test_errors_are_ringlm_errors_with_the_engine_message(engine):
     with pytest.raises(ringlm.Error, match="does-not-exist"):
         ringlm.Engine("/does-not-exist")
-    with pytest.raises(ringlm.Error, match="reply is not complete JSON"):
+    with pytest.raises(ringlm.Error, match="reply is not complete JSON") as info:
         engine.extract(["x"], TICKET, max_tokens=2)
+    assert "raise max_tokens" in str(info.value)
+    with pytest.raises(ringlm.Error, match="not complete JSON") as info:
+        engine.guided("x", TICKET, max_tokens=12)  # the quoted reply is cut at 200 bytes
+    assert str(info.value).startswith("the reply is not complete JSON")
     with pytest.raises(ringlm.Error):
         engine.guided("x", {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}, "required": ["a"]})
     with pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"):

@@ -1,0 +1,191 @@
+#include "server/content_parts.h"
+
+#include <array>
+#include <cctype>
+
+#include "server/api_error.h"
+
+namespace ringlm::server {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, param, "invalid_value");
+}
+
+// What the parts of one message add up to.
+struct PartsOut {
+  json parts = json::array();  // template parts, in order
+  std::string text;            // all text parts joined (used when there is no media)
+  bool has_media = false;
+  std::vector<MediaRef>* media = nullptr;
+};
+
+void add_media(PartsOut& out, MediaRef ref) {
+  if (out.media->size() >= kMaxMediaParts)
+    bad(ref.param, "a request may carry at most " + std::to_string(kMaxMediaParts) + " images or audio clips");
+  out.parts.push_back({{"type", media_kind_name(ref.kind)}});
+  out.has_media = true;
+  out.media->push_back(std::move(ref));
+}
+
+void text_part(const json& part, const std::string& param, PartsOut& out) {
+  auto t = part.find("text");
+  if (t == part.end() || !t->is_string()) bad(param, "'" + param + "' text parts need a string 'text'");
+  out.text += t->get<std::string>();
+  out.parts.push_back({{"type", "text"}, {"text", *t}});
+}
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+// "data:<type>[;params];base64,<data>" -> the bytes and the media type.
+void parse_data_url(std::string_view url, const std::string& param, MediaRef& ref) {
+  const std::size_t comma = url.find(',');
+  if (comma == std::string_view::npos) bad(param, "'" + param + "': a data: URL needs a ',' before its data");
+  std::string_view head = url.substr(5, comma - 5);  // after "data:"
+  const std::size_t semi = head.find(';');
+  std::string type(head.substr(0, semi));
+  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool base64 = false;
+  for (std::string_view rest = semi == std::string_view::npos ? "" : head.substr(semi + 1); !rest.empty();) {
+    const std::size_t next = rest.find(';');
+    if (rest.substr(0, next) == "base64") base64 = true;
+    rest = next == std::string_view::npos ? "" : rest.substr(next + 1);
+  }
+  if (!base64) bad(param, "'" + param + "': only base64 data: URLs are accepted (data:image/png;base64,...)");
+  static constexpr std::array<std::string_view, 4> kImageTypes = {"image/png", "image/jpeg", "image/jpg", "image/webp"};
+  bool known = false;
+  for (auto t : kImageTypes) known = known || type == t;
+  if (!known)
+    bad(param, "'" + param + "': image type '" + type + "' is not supported (image/png, image/jpeg or image/webp)");
+  std::size_t at = 0;
+  if (!decode_base64(url.substr(comma + 1), ref.data, &at))
+    bad(param, "'" + param + "': invalid base64 at offset " + std::to_string(at) + " of the data");
+  if (ref.data.empty()) bad(param, "'" + param + "': the data: URL holds no data");
+  ref.mime = std::move(type);
+}
+
+// The URL of an image part: a data: URL is decoded here; a file:// URL or a plain path is
+// kept for the server to resolve (local_media.h); any other scheme is refused.
+void image_url_part(const json& part, const std::string& param, PartsOut& out) {
+  auto iu = part.find("image_url");
+  if (iu == part.end()) bad(param + ".image_url", "'" + param + "' image_url parts need an 'image_url'");
+  const json* url_field = nullptr;
+  std::string at = param + ".image_url";
+  MediaRef ref;
+  if (iu->is_string()) {
+    url_field = &*iu;  // the older shorthand: "image_url": "<url>"
+  } else if (iu->is_object()) {
+    auto u = iu->find("url");
+    if (u != iu->end()) url_field = &*u;
+    at += ".url";
+    if (auto d = iu->find("detail"); d != iu->end() && !d->is_null()) {
+      // OpenAI's resolution hint picks the soft-token budget: low = the processor's smallest,
+      // high = its largest, auto = the model's default.
+      const std::string detail = d->is_string() ? d->get<std::string>() : "";
+      if (detail == "low") ref.soft_tokens = 70;
+      else if (detail == "high") ref.soft_tokens = 1120;
+      else if (detail != "auto") bad(param + ".image_url.detail", "'" + param + ".image_url.detail' must be auto, low or high");
+    }
+  }
+  if (!url_field || !url_field->is_string() || url_field->get_ref<const std::string&>().empty())
+    bad(at, "'" + at + "' must be a non-empty string");
+  const std::string& url = url_field->get_ref<const std::string&>();
+  ref.kind = MediaKind::image;
+  ref.param = at;
+  if (starts_with_ci(url, "data:")) {
+    parse_data_url(url, at, ref);
+  } else if (starts_with_ci(url, "file://")) {
+    ref.path = url.substr(7);
+    if (ref.path.empty() || ref.path[0] != '/') bad(at, "'" + at + "': a file:// URL needs an absolute path (file:///dir/image.png)");
+  } else if (const std::size_t colon = url.find(':');
+             colon != std::string::npos && colon > 1 && url.find('/') > colon) {
+    // A scheme ("https:", "ftp:"); a one-letter one would be a Windows drive, not a URL.
+    bad(at, "'" + at + "': only data: URLs and local files are accepted; ringlm serve never fetches from the network");
+  } else {
+    ref.path = url;
+  }
+  add_media(out, std::move(ref));
+}
+
+using PartParser = void (*)(const json& part, const std::string& param, PartsOut& out);
+struct PartType {
+  std::string_view type;
+  PartParser parse;
+};
+// One entry per content-part type the server takes.
+constexpr PartType kPartTypes[] = {
+    {"text", text_part},
+    {"image_url", image_url_part},
+};
+
+}  // namespace
+
+json normalise_content(const json& content, std::size_t index, std::vector<MediaRef>& media) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) bad(param, "'" + param + "' must be a string, null or an array of content parts");
+  PartsOut out;
+  out.media = &media;
+  for (std::size_t k = 0; k < content.size(); ++k) {
+    const json& part = content[k];
+    const std::string at = param + "[" + std::to_string(k) + "]";
+    if (!part.is_object()) bad(at, "'" + at + "' must be an object");
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) bad(at + ".type", "'" + at + ".type' must be a string");
+    const PartType* found = nullptr;
+    for (const auto& t : kPartTypes) if (t.type == type->get_ref<const std::string&>()) found = &t;
+    if (!found) {
+      std::string known;
+      for (const auto& t : kPartTypes) known += (known.empty() ? "" : ", ") + std::string(t.type);
+      bad(at + ".type", "'" + at + ".type': content part type '" + type->get<std::string>() + "' is not supported (" + known + ")");
+    }
+    found->parse(part, at, out);
+  }
+  if (!out.has_media) return out.text;
+  return out.parts;
+}
+
+bool decode_base64(std::string_view text, std::string& out, std::size_t* bad_at) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::size_t end = text.size();
+  for (int pad = 0; pad < 2 && end > 0 && text[end - 1] == '='; ++pad) --end;
+  out.clear();
+  out.reserve(end / 4 * 3 + 3);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (std::size_t i = 0; i < end; ++i) {
+    const int v = value(text[i]);
+    if (v < 0) {
+      if (bad_at) *bad_at = i;
+      return false;
+    }
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  if (end % 4 == 1) {  // one character carries 6 bits: never a whole byte
+    if (bad_at) *bad_at = end - 1;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ringlm::server
