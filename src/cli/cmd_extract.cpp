@@ -37,6 +37,7 @@ struct ExtractOptions {
   bool trust_control_tokens = false;
   bool no_progress = false;
   bool retry_failed = false;
+  bool schema_in_prompt = true;
   int parallel = 8;
   std::string shard;
 };
@@ -163,7 +164,10 @@ void extract(const ExtractOptions& o) {
   so.max_sequences = std::min<int>(o.parallel, static_cast<int>(std::max<std::size_t>(todo.size(), 1)));
   so.reuse_slot_cache = false;
   engine::BatchScheduler sched(engine, so);
-  const Json system_message = {{"role", "system"}, {"content", o.instructions + "\n" + schema.dump()}};
+  // The schema is described to the model too (--no-schema-in-prompt: the instructions alone;
+  // the grammar enforces it either way).
+  const Json system_message = {{"role", "system"},
+                               {"content", o.schema_in_prompt ? o.instructions + "\n" + schema.dump() : o.instructions}};
   auto media_request = [&](const Json& content) {
     chat::ChatRequest req;
     req.messages.push_back(system_message);
@@ -324,7 +328,10 @@ RINGLM_COMMAND(extract) {
   sub->add_option("--image-tokens", opts->image_tokens,
                   "Soft tokens per image of rows with an image/images field: 70, 140, 280, 560 or 1120 "
                   "(default: the processor config's)");
-  sub->add_option("--instructions", opts->instructions, "System instructions (the schema is appended)");
+  sub->add_option("--instructions", opts->instructions,
+                  "System instructions (the schema is appended unless --no-schema-in-prompt)");
+  sub->add_flag("--schema-in-prompt,!--no-schema-in-prompt", opts->schema_in_prompt,
+                "Describe the schema to the model after the instructions (on by default)");
   sub->add_option("--id-field", opts->id_field, "Row field that identifies it (default: id; else the line number)");
   sub->add_option("--limit", opts->limit, "Process at most N rows this run");
   sub->add_flag("--trust-control-tokens", opts->trust_control_tokens,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "chat/gemma_reply.h"
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/generator.h"
@@ -23,6 +24,8 @@ struct RunOptions {
   int image_tokens = 0;
   bool raw = false;
   bool thinking = false;
+  bool schema_in_prompt = false;
+  int thinking_budget = 0;
   bool stats = false;
 };
 
@@ -47,8 +50,13 @@ void run(const RunOptions& o) {
   std::vector<std::int32_t> ids;
   engine::MediaPrompt media_prompt;
   chat::ChatRequest req;
+  std::string schema_text = o.schema_file.empty() ? std::string() : cli::read_text_file(o.schema_file);
   if (!o.raw) {
-    if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});
+    std::string system = o.system;
+    if (o.schema_in_prompt && !schema_text.empty())
+      system += (system.empty() ? "" : "\n\n") + std::string("Reply with one JSON value that follows this JSON Schema:\n") +
+                guided::Json::parse(schema_text).dump();
+    if (!system.empty()) req.messages.push_back({{"role", "system"}, {"content", system}});
     if (!media) {
       req.messages.push_back({{"role", "user"}, {"content", user}});
     } else {
@@ -78,8 +86,11 @@ void run(const RunOptions& o) {
   auto params = o.sampling.params();
   params.stop = o.stop;
   if (!o.schema_file.empty()) {
-    params.json_schema = cli::read_text_file(o.schema_file);
-    for (const auto& u : engine.grammar_for_schema(params.json_schema)->unenforced())
+    params.json_schema = schema_text;
+    // Thinking on: the model thinks freely in its thought channel, the schema applies after it.
+    params.guided_thinking = o.thinking;
+    params.thinking_budget = o.thinking_budget;
+    for (const auto& u : engine.grammar_for(params)->unenforced())
       std::fprintf(stderr, "ringlm run: schema-mode lenient: not enforced while generating: %s\n", u.c_str());
   }
   params.prompt_embeddings = media_prompt.embeddings;
@@ -93,10 +104,12 @@ void run(const RunOptions& o) {
   });
   std::fwrite(result.text.data() + streamed, 1, result.text.size() - streamed, stdout);
   std::fputc('\n', stdout);
-  if (!params.json_schema.empty() && !engine.grammar_for_schema(params.json_schema)->unenforced().empty()) {
-    // Lenient: what the grammar did not enforce is checked now, by the validator.
+  if (!params.json_schema.empty() && !engine.grammar_for(params)->unenforced().empty()) {
+    // Lenient: what the grammar did not enforce is checked now, by the validator (on the
+    // answer: a thought channel before it is not part of the value).
     std::string why;
-    auto reply = guided::Json::parse(result.text, nullptr, false);
+    const std::string answer = params.guided_thinking ? chat::parse_gemma_reply(result.text).content : result.text;
+    auto reply = guided::Json::parse(answer, nullptr, false);
     bool ok = !reply.is_discarded() && guided::Validator(guided::Json::parse(params.json_schema)).validate(reply, &why);
     if (!ok) std::fprintf(stderr, "ringlm run: the reply does not satisfy the schema: %s\n", reply.is_discarded() ? "not complete JSON" : why.c_str());
   }
@@ -128,6 +141,8 @@ RINGLM_COMMAND(run) {
   sub->add_option("--file,-f", opts->prompt_file, "Read the user message from a file (- = standard input)");
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--json-schema", opts->schema_file, "Constrain the reply to this JSON Schema (file)");
+  sub->add_flag("--schema-in-prompt", opts->schema_in_prompt,
+                "Also describe the --json-schema to the model in the system message (off by default)");
   sub->add_option("--stop", opts->stop, "Stop string (repeatable)");
   sub->add_option("--image", opts->images, "An image for the user message: JPEG, PNG or WebP (repeatable)");
   sub->add_option("--audio", opts->audios,
@@ -135,7 +150,14 @@ RINGLM_COMMAND(run) {
   sub->add_option("--image-tokens", opts->image_tokens,
                   "Soft tokens per image: 70, 140, 280, 560 or 1120 (default: the processor config's)");
   sub->add_flag("--raw", opts->raw, "Send the prompt as is, without the chat template");
-  sub->add_flag("--enable-thinking", opts->thinking, "Let the model think first (Gemma 4 thinking mode)");
+  sub->add_flag("--enable-thinking", opts->thinking,
+                "Let the model think first (Gemma 4 thinking mode); with --json-schema the schema applies "
+                "after the thought channel");
+  sub->add_option("--thinking-budget", opts->thinking_budget,
+                  "With --enable-thinking and --json-schema: at most N tokens of thought, then the answer "
+                  "(0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--stats", opts->stats, "Print token counts and speed to stderr");
   sub->callback([opts] { run(*opts); });
 }

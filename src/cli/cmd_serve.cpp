@@ -162,6 +162,9 @@ RINGLM_COMMAND(serve) {
                   "Per request: growth of the grammar caches it may cause (400 past it; 0 = unlimited)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  sub->add_flag("--schema-in-prompt", args->server.schema_in_prompt,
+                "Describe a request's response_format schema to the model in a system message (off by "
+                "default, as OpenAI; the request field schema_in_prompt overrides)");
   sub->add_option("--prefix-cache-mb", args->prefix_cache_mb,
                   "KV of shared prompt prefixes kept across requests, least recently used dropped (0 = off)")
       ->capture_default_str()

@@ -165,10 +165,10 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
   std::unique_ptr<guided::Matcher> matcher;
-  if (!params.json_schema.empty())
-    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema));
-  else if (params.json_object)
-    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
+  if (auto grammar = engine_.grammar_for(params)) {
+    matcher = std::make_unique<guided::Matcher>(std::move(grammar));
+    matcher->set_thinking_budget(params.thinking_budget);
+  }
 
   // Soft tokens: placeholder ids do not identify the image, so no cached KV is reused from the
   // first soft-token position on.

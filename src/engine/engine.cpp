@@ -1,9 +1,12 @@
 #include "engine/engine.h"
 
+#include "guided/reply_grammar.h"
+
 #include <chrono>
 
 #include "chat/gguf_template.h"
 #include "chat/user_text.h"
+#include "guided/reply_grammar.h"
 #include "io/gguf_reader.h"
 #include "io/gguf_tokenizer.h"
 #include "model/gguf_model.h"
@@ -80,40 +83,73 @@ std::shared_ptr<const guided::Vocabulary> Engine::grammar_vocabulary() {
   std::lock_guard<std::mutex> lock(grammar_mu_);
   if (!vocabulary_) {
     // The grammar allows exactly the engine's stop ids at the end of the value, so the
-    // vocabulary is built here rather than from the tokenizer's eos list alone.
-    std::vector<std::string> bytes(static_cast<std::size_t>(tokenizer_.vocab_size()));
-    for (std::int32_t id = 0; id < tokenizer_.vocab_size(); ++id) bytes[id] = tokenizer_.token_bytes(id);
+    // vocabulary takes them rather than the tokenizer's eos list alone.
     std::vector<std::uint32_t> stops(stop_ids_.ids.begin(), stop_ids_.ids.end());
-    vocabulary_ = std::make_shared<const guided::Vocabulary>(std::move(bytes), std::move(stops));
+    vocabulary_ = guided::vocabulary_from_tokenizer(tokenizer_, std::move(stops));
   }
   return vocabulary_;
 }
 
 std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::string& schema_text, const std::string& mode) {
-  const guided::SchemaMode m = mode.empty() ? options_.schema_mode : guided::parse_schema_mode(mode);
-  // One cache entry per (mode, schema): a lenient grammar must not answer a strict request.
-  const std::string key = (m == guided::SchemaMode::kLenient ? "lenient\n" : "strict\n") + schema_text;
+  GenerationParams p;
+  p.json_schema = schema_text;
+  p.schema_mode = mode;
+  return grammar_for(p);
+}
+
+namespace {
+
+guided::Json parse_schema_text(const std::string& text, const char* param) {
+  try {
+    return guided::Json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error(std::string("JSON Schema: not valid JSON: ") + e.what(), ErrorKind::invalid_argument, param);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<guided::GrammarIndex> Engine::grammar_for(const GenerationParams& params) {
+  const bool tools = !params.tool_schemas.empty();
+  if (!tools && params.json_schema.empty() && !params.json_object) return nullptr;
+  const guided::SchemaMode m =
+      params.schema_mode.empty() ? options_.schema_mode : guided::parse_schema_mode(params.schema_mode);
+  const std::string& text = tools ? params.tool_schemas : params.json_schema.empty() ? std::string(R"({"type":"object"})") : params.json_schema;
+  const char* param = tools ? "tools" : "response_format";
+  // One cache entry per (kind, mode, thinking, text): a lenient grammar must not answer a
+  // strict request, nor a bare value one that may think first.
+  const std::string key = std::string(tools ? "tools " : "value ") + (m == guided::SchemaMode::kLenient ? "lenient " : "strict ") +
+                          (params.guided_thinking ? "thinking\n" : "\n") + text;
   auto index = grammars_.get(key, [&] {
-    guided::Json schema;
-    try {
-      schema = guided::Json::parse(schema_text);
-    } catch (const std::exception& e) {
-      throw Error(std::string("JSON Schema: not valid JSON: ") + e.what(), ErrorKind::invalid_argument,
-                  "response_format");
-    }
     guided::CompileOptions co;
     co.whitespace = options_.json_whitespace;
     co.mode = m;
+    guided::Json doc = parse_schema_text(text, param);
     try {
-      auto compiled = guided::compile_schema(schema, co);
-      return std::make_shared<guided::GrammarIndex>(std::move(compiled.grammar), grammar_vocabulary(),
-                                                    options_.grammar_index);
+      guided::Grammar g;
+      if (tools) {
+        std::vector<guided::ToolGrammar> list;
+        if (!doc.is_array() || doc.empty()) fail("tools: expected a non-empty array of {name, parameters}");
+        for (auto& t : doc) {
+          if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+            fail("tools: every tool needs a string 'name'");
+          guided::Json schema = t.contains("parameters") ? t["parameters"] : guided::Json::object();
+          if (schema.is_object() && !schema.contains("type")) schema["type"] = "object";  // arguments are an object
+          auto compiled = guided::compile_schema(schema, co);
+          list.push_back({t["name"].get<std::string>(), std::move(compiled.grammar)});
+        }
+        g = guided::tool_call_grammar(std::move(list), params.guided_thinking);
+      } else {
+        g = guided::with_thought_channel(guided::compile_schema(doc, co).grammar, params.guided_thinking);
+      }
+      return std::make_shared<guided::GrammarIndex>(std::move(g), grammar_vocabulary(), options_.grammar_index);
     } catch (const Error& e) {
-      rethrow_with_param(e, "response_format");  // the schema came from the request's response_format
+      rethrow_with_param(e, param);  // the schema came from the request's response_format / tools
     }
   });
   if (index->initial() == guided::GrammarIndex::kDead)
-    throw Error("JSON Schema: no JSON value satisfies it", ErrorKind::invalid_argument, "response_format");
+    throw Error(tools ? "tools: no arguments satisfy the parameter schemas" : "JSON Schema: no JSON value satisfies it",
+                ErrorKind::invalid_argument, param);
   return index;
 }
 

@@ -17,6 +17,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/stop_rules.h"
+#include "engine/generation.h"
 #include "guided/grammar_cache.h"
 #include "guided/matcher.h"
 #include "guided/schema_compiler.h"
@@ -74,6 +75,9 @@ class Engine {
   // they leave to the validator in GrammarIndex::unenforced().
   std::shared_ptr<guided::GrammarIndex> grammar_for_schema(const std::string& schema_text, const std::string& mode = "");
   std::shared_ptr<guided::GrammarIndex> grammar_for_any_object();
+  // The grammar a request asks for (json_schema / json_object / tool_schemas, with
+  // guided_thinking and schema_mode), compiled once and cached; null when it asks for none.
+  std::shared_ptr<guided::GrammarIndex> grammar_for(const GenerationParams& params);
   guided::GrammarCacheStats grammar_cache_stats() { return grammars_.stats(); }
 
  private:

@@ -37,6 +37,18 @@ struct GenerationParams {
   bool json_object = false;        // any JSON object (OpenAI response_format json_object)
   // "strict" / "lenient" (guided::SchemaMode); empty = the engine's default (EngineOptions).
   std::string schema_mode;
+  // The reply may open with a thought channel (<|channel>...<channel|>, free text) before the
+  // guided answer: set with thinking on, so the model thinks unconstrained and the grammar
+  // applies from the answer on (guided/reply_grammar.h).
+  bool guided_thinking = false;
+  // With guided_thinking: at most this many tokens inside the thought channel, after which
+  // only <channel|> is allowed (0 = no limit but max_tokens).
+  int thinking_budget = 0;
+  // JSON array of {"name", "parameters"}: the reply is one or more tool calls
+  // (<|tool_call>call:NAME{...}<tool_call|>) to these tools with arguments that follow each
+  // one's parameter schema (tool_choice "required" or a named function). Takes precedence
+  // over json_schema / json_object.
+  std::string tool_schemas;
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
   std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none

@@ -181,10 +181,10 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   guided::BudgetAccount budget(params.mask_budget);
   guided::ScopedBudgetBinding charge(budget);
   std::unique_ptr<guided::Matcher> matcher;
-  if (!params.json_schema.empty())
-    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_schema(params.json_schema, params.schema_mode));
-  else if (params.json_object)
-    matcher = std::make_unique<guided::Matcher>(engine_.grammar_for_any_object());
+  if (auto grammar = engine_.grammar_for(params)) {
+    matcher = std::make_unique<guided::Matcher>(std::move(grammar));
+    matcher->set_thinking_budget(params.thinking_budget);
+  }
 
   sampling::Sampler sampler(params.sampling, tok.vocab_size());
   sampler.enable_logprobs(params.logprobs);

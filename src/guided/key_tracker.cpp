@@ -26,8 +26,10 @@ bool string_byte(int& esc, uint8_t c) {
 }  // namespace
 
 void KeyTracker::reset() {
+  ++state_version_;
+  ++keys_version_;
   frames_.clear();
-  in_string_ = is_key_ = false;
+  in_string_ = is_key_ = in_thought_ = false;
   esc_ = 0;
   key_.clear();
 }
@@ -45,16 +47,30 @@ bool KeyTracker::any_keys() const {
 void KeyTracker::feed(std::string_view bytes) {
   for (char ch : bytes) {
     auto c = static_cast<uint8_t>(ch);
+    // A thought channel (reply_grammar.h markers) is free text before the answer: skipped.
+    if (c >= 0xF8 || in_thought_) {
+      if (c == 0xFB) in_thought_ = true;
+      if (c == 0xFC) in_thought_ = false;
+      ++state_version_;
+      continue;
+    }
     if (in_string_) {
+      // Plain bytes of a value string change nothing a probe sees; everything else does.
+      if (is_key_ || esc_ != 0 || c == '"' || c == '\\') ++state_version_;
       if (string_byte(esc_, c)) {
         in_string_ = false;
-        if (is_key_) frames_.back().keys.push_back(key_);
+        if (is_key_) {
+          frames_.back().keys.push_back(key_);
+          ++keys_version_;
+        }
         key_.clear();
       } else if (is_key_) {
         key_.push_back(ch);
       }
       continue;
     }
+    ++state_version_;
+    if (c == '{' || c == '[' || c == '}' || c == ']') ++keys_version_;
     switch (c) {
       case '{': frames_.push_back({true, true, {}}); break;
       case '[': frames_.push_back({false, false, {}}); break;
@@ -99,6 +115,7 @@ KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
   auto top_object = [&] { return local.empty() ? base > 0 && frames_[base - 1].object : local.back().object; };
   for (char ch : bytes) {
     auto c = static_cast<uint8_t>(ch);
+    if (c >= 0xF8 || in_thought_) return out;  // a marker or thought text: no key involved
     if (in_string) {
       if (!string_byte(esc, c)) {
         if (is_key) scratch_key_.push_back(ch);

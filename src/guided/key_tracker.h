@@ -38,6 +38,12 @@ class KeyTracker {
   const std::vector<std::string>* current_keys() const;
   // True when some open object already has a key (otherwise nothing can repeat).
   bool any_keys() const;
+  // Counters for caches over the tracker's state. state_version() changes whenever a fed byte
+  // changes anything a probe depends on (everything but plain bytes inside a value string);
+  // keys_version() whenever the set of open objects or their keys changes. Both only grow
+  // (also across reset), so a cached (version, ...) entry is never mistaken for a later state.
+  uint64_t state_version() const { return state_version_; }
+  uint64_t keys_version() const { return keys_version_; }
 
  private:
   struct Frame {
@@ -47,9 +53,11 @@ class KeyTracker {
   };
   std::vector<Frame> frames_;
   bool in_string_ = false, is_key_ = false;
+  bool in_thought_ = false;  // between the thought-channel markers (reply_grammar.h)
   int esc_ = 0;  // -1: after '\', > 0: hex digits of \uXXXX still to come
   std::string key_;
   mutable std::string scratch_key_;
+  uint64_t state_version_ = 0, keys_version_ = 0;
 };
 
 }  // namespace ringlm::guided

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "guided/reply_grammar.h"
 #include "guided/work_budget.h"
 #include "util/error.h"
 
@@ -412,11 +413,28 @@ void Matcher::reset() {
   keys_.reset();
   text_.clear();
   text_end_.assign(1, 0);
+  thought_.assign(1, -1);
 }
 
 void Matcher::fill_mask(uint32_t* bitset) {
   if (is_stopped()) {
     std::memset(bitset, 0, vocab().mask_words() * sizeof(uint32_t));
+    return;
+  }
+  if (thinking_budget_ > 0 && thought_.back() >= thinking_budget_) {
+    // The thought used its budget: only the closing marker, then the answer.
+    if (close_thought_ids_.empty()) {
+      for (uint32_t id = 0; id < vocab().size(); ++id)
+        if (vocab().bytes(id) == std::string(1, char(marker::kChannelClose))) close_thought_ids_.push_back(id);
+    }
+    std::memset(bitset, 0, vocab().mask_words() * sizeof(uint32_t));
+    index_->fill_mask(history_.back(), bitset);
+    for (size_t w = 0; w < vocab().mask_words(); ++w) {
+      uint32_t keep = 0;
+      for (uint32_t id : close_thought_ids_)
+        if ((id >> 5) == w) keep |= 1u << (id & 31);
+      bitset[w] &= keep;
+    }
     return;
   }
   index_->fill_mask(history_.back(), bitset);
@@ -473,6 +491,22 @@ bool Matcher::key_token_ok(uint32_t token) {
 // own liveness makes overwhelmingly likely (only long, narrow key languages reach it).
 bool Matcher::has_fresh_completion(int32_t config, const std::string& prefix, int escape,
                                    const std::vector<std::string>& used) {
+  // The answer depends on (config, prefix, escape) and the used keys: cached until those change.
+  if (fresh_version_ != keys_.keys_version()) {
+    fresh_cache_.clear();
+    fresh_version_ = keys_.keys_version();
+  }
+  std::string cache_key(reinterpret_cast<const char*>(&config), sizeof config);
+  cache_key.push_back(char(escape + 2));
+  cache_key += prefix;
+  if (auto it = fresh_cache_.find(cache_key); it != fresh_cache_.end()) return it->second;
+  bool result = search_fresh_completion(config, prefix, escape, used);
+  fresh_cache_.emplace(std::move(cache_key), result);
+  return result;
+}
+
+bool Matcher::search_fresh_completion(int32_t config, const std::string& prefix, int escape,
+                                      const std::vector<std::string>& used) {
   size_t longest = 0;
   for (auto& u : used) longest = std::max(longest, u.size());
   std::string key = prefix;
@@ -500,11 +534,36 @@ bool Matcher::has_fresh_completion(int32_t config, const std::string& prefix, in
 }
 
 void Matcher::filter_repeated_keys(uint32_t* bitset) {
+  // The tokens refused depend only on the configuration (its cached mask) and the key
+  // tracker's state, which stays the same over the plain bytes of a value string: reuse the
+  // last answer while both are unchanged (most masks inside long strings).
+  int32_t config = history_.back();
+  if (filter_config_ == config && filter_version_ == keys_.state_version()) {
+    for (uint32_t id : filter_refused_) bitset[id >> 5] &= ~(1u << (id & 31));
+    return;
+  }
+  filter_refused_.clear();
   const Vocabulary& v = vocab();
+  // Outside a key and where a quote would not open one (inside a value string, at a value
+  // position, in an array), a token with one quote only closes or opens a value string: it
+  // cannot touch a key, so only tokens with two or more quotes need the probe there.
+  const bool single_quotes_matter = keys_.in_key() || keys_.probe("\"").in_key;
   auto check = [&](uint32_t id) {
-    if (((bitset[id >> 5] >> (id & 31)) & 1) && !key_token_ok(id)) bitset[id >> 5] &= ~(1u << (id & 31));
+    if (((bitset[id >> 5] >> (id & 31)) & 1) && !key_token_ok(id)) {
+      bitset[id >> 5] &= ~(1u << (id & 31));
+      filter_refused_.push_back(id);
+    }
   };
-  for (uint32_t id : v.quote_tokens()) check(id);
+  // Only allowed tokens containing a quote can close a key (834 of Gemma's 262,144: walking
+  // that list is much cheaper than scanning the mask's 8,192 words).
+  for (uint32_t id : v.quote_tokens()) {
+    if (!((bitset[id >> 5] >> (id & 31)) & 1)) continue;
+    if (!single_quotes_matter) {
+      const std::string& b = v.bytes(id);
+      if (std::count(b.begin(), b.end(), '"') < 2) continue;
+    }
+    check(id);
+  }
   // Inside a key: tokens without a quote matter only when they keep it a prefix of a used key.
   if (keys_.in_key()) {
     if (const auto* used = keys_.current_keys()) {
@@ -515,6 +574,8 @@ void Matcher::filter_repeated_keys(uint32_t* bitset) {
       }
     }
   }
+  filter_config_ = config;
+  filter_version_ = keys_.state_version();
 }
 
 bool Matcher::accept(uint32_t token) {
@@ -524,11 +585,14 @@ bool Matcher::accept(uint32_t token) {
     if (!index_->accepting(cur)) return false;
     history_.push_back(cur);
     text_end_.push_back(text_.size());
+    thought_.push_back(thought_.back());
     stopped_depth_ = history_.size();
     return true;
   }
   const std::string& bytes = vocab().bytes(token);
   if (bytes.empty()) return false;
+  if (thinking_budget_ > 0 && thought_.back() >= thinking_budget_ && bytes != std::string(1, char(marker::kChannelClose)))
+    return false;  // the same rule as fill_mask
   int32_t next = index_->step_bytes(cur, bytes);
   if (next == GrammarIndex::kDead) return false;
   if (index_->distinct_keys()) {
@@ -538,6 +602,14 @@ bool Matcher::accept(uint32_t token) {
   }
   history_.push_back(next);
   text_end_.push_back(text_.size());
+  // Thought channel bookkeeping (marker bytes only come from the reply markers).
+  int32_t t = thought_.back();
+  for (char ch : bytes) {
+    if (uint8_t(ch) == marker::kChannelOpen) t = 0;
+    if (uint8_t(ch) == marker::kChannelClose) t = -1;
+  }
+  if (t >= 0 && bytes.find(char(marker::kChannelOpen)) == std::string::npos) ++t;
+  thought_.push_back(t);
   return true;
 }
 
@@ -545,6 +617,7 @@ void Matcher::rollback(size_t n) {
   if (n > num_accepted()) fail("rollback of ", n, " tokens but only ", num_accepted(), " accepted");
   history_.resize(history_.size() - n);
   text_end_.resize(history_.size());
+  thought_.resize(history_.size());
   if (stopped_depth_ > history_.size()) stopped_depth_ = 0;
   if (index_->distinct_keys() && text_.size() != text_end_.back()) {
     text_.resize(text_end_.back());

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "guided/grammar.h"
@@ -99,6 +100,10 @@ class Matcher {
   // True after a stop token was accepted.
   bool is_stopped() const { return stopped_depth_ > 0; }
   size_t num_accepted() const { return history_.size() - 1; }
+  // Reply grammars with a thought channel (reply_grammar.h): after `tokens` tokens inside the
+  // thought, only the closing marker is allowed (0 = no limit).
+  void set_thinking_budget(int tokens) { thinking_budget_ = tokens; }
+  bool in_thought() const { return thought_.back() >= 0; }
   const Vocabulary& vocab() const { return index_->vocab(); }
   void reset();
 
@@ -108,6 +113,8 @@ class Matcher {
   bool key_token_ok(uint32_t token);
   bool has_fresh_completion(int32_t config, const std::string& prefix, int escape,
                             const std::vector<std::string>& used);
+  bool search_fresh_completion(int32_t config, const std::string& prefix, int escape,
+                               const std::vector<std::string>& used);
   void filter_repeated_keys(uint32_t* bitset);
 
   std::shared_ptr<GrammarIndex> index_;
@@ -116,6 +123,17 @@ class Matcher {
   KeyTracker keys_;               // only fed when the grammar needs distinct keys
   std::string text_;              // accepted bytes (distinct keys only: rollback re-feeds keys_)
   std::vector<size_t> text_end_;  // text_ size after each history_ entry
+  // Per history_ entry: tokens accepted inside an open thought channel, -1 outside one.
+  std::vector<int32_t> thought_;
+  int thinking_budget_ = 0;
+  std::vector<uint32_t> close_thought_ids_;  // tokens whose bytes are the closing marker (lazy)
+  // Caches of the distinct-key filter: the tokens it refused at (configuration, tracker state),
+  // and fresh-completion answers while the used keys stay the same.
+  int32_t filter_config_ = GrammarIndex::kDead;
+  uint64_t filter_version_ = 0;
+  std::vector<uint32_t> filter_refused_;
+  uint64_t fresh_version_ = 0;
+  std::unordered_map<std::string, bool> fresh_cache_;
 };
 
 }  // namespace ringlm::guided

@@ -10,7 +10,7 @@
 namespace ringlm::guided {
 namespace {
 
-constexpr int64_t kLimit = 1'000'000'000'000'000'000;  // 1e18: larger bounds are treated as open
+constexpr int64_t kLimit = 1'000'000'000'000'000'000;  // 1e18: larger number bounds are refused
 
 // Same-length decimal strings lo <= hi -> regex of the numbers in between (no sign).
 std::string same_length(const std::string& lo, const std::string& hi) {
@@ -38,31 +38,57 @@ std::string same_length(const std::string& lo, const std::string& hi) {
   return out;
 }
 
-int64_t pow10(size_t n) {
-  int64_t v = 1;
+ExactInt pow10(size_t n) {
+  ExactInt v = 1;
   while (n--) v *= 10;
   return v;
 }
 
+std::string to_text(ExactInt v) {
+  if (v == 0) return "0";
+  bool neg = v < 0;
+  std::string out;
+  while (v != 0) {
+    int d = int(v % 10);
+    out.push_back(char('0' + (d < 0 ? -d : d)));
+    v /= 10;
+  }
+  if (neg) out.push_back('-');
+  return std::string(out.rbegin(), out.rend());
+}
+
 // Non-negative integers in [a, b]; b < 0 = unbounded. Returns "" for an empty range.
-std::string magnitude_range(int64_t a, int64_t b) {
+std::string magnitude_range(ExactInt a, ExactInt b) {
   if (b >= 0 && a > b) return "";
   std::vector<std::string> parts;
-  std::string sa = std::to_string(a);
+  std::string sa = to_text(a);
   size_t la = sa.size();
-  size_t lb = b >= 0 ? std::to_string(b).size() : la;
+  size_t lb = b >= 0 ? to_text(b).size() : la;
   for (size_t len = la; len <= lb; ++len) {
-    int64_t lo = len == 1 ? 0 : pow10(len - 1);
+    ExactInt lo = len == 1 ? 0 : pow10(len - 1);
     if (len == la) lo = a;
-    int64_t hi = pow10(len) - 1;
+    ExactInt hi = pow10(len) - 1;
     if (b >= 0 && len == lb) hi = b;
     if (lo > hi) continue;
-    parts.push_back(same_length(std::to_string(lo), std::to_string(hi)));
+    parts.push_back(same_length(to_text(lo), to_text(hi)));
   }
   if (b < 0) parts.push_back("[1-9][0-9]{" + std::to_string(la) + ",}");
   std::string out;
   for (auto& p : parts) out += (out.empty() ? "" : "|") + p;
   return out;
+}
+
+// Exponent digit strings (1 to 3 digits, leading zeros allowed as JSON does) of value <= n.
+std::string exponent_at_most(int n) {
+  std::vector<std::string> parts;
+  for (size_t len = 1; len <= 3; ++len) {
+    int hi = std::min<int>(n, int(pow10(len)) - 1);
+    std::string h = std::to_string(hi);
+    parts.push_back(same_length(std::string(len, '0'), std::string(len - h.size(), '0') + h));
+  }
+  std::string out;
+  for (auto& p : parts) out += (out.empty() ? "" : "|") + p;
+  return "(?:" + out + ")";
 }
 
 std::string join_alternatives(const std::vector<std::string>& parts) {
@@ -77,35 +103,79 @@ bool integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
 }  // namespace
 
 std::string integer_regex(const NumberBounds& b) {
-  // Inclusive integer bounds; nullopt = open.
-  std::optional<int64_t> lo, hi;
-  if (b.lower && std::fabs(*b.lower) < double(kLimit)) {
-    double v = std::ceil(*b.lower);
-    if (b.lower_exclusive && v == *b.lower) v += 1;
-    lo = int64_t(v);
-  } else if (b.lower && *b.lower > 0) {
-    fail("minimum ", *b.lower, " is too large");
+  // Inclusive integer bounds; nullopt = open. Integers have at most 20 digits (the cap), so a
+  // bound at or beyond 10^20 in magnitude is open on its far side and empty on its near side.
+  const ExactInt cap = pow10(20);
+  std::optional<ExactInt> lo, hi;
+  if (b.lower) {
+    ExactInt v;
+    if (b.lower_exact) {
+      v = *b.lower_exact;
+    } else if (std::fabs(*b.lower) < 1e20) {
+      double c = std::ceil(*b.lower);
+      v = ExactInt(c);
+      if (b.lower_exclusive && c != *b.lower) v -= 1;  // ceil already stepped past the bound
+    } else {
+      v = *b.lower > 0 ? cap : -cap;
+    }
+    if (b.lower_exclusive) v += 1;
+    if (v >= cap) fail("minimum ", *b.lower, " is too large (integers have at most 20 digits)");
+    if (v > -cap) lo = v;
   }
-  if (b.upper && std::fabs(*b.upper) < double(kLimit)) {
-    double v = std::floor(*b.upper);
-    if (b.upper_exclusive && v == *b.upper) v -= 1;
-    hi = int64_t(v);
-  } else if (b.upper && *b.upper < 0) {
-    fail("maximum ", *b.upper, " is too small");
+  if (b.upper) {
+    ExactInt v;
+    if (b.upper_exact) {
+      v = *b.upper_exact;
+    } else if (std::fabs(*b.upper) < 1e20) {
+      double f = std::floor(*b.upper);
+      v = ExactInt(f);
+      if (b.upper_exclusive && f != *b.upper) v += 1;
+    } else {
+      v = *b.upper > 0 ? cap : -cap;
+    }
+    if (b.upper_exclusive) v -= 1;
+    if (v <= -cap) fail("maximum ", *b.upper, " is too small (integers have at most 20 digits)");
+    if (v < cap) hi = v;
   }
   std::vector<std::string> parts;
   // Non-negative part: [max(lo,0), hi].
   if (!hi || *hi >= 0) {
-    std::string m = magnitude_range(lo ? std::max<int64_t>(*lo, 0) : 0, hi ? *hi : -1);
+    std::string m = magnitude_range(lo ? std::max<ExactInt>(*lo, 0) : 0, hi ? *hi : -1);
     if (!m.empty()) parts.push_back(m);
   }
   // Negative part: magnitudes [max(1, -hi), -lo].
   if (!lo || *lo < 0) {
-    int64_t mlo = hi ? std::max<int64_t>(1, -*hi) : 1;
+    ExactInt mlo = hi ? std::max<ExactInt>(1, -*hi) : 1;
     std::string m = magnitude_range(mlo, lo ? -*lo : -1);
     if (!m.empty()) parts.push_back("-(?:" + m + ")");
   }
   return join_alternatives(parts);
+}
+
+std::string finite_number_cap() {
+  // |x| < 10^(n + e) for n integer digits (leading digit nonzero) and exponent e: n + e <= 308
+  // keeps it below 1e308 < DBL_MAX. A nonzero mantissa is at least 10^-20, so a negative
+  // exponent down to -287 keeps it at or above 1e-307, a normal double (no underflow to 0).
+  const std::string frac = "(?:\\.[0-9]{1,20})?", neg_exp = "-" + exponent_at_most(287);
+  std::vector<std::string> parts;
+  parts.push_back("0" + frac + "(?:[eE](?:\\+?" + exponent_at_most(308) + "|" + neg_exp + "))?");
+  for (int n = 1; n <= 20; ++n) {
+    std::string digits = n == 1 ? "[1-9]" : "[1-9][0-9]{" + std::to_string(n - 1) + "}";
+    parts.push_back(digits + frac + "(?:[eE](?:\\+?" + exponent_at_most(308 - n) + "|" + neg_exp + "))?");
+  }
+  std::string out;
+  for (auto& p : parts) out += (out.empty() ? "" : "|") + p;
+  return "^-?(?:" + out + ")$";
+}
+
+std::string signed_number_regex(bool positive, bool or_zero) {
+  const std::string exp = "(?:[eE][+-]?[0-9]+)?";
+  std::string nonzero = "(?:[1-9][0-9]*(?:\\.[0-9]+)?|0\\.[0-9]*[1-9][0-9]*)" + exp;
+  std::string zero = "0(?:\\.0+)?" + exp;
+  std::string body = or_zero ? "(?:" + nonzero + "|" + zero + ")" : nonzero;
+  // Zero is generated unsigned only (one spelling); -0 would be the same value.
+  if (positive) return "^" + body + "$";
+  return or_zero ? "^(?:-" + nonzero + "|" + zero + ")$" : "^-" + nonzero + "$";
 }
 
 std::string number_regex(const NumberBounds& b) {

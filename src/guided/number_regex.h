@@ -10,13 +10,29 @@
 
 namespace ringlm::guided {
 
+// A bound's exact value when the schema wrote it as a JSON integer (int64 / uint64 keep every
+// digit; a double past 2^53 does not), so integer bounds near 2^63 are enforced digit for digit.
+using ExactInt = __int128;
+
 struct NumberBounds {
   std::optional<double> lower, upper;
+  std::optional<ExactInt> lower_exact, upper_exact;  // set when the bound is a JSON integer
   bool lower_exclusive = false, upper_exclusive = false;
 };
 
-// Anchored regex of the JSON integers in the bounds ("^...$"); "" when no integer fits.
+// Anchored regex of the JSON integers in the bounds ("^...$"); "" when no integer fits. Exact
+// for every bound (integers compared as 128-bit values); a bound of 10^20 or more in magnitude
+// lies beyond the 20-digit cap and leaves that side open (or fails: "minimum ... too large").
 std::string integer_regex(const NumberBounds& b);
+
+// Anchored regex of the finite JSON numbers a double holds: at most 20 integer and 20 fraction
+// digits, and an exponent that keeps the value in [1e-307, 1e308) (so no `1e999`, which
+// parsers turn into inf or reject). Every generated number is intersected with it.
+std::string finite_number_cap();
+
+// Anchored regex of the numbers, exponent notation included, that are > 0 (positive) or < 0,
+// (negative), or >= 0 / <= 0 with `or_zero`; for bounds that are 0, where the sign decides.
+std::string signed_number_regex(bool positive, bool or_zero);
 
 // Anchored regex of the JSON numbers (no exponent) in the bounds; Error when a bound is not an
 // integer value. "" when no number fits.

@@ -1215,7 +1215,13 @@ class Compiler {
     std::string re;
     bool bounded = nb.lower || nb.upper;
     auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
-    if (!integer && bounded && (!integral(nb.lower) || !integral(nb.upper))) {
+    auto zero = [](const std::optional<double>& v) { return !v || *v == 0; };
+    if (!integer && bounded && zero(nb.lower) && zero(nb.upper) && !(nb.lower && nb.upper)) {
+      // Bounds at 0 only: the sign decides, so exponent notation (`1e-06` under `minimum: 0`)
+      // is generated too. Other bounded numbers are generated without it (docs/guided.md).
+      bool positive = nb.lower.has_value();
+      re = signed_number_regex(positive, positive ? !nb.lower_exclusive : !nb.upper_exclusive);
+    } else if (!integer && bounded && (!integral(nb.lower) || !integral(nb.upper))) {
       // Decimal bounds: built as an automaton (intersection of >= and <= languages).
       std::string key = "decimal:" + (nb.lower ? Json(*nb.lower).dump() : "") + (nb.lower_exclusive ? "x" : "i") +
                         ":" + (nb.upper ? Json(*nb.upper).dump() : "") + (nb.upper_exclusive ? "x" : "i");
@@ -1225,10 +1231,12 @@ class Compiler {
       number_rules_[key] = r;
       uint32_t end = b_.new_state();
       b_.set_final(end);
-      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap()), b_.rule_start(r), end);
+      emit_ascii_dfa(dfa_intersect(number_dfa(nb), digit_cap(false)), b_.rule_start(r), end);
       return r;
     }
-    if (integer) {
+    if (!re.empty()) {
+      // signed_number_regex above
+    } else if (integer) {
       re = bounded ? integer_regex(nb) : "^-?(?:0|[1-9][0-9]*)$";
     } else {
       re = bounded ? number_regex(nb) : "^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$";
@@ -1239,18 +1247,31 @@ class Compiler {
     number_rules_[re] = r;
     uint32_t end = b_.new_state();
     b_.set_final(end);
-    if (!re.empty()) emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap()), b_.rule_start(r), end);
+    if (re.empty()) return r;
+    // Languages with an exponent take the finite-double cap; the others (integers, bounded
+    // numbers) only the digit counts, a much smaller automaton to intersect with. The two
+    // unbounded languages, in nearly every schema, are intersected once per process.
+    const bool exponent = re.find("[eE]") != std::string::npos;
+    static const std::string any_integer = "^-?(?:0|[1-9][0-9]*)$";
+    static const std::string any_number = "^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$";
+    if (re == any_integer || re == any_number) {
+      static const CpDfa int_dfa = dfa_intersect(compile_regex(any_integer, false), digit_cap(false));
+      static const CpDfa num_dfa = dfa_intersect(compile_regex(any_number, false), digit_cap(true));
+      emit_ascii_dfa(re == any_integer ? int_dfa : num_dfa, b_.rule_start(r), end);
+      return r;
+    }
+    emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap(exponent)), b_.rule_start(r), end);
     return r;
   }
 
-  // Numbers have at most 20 integer digits, 20 fraction digits and 3 exponent digits (a
-  // deliberate restriction: beyond what a double or int64 carries, and it keeps a model from
-  // writing digits forever).
-  const CpDfa& digit_cap() {
-    if (digit_cap_.states.empty()) {
-      digit_cap_ = compile_regex("^-?[0-9]{1,20}(?:\\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?$", false);
-    }
-    return digit_cap_;
+  // Numbers have at most 20 integer digits, 20 fraction digits and an exponent that keeps them
+  // finite doubles (a deliberate restriction: beyond what a double or int64 carries, and it
+  // keeps a model from writing digits forever; finite_number_cap).
+  const CpDfa& digit_cap(bool exponent) {
+    // Built once per process (the finite cap has a few hundred DFA states).
+    static const CpDfa finite = compile_regex(finite_number_cap(), false);
+    static const CpDfa digits = compile_regex("^-?[0-9]{1,20}(?:\\.[0-9]{1,20})?$", false);
+    return exponent ? finite : digits;
   }
 
   // Emits a DFA over ASCII code points as raw bytes.
@@ -1270,24 +1291,43 @@ class Compiler {
 
   void number(const Json& s, uint32_t from, uint32_t to, bool integer) {
     NumberBounds nb;
+    // A JSON integer bound keeps every digit (int64 / uint64); compared exactly, so that
+    // `maximum: 9223372036854776000` does not round to a double and let 9223372036854776001 in.
+    auto exact = [](const Json& v) -> std::optional<ExactInt> {
+      if (v.is_number_unsigned()) return ExactInt(v.get<uint64_t>());
+      if (v.is_number_integer()) return ExactInt(v.get<int64_t>());
+      return std::nullopt;
+    };
+    // a >= b (lower) / a <= b (upper), exactly when both are integers.
+    auto at_least = [&](const Json& a, const std::optional<double>& b, const std::optional<ExactInt>& be) {
+      if (auto ae = exact(a); ae && be) return *ae >= *be;
+      return a.get<double>() >= *b;
+    };
     auto min = number_kw(s, "minimum"), max = number_kw(s, "maximum");
     auto exmin_it = s.find("exclusiveMinimum"), exmax_it = s.find("exclusiveMaximum");
     nb.lower = min;
     nb.upper = max;
+    if (min) nb.lower_exact = exact(s["minimum"]);
+    if (max) nb.upper_exact = exact(s["maximum"]);
     if (exmin_it != s.end()) {
       if (exmin_it->is_boolean()) {
         nb.lower_exclusive = exmin_it->get<bool>() && min;
       } else if (exmin_it->is_number()) {
-        double v = exmin_it->get<double>();
-        if (!nb.lower || v >= *nb.lower) nb.lower = v, nb.lower_exclusive = true;
+        if (!nb.lower || at_least(*exmin_it, nb.lower, nb.lower_exact)) {
+          nb.lower = exmin_it->get<double>(), nb.lower_exact = exact(*exmin_it), nb.lower_exclusive = true;
+        }
       }
     }
     if (exmax_it != s.end()) {
       if (exmax_it->is_boolean()) {
         nb.upper_exclusive = exmax_it->get<bool>() && max;
       } else if (exmax_it->is_number()) {
-        double v = exmax_it->get<double>();
-        if (!nb.upper || v <= *nb.upper) nb.upper = v, nb.upper_exclusive = true;
+        bool tighter = !nb.upper;
+        if (!tighter) {
+          auto e = exact(*exmax_it);
+          tighter = e && nb.upper_exact ? *e <= *nb.upper_exact : exmax_it->get<double>() <= *nb.upper;
+        }
+        if (tighter) nb.upper = exmax_it->get<double>(), nb.upper_exact = exact(*exmax_it), nb.upper_exclusive = true;
       }
     }
     if (auto m = s.find("multipleOf"); m != s.end()) {
@@ -1958,7 +1998,6 @@ class Compiler {
   uint32_t any_ = kNone, plain_string_ = kNone;
   int depth_ = 0;
   int64_t extra_min_ = 0, extra_max_ = -1;
-  CpDfa digit_cap_;
   NotInfo not_;  // exclusions of the schema whose typed alternatives are being emitted
   std::vector<std::vector<std::string>> order_;
   std::unordered_set<std::string> order_seen_;

@@ -112,7 +112,11 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<uint32_
   for (uint32_t id = 0; id < bytes_.size(); ++id) {
     if (bytes_[id].empty() || is_stop_[id]) continue;
     all.push_back(id);
-    if (bytes_[id].find('"') != std::string::npos) quote_tokens_.push_back(id);
+    if (bytes_[id].find('"') != std::string::npos) {
+      quote_tokens_.push_back(id);
+      if (quote_bits_.empty()) quote_bits_.assign(mask_words(), 0);
+      quote_bits_[id >> 5] |= 1u << (id & 31);
+    }
     int64_t n = plain_length(bytes_[id]);
     if (n > 0) {
       plain[id] = n;
@@ -121,6 +125,7 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<uint32_
       exceptions.push_back(id);
     }
   }
+  if (quote_bits_.empty()) quote_bits_.assign(mask_words(), 0);
   trie_ = build_trie(bytes_, all);
   exception_trie_ = build_trie(bytes_, exceptions);
   plain_le_.assign(size_t(max_plain) + 1, std::vector<uint32_t>(mask_words(), 0));

@@ -47,6 +47,8 @@ class Vocabulary {
   const TokenTrie& exception_trie() const { return exception_trie_; }
   // Tokens containing a '"' byte (the only ones that can close an object key).
   const std::vector<uint32_t>& quote_tokens() const { return quote_tokens_; }
+  // The same set as a bitset (mask_words() words), to intersect with a mask word by word.
+  const std::vector<uint32_t>& quote_bits() const { return quote_bits_; }
   // Bitset of plain tokens with at most `n` code points (n >= 1; n beyond the longest = all).
   const std::vector<uint32_t>& plain_up_to(int64_t n) const;
 
@@ -55,11 +57,14 @@ class Vocabulary {
   std::vector<uint32_t> stop_ids_;
   std::vector<char> is_stop_;
   TokenTrie trie_, exception_trie_;
-  std::vector<uint32_t> quote_tokens_;
+  std::vector<uint32_t> quote_tokens_, quote_bits_;
   std::vector<std::vector<uint32_t>> plain_le_;  // [n] for n = 0..max plain length
 };
 
-// Adapter: the vocabulary of a loaded tokenizer (token_bytes, eos_ids as stop tokens).
+// Adapter: the vocabulary of a loaded tokenizer (token_bytes, eos_ids as stop tokens, or the
+// given stop ids). The reply markers (<|channel>, <channel|>, <|tool_call>, <tool_call|>) get
+// their marker bytes (reply_grammar.h); byte-fallback tokens for bytes 0xF8-0xFF get none.
 std::shared_ptr<const Vocabulary> vocabulary_from_tokenizer(const Tokenizer& tok);
+std::shared_ptr<const Vocabulary> vocabulary_from_tokenizer(const Tokenizer& tok, std::vector<uint32_t> stop_ids);
 
 }  // namespace ringlm::guided

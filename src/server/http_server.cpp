@@ -217,6 +217,28 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
   return l;
 }
 
+// schema_in_prompt: tells the model the schema its reply must follow, in the system message
+// (appended to a string system message the request has, else a new first message).
+void describe_schema_in_prompt(json& messages, const std::string& schema) {
+  const std::string text = "Reply with one JSON value that follows this JSON Schema:\n" + schema;
+  if (!messages.empty() && messages[0].value("role", std::string()) == "system" && messages[0]["content"].is_string()) {
+    messages[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + text;
+    return;
+  }
+  messages.insert(messages.begin(), json{{"role", "system"}, {"content", text}});
+}
+
+// The tools as the engine's tool grammar takes them: [{name, parameters}].
+std::string tool_schemas_json(const json& tools) {
+  json out = json::array();
+  for (const auto& t : tools) {
+    const json& fn = t["function"];
+    json params = fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : json::object();
+    out.push_back({{"name", fn["name"]}, {"parameters", params}});
+  }
+  return out.dump();
+}
+
 }  // namespace
 
 HttpServer::HttpServer(Backend& backend, ServerOptions options)
@@ -425,6 +447,11 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   const auto started = Clock::now();
   if (scheduler_->draining()) throw ApiError(503, "server is shutting down", "", "shutting_down");
   ChatRequest cr = parse_chat_request(parse_body(req.body));
+  if (!cr.params.json_schema.empty() && cr.schema_in_prompt.value_or(options_.schema_in_prompt))
+    describe_schema_in_prompt(cr.messages, cr.params.json_schema);
+  // tool_choice "required" (or a named function, narrowed to it): the reply is a tool call
+  // whose arguments follow that tool's parameter schema, enforced by the grammar.
+  if (!cr.tools.empty() && cr.tool_choice == "required") cr.params.tool_schemas = tool_schemas_json(cr.tools);
   std::vector<std::int32_t> prompt;
   try {
     if (cr.media.empty()) {

@@ -44,6 +44,9 @@ struct ServerOptions {
   std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
   std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
   bool web_ui = true;               // the chat / extraction page at / (src/server/web)
+  // Describe a request's response_format schema to the model in a system message (off by
+  // default, as OpenAI does not inject it; the request field schema_in_prompt overrides).
+  bool schema_in_prompt = false;
   bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
   MediaPolicy media;                // image parts: local folder allowed (--allow-local-media), size limit
 };

@@ -291,6 +291,7 @@ ChatRequest parse_chat_request(const json& body) {
   parse_tools(body, r);
   parse_response_format(body, r.params);
   parse_schema_mode(body, r.params);
+  if (auto sp = get_bool(body, "schema_in_prompt")) r.schema_in_prompt = *sp;
   if (auto lp = get_bool(body, "logprobs")) r.params.logprobs = *lp;
   if (auto tl = get_integer(body, "top_logprobs", 0, 20)) {
     if (!r.params.logprobs && *tl > 0) bad("top_logprobs", "'top_logprobs' requires 'logprobs': true");

@@ -28,6 +28,7 @@ struct ChatRequest : SamplingRequest {
   nlohmann::ordered_json messages;           // normalised (see Backend::render_chat)
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   std::string tool_choice = "auto";  // auto | none | required
+  std::optional<bool> schema_in_prompt;  // ringlm extension; unset: the server's --schema-in-prompt
   std::vector<MediaRef> media;       // images of the content parts, in prompt order (content_parts.h)
 };
 

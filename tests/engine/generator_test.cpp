@@ -6,7 +6,9 @@
 #include <string>
 #include <unistd.h>
 
+#include "chat/gemma_reply.h"
 #include "engine/generator.h"
+#include "guided/validator.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
 
@@ -254,5 +256,73 @@ TEST(Generator, SubsetLmHeadGivesTheSameTokensAndLogprobsAsTheFullHead) {
         }
       }
     }
+  }
+}
+
+// Thinking on + schema (issue #16): the model thinks freely inside the thought channel and the
+// grammar applies from the answer on. The random-weight model rarely opens the channel, so
+// seeds are tried until one does (the first step allows `<|channel>` beside the answer's first
+// tokens); the thinking budget then closes it after 3 tokens, and the answer must validate.
+TEST(Generator, ThoughtChannelThenGuidedAnswer) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine);
+  const std::string schema = R"({"type":"object","properties":{"ok":{"type":"boolean"},"n":{"type":"integer","minimum":0,"maximum":9}},"required":["ok","n"],"additionalProperties":false})";
+  int thoughts = 0, direct = 0;
+  for (std::uint64_t seed = 0; seed < 60 && thoughts == 0; ++seed) {
+    engine::GenerationParams p;
+    p.max_tokens = 60;
+    p.json_schema = schema;
+    p.guided_thinking = true;
+    p.thinking_budget = 3;
+    p.sampling.temperature = 3.0f;
+    p.sampling.seed = seed;
+    auto r = g.generate(prompt_of(8, 3), p, nullptr);
+    ASSERT_EQ(r.finish, engine::FinishReason::Stop) << r.text;
+    chat::GemmaReply reply = chat::parse_gemma_reply(r.text);
+    auto v = nlohmann::json::parse(reply.content);  // the answer, thought removed
+    EXPECT_TRUE(v["ok"].is_boolean() && v["n"].is_number_integer() && v["n"] >= 0 && v["n"] <= 9) << r.text;
+    EXPECT_EQ(v.size(), 2u) << r.text;
+    if (r.text.rfind("<|channel>", 0) == 0) {
+      ++thoughts;
+      const auto close = r.text.find("<channel|>");
+      ASSERT_NE(close, std::string::npos) << r.text;
+      EXPECT_EQ(r.text.find("<|channel>", 1), std::string::npos) << r.text;  // one channel
+      EXPECT_EQ(r.text.substr(close + 10), reply.content) << r.text;         // the answer follows it
+    } else {
+      ++direct;
+      EXPECT_EQ(r.text, reply.content);
+    }
+  }
+  EXPECT_EQ(thoughts, 1) << "no seed opened the thought channel";
+}
+
+// tool_choice required / named (issue #16): the reply is a tool call whose arguments follow the
+// tool's parameter schema.
+TEST(Generator, ToolCallArgumentsFollowTheToolSchema) {
+  auto& engine = shared_engine();
+  engine::Generator g(engine);
+  const nlohmann::json params = nlohmann::json::parse(
+      R"({"type":"object","properties":{"city":{"type":"string","maxLength":10},"unit":{"enum":["c","f"]}},"required":["city","unit"],"additionalProperties":false})");
+  const nlohmann::json tools = {{{"name", "get_weather"}, {"parameters", params}}};
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    engine::GenerationParams p;
+    p.max_tokens = 120;
+    p.tool_schemas = tools.dump();
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = seed;
+    auto r = g.generate(prompt_of(8, 4), p, nullptr);
+    // The grammar allows parallel calls, so a random model may still be calling at max_tokens:
+    // then the unfinished last call is left as content; every finished one must validate.
+    chat::GemmaReply reply = chat::parse_gemma_reply(r.text);
+    ASSERT_GE(reply.tool_calls.size(), 1u) << r.text;
+    if (r.finish == engine::FinishReason::Length) reply.content.clear();
+    EXPECT_EQ(r.text.rfind("<|tool_call>call:get_weather{", 0), 0u) << r.text;
+    for (const auto& call : reply.tool_calls) {
+      EXPECT_EQ(call.name, "get_weather");
+      std::string why;
+      EXPECT_TRUE(guided::Validator(guided::Json::parse(params.dump())).validate(guided::Json::parse(call.arguments.dump()), &why))
+          << call.arguments.dump() << ": " << why;
+    }
+    EXPECT_TRUE(reply.content.empty()) << r.text;
   }
 }
