@@ -75,31 +75,33 @@ TEST(ContentParts, DetailPicksTheBudgetAndPathsAreKept) {
   EXPECT_EQ(r.media[2].path, "photos/b.webp");
   EXPECT_EQ(r.media[2].soft_tokens, 0);
   json legacy = {{"type", "image_url"}, {"image_url", "data:image/webp;base64,UklGRg=="}};  // string shorthand
-  EXPECT_EQ(parse_chat_request(with_content({legacy})).media.at(0).data, "RIFF");
+  EXPECT_EQ(parse_chat_request(with_content(json::array({legacy}))).media.at(0).data, "RIFF");
 }
 
 TEST(ContentParts, BadPartsNameThemselves) {
+  // `part` is the message's one content part (wrapped with json::array below: a braced
+  // single json element is a copy under clang but a one-element array under GCC).
   struct Case {
-    json content;
+    json part;
     std::string param, says;
   };
   const Case cases[] = {
-      {{image_part("https://example.com/a.png")}, "messages[1].content[0].image_url.url", "never fetches"},
-      {{image_part("data:image/png,rawdata")}, "messages[1].content[0].image_url.url", "only base64"},
-      {{image_part("data:image/gif;base64,R0lG")}, "messages[1].content[0].image_url.url", "image/gif"},
-      {{image_part("data:image/png;base64,iV*BOR")}, "messages[1].content[0].image_url.url", "offset 2"},
-      {{image_part("data:image/png;base64,")}, "messages[1].content[0].image_url.url", "no data"},
-      {{image_part("")}, "messages[1].content[0].image_url.url", "non-empty"},
-      {{{{"type", "image_url"}}}, "messages[1].content[0].image_url", "need an 'image_url'"},
-      {{{{"type", "video"}}}, "messages[1].content[0].type", "'video' is not supported (text, image_url)"},
-      {{{{"type", "text"}}}, "messages[1].content[0]", "string 'text'"},
-      {{{{"type", "image_url"}, {"image_url", {{"url", "a.png"}, {"detail", "max"}}}}},
+      {image_part("https://example.com/a.png"), "messages[1].content[0].image_url.url", "never fetches"},
+      {image_part("data:image/png,rawdata"), "messages[1].content[0].image_url.url", "only base64"},
+      {image_part("data:image/gif;base64,R0lG"), "messages[1].content[0].image_url.url", "image/gif"},
+      {image_part("data:image/png;base64,iV*BOR"), "messages[1].content[0].image_url.url", "offset 2"},
+      {image_part("data:image/png;base64,"), "messages[1].content[0].image_url.url", "no data"},
+      {image_part(""), "messages[1].content[0].image_url.url", "non-empty"},
+      {{{"type", "image_url"}}, "messages[1].content[0].image_url", "need an 'image_url'"},
+      {{{"type", "video"}}, "messages[1].content[0].type", "'video' is not supported (text, image_url)"},
+      {{{"type", "text"}}, "messages[1].content[0]", "string 'text'"},
+      {{{"type", "image_url"}, {"image_url", {{"url", "a.png"}, {"detail", "max"}}}},
        "messages[1].content[0].image_url.detail", "auto, low or high"},
   };
   for (const auto& c : cases) {
-    ApiError e = error_of(with_content(c.content));
-    EXPECT_EQ(e.status(), 400) << c.content.dump();
-    EXPECT_EQ(e.param(), c.param) << c.content.dump();
+    ApiError e = error_of(with_content(json::array({c.part})));
+    EXPECT_EQ(e.status(), 400) << c.part.dump();
+    EXPECT_EQ(e.param(), c.param) << c.part.dump();
     EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
   }
   json many = json::array();
