@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/config_fields.h"
 #include "util/error.h"
 
 namespace ringlm::vision {
@@ -12,52 +13,10 @@ namespace {
 
 using json = nlohmann::json;
 
-// Typed field reads that name the file and the field path on any error.
-struct Reader {
-  const json& obj;
-  std::string source, path;
+using Reader = io::ConfigFields;
 
-  bool has(const char* f) const { return obj.contains(f) && !obj[f].is_null(); }
-  [[noreturn]] void bad(const char* f, const std::string& why) const { fail(source, ": field ", path, f, ": ", why); }
-  int integer(const char* f, int fallback, int min, int max) const {
-    if (!has(f)) return fallback;
-    const json& v = obj[f];
-    if (!v.is_number_integer()) bad(f, "expected an integer, got " + v.dump());
-    const long long n = v.get<long long>();
-    if (n < min || n > max)
-      bad(f, "value " + std::to_string(n) + " out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-    return static_cast<int>(n);
-  }
-  double number(const char* f, double fallback, double min, double max) const {
-    if (!has(f)) return fallback;
-    const json& v = obj[f];
-    if (!v.is_number()) bad(f, "expected a number, got " + v.dump());
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || d < min || d > max) bad(f, "value " + v.dump() + " out of range");
-    return d;
-  }
-  bool boolean(const char* f, bool fallback) const {
-    if (!has(f)) return fallback;
-    if (!obj[f].is_boolean()) bad(f, "expected true or false, got " + obj[f].dump());
-    return obj[f].get<bool>();
-  }
-};
-
-json parse_json(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    fail(source, ": not valid JSON: ", e.what());
-  }
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail(p.string(), ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+json parse_json(const std::string& text, const std::string& source) { return io::parse_config_json(text, source); }
+std::string read_file(const std::filesystem::path& p) { return io::read_config_file(p); }
 
 }  // namespace
 
