@@ -20,24 +20,37 @@ inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 // Length of the well-formed UTF-8 character starting at s[i], or 0 if the bytes there are
 // not a complete, valid character (stray continuation byte, overlong form, surrogate,
 // value above U+10FFFF, or a truncated sequence).
+// What a multi-byte lead byte promises: the sequence length (0: not a valid lead byte) and
+// the allowed range of the second byte (which rules out overlong forms, surrogates and values
+// above U+10FFFF).
+struct LeadByte {
+  size_t need = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+};
+
+inline LeadByte lead_byte(unsigned char b0) {
+  LeadByte l;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    l.need = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    l.need = 3;
+    if (b0 == 0xE0) l.lo = 0xA0;
+    if (b0 == 0xED) l.hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    l.need = 4;
+    if (b0 == 0xF0) l.lo = 0x90;
+    if (b0 == 0xF4) l.hi = 0x8F;
+  }
+  return l;
+}
+
 inline size_t char_len(std::string_view s, size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   if (b0 < 0x80) return 1;
-  size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
+  const LeadByte l = lead_byte(b0);
+  const size_t need = l.need;
+  const unsigned char lo = l.lo, hi = l.hi;
+  if (need == 0) return 0;
   if (i + need > s.size()) return 0;
   const auto b1 = static_cast<unsigned char>(s[i + 1]);
   if (b1 < lo || b1 > hi) return 0;
@@ -52,22 +65,10 @@ inline size_t char_len(std::string_view s, size_t i) {
 // complete it). Used by the streaming decoder to decide between "wait" and "invalid".
 inline bool is_incomplete_prefix(std::string_view s, size_t i) {
   const size_t avail = s.size() - i;
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t need;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return false;
-  }
+  const LeadByte l = lead_byte(static_cast<unsigned char>(s[i]));
+  const size_t need = l.need;
+  const unsigned char lo = l.lo, hi = l.hi;
+  if (need == 0) return false;
   if (avail >= need) return false;
   if (avail >= 2) {
     const auto b1 = static_cast<unsigned char>(s[i + 1]);
