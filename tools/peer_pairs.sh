@@ -11,7 +11,7 @@
 #     [--prefill 512] [--decode 128] [--tsv out.tsv]
 #
 # Needs python3 (to read the JSON both tools write). Nothing is downloaded or built here:
-# build llama.cpp as BENCHMARKS.md says ("Peer: llama.cpp").
+# build llama.cpp as BENCHMARKS.md says ("Peer: llama.cpp", in the AMD EPYC section).
 set -euo pipefail
 
 ringlm=build/ringlm llama_bench="" model="" gguf="" pairs=5 threads=2 prefill=512 decode=128 tsv=""
