@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz and runs each for SECONDS
-# (default 20) from its seed corpus in fuzz/corpus/<target>. New inputs go to a scratch copy,
-# never into the repository. Prints executions per target; exits non-zero on any finding
-# (crash, sanitizer report, timeout, out-of-memory), leaving the reproducer in the scratch dir.
+# (default 20) from its seed corpus in fuzz/corpus/<target>, RINGLM_JOBS (default 2) targets
+# at a time. New inputs go to a scratch copy, never into the repository. Prints executions
+# per target; exits non-zero on any finding (crash, sanitizer report, timeout, out-of-memory),
+# leaving the reproducer in the scratch dir.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,18 +23,33 @@ echo "fuzz: build took $((built - start)) s"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/ringlm-fuzz.XXXXXX")
 failed=()
-for t in "${targets[@]}"; do
+# One target per core at a time (libFuzzer runs one thread): each still gets SECONDS.
+run_target() {
+  local t=$1
   mkdir -p "$scratch/$t/corpus" "$scratch/$t/artifacts"
   cp -r "fuzz/corpus/$t/." "$scratch/$t/corpus/"
-  log="$scratch/$t/log"
   # TMPDIR: the targets that need a file write it there (fuzz/fuzz_util.h), so it goes with the scratch.
   if TMPDIR="$scratch/$t" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-       -artifact_prefix="$scratch/$t/artifacts/" "$scratch/$t/corpus" >"$log" 2>&1; then
-    status=ok
+       -artifact_prefix="$scratch/$t/artifacts/" "$scratch/$t/corpus" >"$scratch/$t/log" 2>&1; then
+    echo ok >"$scratch/$t/status"
   else
-    status=FAILED
-    failed+=("$t")
+    echo FAILED >"$scratch/$t/status"
   fi
+}
+running=0
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+for t in "${targets[@]}"; do
+  log="$scratch/$t/log"
+  status=$(cat "$scratch/$t/status" 2>/dev/null || echo FAILED)
+  [[ $status == ok ]] || failed+=("$t")
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
   printf 'fuzz_%-16s %s  %s executions in %s s  (%s)\n' "$t" "$status" "$execs" "$seconds" "${cov:-cov: ?}"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds ringlm with AddressSanitizer + UndefinedBehaviorSanitizer (clang) in build-asan/
-# and runs every unit test (ctest label `unit`) under it. Any report fails the run.
+# and runs every unit test (ctest label `unit`) under it. Any report fails the run. -O0, with
+# the kernels, vision and audio at -O1 (src/CMakeLists.txt): about half the build time of -O1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS="-O1" -DRINGLM_SANITIZE=ON >/dev/null
+  -DCMAKE_CXX_FLAGS="-O0" -DRINGLM_SANITIZE=ON >/dev/null
 # Only the GoogleTest binaries: the CLI, tools and benchmarks are not run here.
 cmake --build build-asan -j"$(nproc)" --target unit_tests
 ctest --test-dir build-asan -L unit --output-on-failure -j"$(nproc)" "$@"
