@@ -3,7 +3,9 @@
 # and ringlm.pc; CPack turns the same into a .deb (cpack -G DEB in the build directory).
 include(GNUInstallDirs)
 
-set(_modules util io kernels kv model tokenizer chat guided sampling engine server)
+# Every library module: a program that links libringlm.a must find every symbol the public
+# headers declare (the engine calls into vision and audio for media prompts).
+set(_modules util io kernels kv model tokenizer chat guided sampling vision audio engine server)
 set(_objects "")
 foreach(m ${_modules})
   list(APPEND _objects "$<TARGET_OBJECTS:ringlm_${m}>")
@@ -29,5 +31,5 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "science")
 # Runtime libraries of the binary, and the -dev packages a program linking libringlm.a needs.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-  "libhwy1, libsimdjson14, libcpp-httplib0.11, libedit2, libstdc++6, libhwy-dev, libsimdjson-dev, libcpp-httplib-dev, nlohmann-json3-dev")
+  "libhwy1, libsimdjson14, libcpp-httplib0.11, libedit2, libstdc++6, libjpeg62-turbo, libpng16-16, libwebp7, libsndfile1, libsoxr0, libhwy-dev, libsimdjson-dev, libcpp-httplib-dev, nlohmann-json3-dev, libjpeg62-turbo-dev, libpng-dev, libwebp-dev, libsndfile1-dev, libsoxr-dev")
 include(CPack)
