@@ -30,6 +30,61 @@ struct VecHash {
   }
 };
 
+// A configuration's cached token mask. Most configurations outside string bodies (keys,
+// numbers, punctuation) allow a few hundred of the 262,144 tokens, so a mask whose allowed ids
+// fit in an eighth of the dense words is kept as its sorted id list: 32 KiB becomes ~1 KiB, the
+// cache holds many more masks within its byte budget, and a union over masks walks ids.
+struct CachedMask {
+  std::vector<uint32_t> data;  // dense bit words, or sorted allowed ids when `sparse`
+  bool sparse = false;
+  bool present = false;  // false: not cached (never computed, or evicted)
+
+  size_t bytes() const { return data.size() * sizeof(uint32_t); }
+
+  // Keeps `dense` (vocabulary-sized bit words) in the smaller of the two forms. The ids are
+  // collected with ctz until they pass an eighth of the words (no popcount pass: without
+  // -mpopcnt it is a library call per word, which showed in the miss latency).
+  void assign(std::vector<uint32_t> dense) {
+    const size_t limit = dense.size() / 8;
+    std::vector<uint32_t> ids;
+    sparse = true;
+    for (size_t w = 0; w < dense.size() && sparse; ++w)
+      for (uint32_t bits = dense[w]; bits; bits &= bits - 1) {
+        if (ids.size() == limit) {
+          sparse = false;
+          break;
+        }
+        ids.push_back(uint32_t(w * 32 + __builtin_ctz(bits)));
+      }
+    data = sparse ? std::move(ids) : std::move(dense);
+    data.shrink_to_fit();
+    present = true;
+  }
+  void clear() {
+    std::vector<uint32_t>().swap(data);  // release the memory, not just the size
+    sparse = present = false;
+  }
+  // out (words long) = this mask.
+  void copy_to(uint32_t* out, size_t words) const {
+    if (sparse) {
+      std::memset(out, 0, words * sizeof(uint32_t));
+      or_into(out, words);
+      return;
+    }
+    std::memcpy(out, data.data(), std::min(data.size(), words) * sizeof(uint32_t));
+    if (data.size() < words) std::memset(out + data.size(), 0, (words - data.size()) * sizeof(uint32_t));
+  }
+  // out (words long) |= this mask.
+  void or_into(uint32_t* out, size_t words) const {
+    if (sparse) {
+      for (uint32_t id : data)
+        if ((id >> 5) < words) out[id >> 5] |= 1u << (id & 31);
+      return;
+    }
+    for (size_t w = 0; w < std::min(data.size(), words); ++w) out[w] |= data[w];
+  }
+};
+
 }  // namespace
 
 struct GrammarIndex::Impl {
@@ -48,7 +103,7 @@ struct GrammarIndex::Impl {
     std::vector<uint32_t> kernel;  // nodes whose state has byte edges, sorted
     bool accept = false;
     std::unique_ptr<std::array<int32_t, 256>> next;
-    std::vector<uint32_t> mask;  // empty: not cached (never computed, or evicted)
+    CachedMask mask;
     // plain_remaining of the single kernel state (string-body fast path), else kNotPlain.
     int32_t plain = Grammar::kNotPlain;
     // Mask LRU links (configuration ids; -1 = none). Head = most recently used.
@@ -237,23 +292,22 @@ struct GrammarIndex::Impl {
     if (lru_tail < 0) lru_tail = c;
   }
 
-  // Caches `mask` as c's mask, then drops least recently used masks (never c's) until the cache
-  // fits its byte budget.
-  const std::vector<uint32_t>& cache_mask(int32_t c, std::vector<uint32_t> mask) {
+  // Caches `mask` (dense words) as c's mask, then drops least recently used masks (never c's)
+  // until the cache fits its byte budget.
+  const CachedMask& cache_mask(int32_t c, std::vector<uint32_t> mask) {
     Config& x = configs[size_t(c)];
-    x.mask = std::move(mask);
-    x.mask.shrink_to_fit();
+    x.mask.assign(std::move(mask));
     ++masks_cached;
-    mask_bytes += x.mask.size() * sizeof(uint32_t);
+    mask_bytes += x.mask.bytes();
     lru_push_front(c);
     while (mask_bytes > options.mask_cache_bytes && lru_tail >= 0 && lru_tail != c) {
       int32_t victim = lru_tail;
       lru_unlink(victim);
-      std::vector<uint32_t>& vm = configs[size_t(victim)].mask;
-      mask_bytes -= vm.size() * sizeof(uint32_t);
+      CachedMask& vm = configs[size_t(victim)].mask;
+      mask_bytes -= vm.bytes();
       --masks_cached;
       ++mask_evictions;
-      std::vector<uint32_t>().swap(vm);  // release the memory, not just the size
+      vm.clear();
     }
     return configs[size_t(c)].mask;
   }
@@ -268,8 +322,8 @@ struct GrammarIndex::Impl {
   }
 
   // The mask without stop tokens.
-  const std::vector<uint32_t>& body_mask(int32_t c) {
-    if (!configs[size_t(c)].mask.empty()) {
+  const CachedMask& body_mask(int32_t c) {
+    if (configs[size_t(c)].mask.present) {
       ++mask_hits;
       if (lru_head != c) {
         lru_unlink(c);
@@ -298,13 +352,11 @@ struct GrammarIndex::Impl {
         std::vector<uint32_t> seeds{n};
         int32_t single = close(seeds);
         if (single == kDead) continue;
-        const auto& sub = body_mask(single);
-        for (size_t w = 0; w < mask.size(); ++w) mask[w] |= sub[w];
+        body_mask(single).or_into(mask.data(), mask.size());
       }
     } else if (!kernel.empty()) {
       walk(vocab->trie(), c, mask.data());
     }
-    if (mask.empty()) mask.push_back(0);
     return cache_mask(c, std::move(mask));
   }
 };
@@ -374,9 +426,7 @@ void GrammarIndex::fill_mask(int32_t config, uint32_t* out) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     uint64_t misses = impl_->mask_misses;
-    const auto& m = impl_->body_mask(config);
-    std::memcpy(out, m.data(), std::min(m.size(), words) * sizeof(uint32_t));
-    if (m.size() < words) std::memset(out + m.size(), 0, (words - m.size()) * sizeof(uint32_t));
+    impl_->body_mask(config).copy_to(out, words);
     if (impl_->configs[size_t(config)].accept) {
       for (uint32_t id : vocab_->stop_ids()) out[id >> 5] |= 1u << (id & 31);
     }
@@ -396,6 +446,7 @@ GrammarIndexStats GrammarIndex::stats() {
   st.configs = impl_->configs.size();
   st.masks_cached = impl_->masks_cached;
   st.mask_bytes = impl_->mask_bytes;
+  for (const auto& c : impl_->configs) st.masks_sparse += c.mask.present && c.mask.sparse;
   st.mask_hits = impl_->mask_hits;
   st.mask_misses = impl_->mask_misses;
   st.mask_evictions = impl_->mask_evictions;

@@ -5,7 +5,8 @@
 // set of parse stacks still alive, interned so equal configurations share one id. Transitions
 // (configuration, byte) -> configuration are computed lazily and memoised in 256-entry tables,
 // and each configuration's token mask is computed on first use (a preorder scan of the vocabulary
-// trie, skipping subtrees whose prefix is already dead) and kept in a byte-bounded LRU cache: an
+// trie, skipping subtrees whose prefix is already dead) and kept, as bit words or, when few
+// tokens are allowed, as their id list, in a byte-bounded LRU cache: an
 // evicted mask is simply recomputed (the same bits) when its configuration comes back.
 //
 // Matcher is one generation's cursor: fill_mask / accept / rollback / forced_tokens. For grammars
@@ -30,8 +31,9 @@
 namespace ringlm::guided {
 
 struct GrammarIndexOptions {
-  // Upper bound on the bytes of cached token masks (one mask is vocab().mask_words() * 4 bytes:
-  // 32 KiB for a 262,144-token vocabulary, so the default keeps 4096 of them). The least
+  // Upper bound on the bytes of cached token masks. A dense mask is vocab().mask_words() * 4
+  // bytes (32 KiB for a 262,144-token vocabulary, so the default keeps at least 4096 of them);
+  // one that allows few tokens is kept as its id list, at most an eighth of that. The least
   // recently used masks are dropped beyond it; at least one mask is always kept.
   size_t mask_cache_bytes = size_t(128) << 20;
 };
@@ -40,6 +42,7 @@ struct GrammarIndexStats {
   size_t configs = 0;         // configurations interned so far (never dropped)
   size_t masks_cached = 0;    // masks held now
   size_t mask_bytes = 0;      // their bytes
+  size_t masks_sparse = 0;    // of those, kept as id lists (few tokens allowed)
   uint64_t mask_hits = 0, mask_misses = 0, mask_evictions = 0;
   size_t memory_bytes = 0;    // approximate total footprint (masks + transition tables + stacks)
 };
