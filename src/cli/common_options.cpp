@@ -38,7 +38,7 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
                   "Memory bound of the compiled-schema cache, least recently used dropped (default 512)");
   app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default 256)");
   app->add_option("--mask-cache-mb", mask_cache_mb,
-                  "Per compiled schema: memory bound of its cached token masks (32 KiB each; default 128)");
+                  "Per compiled schema: memory bound of its cached token masks (32 KiB each, an id list when few tokens are allowed; default 128)");
 }
 
 std::string ModelFlags::model_dir() const {

@@ -78,7 +78,7 @@ class Engine {
   // The grammar a request asks for (json_schema / json_object / tool_schemas, with
   // guided_thinking and schema_mode), compiled once and cached; null when it asks for none.
   std::shared_ptr<guided::GrammarIndex> grammar_for(const GenerationParams& params);
-  guided::GrammarCacheStats grammar_cache_stats() { return grammars_.stats(); }
+  guided::GrammarCacheStats grammar_cache_stats() const { return grammars_.stats(); }
 
  private:
   EngineOptions options_;

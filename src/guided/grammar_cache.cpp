@@ -54,10 +54,11 @@ void GrammarCache::evict_locked() {
   }
 }
 
-GrammarCacheStats GrammarCache::stats() {
+GrammarCacheStats GrammarCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   GrammarCacheStats st;
   st.entries = lru_.size();
+  st.max_bytes = options_.max_bytes;
   for (const auto& e : lru_) st.bytes += entry_bytes(e.key, *e.index);
   st.hits = hits_;
   st.misses = misses_;

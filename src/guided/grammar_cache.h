@@ -25,7 +25,7 @@ struct GrammarCacheOptions {
 };
 
 struct GrammarCacheStats {
-  size_t entries = 0, bytes = 0;
+  size_t entries = 0, bytes = 0, max_bytes = 0;
   uint64_t hits = 0, misses = 0, evictions = 0;
 };
 
@@ -40,7 +40,7 @@ class GrammarCache {
   // build() errors propagate and nothing is cached. Thread-safe.
   std::shared_ptr<GrammarIndex> get(const std::string& key, const Build& build);
 
-  GrammarCacheStats stats();
+  GrammarCacheStats stats() const;
   const GrammarCacheOptions& options() const { return options_; }
 
  private:
@@ -53,7 +53,7 @@ class GrammarCache {
   void evict_locked();
 
   GrammarCacheOptions options_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::list<Entry> lru_;  // front = most recently used
   std::unordered_map<std::string, std::list<Entry>::iterator> by_key_;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0;

@@ -146,6 +146,14 @@ class EngineBackend final : public Backend {
     g.prefix_store_bytes = pc.bytes;
     g.prefix_store_max_bytes = pc.max_bytes;
     g.prefix_store_blocks = pc.blocks;
+    const guided::GrammarCacheStats gc = engine_.grammar_cache_stats();
+    g.grammar_cache = true;
+    g.grammar_entries = gc.entries;
+    g.grammar_bytes = gc.bytes;
+    g.grammar_max_bytes = gc.max_bytes;
+    g.grammar_hits = gc.hits;
+    g.grammar_misses = gc.misses;
+    g.grammar_evictions = gc.evictions;
   }
 
  private:

@@ -151,6 +151,21 @@ std::string Metrics::render(const Gauges& g) const {
     header(out, "ringlm_kv_bytes", "gauge", "KV cache bytes allocated (all slots).");
     sample(out, "ringlm_kv_bytes", static_cast<double>(g.kv_bytes));
   }
+  if (g.grammar_cache) {
+    header(out, "ringlm_grammar_cache_entries", "gauge", "Compiled schemas held by the grammar cache.");
+    sample(out, "ringlm_grammar_cache_entries", static_cast<double>(g.grammar_entries));
+    header(out, "ringlm_grammar_cache_bytes", "gauge",
+           "Bytes the grammar cache holds: compiled grammars, their token masks and transition tables.");
+    sample(out, "ringlm_grammar_cache_bytes", static_cast<double>(g.grammar_bytes));
+    header(out, "ringlm_grammar_cache_max_bytes", "gauge", "The grammar cache's bound (--grammar-cache-mb).");
+    sample(out, "ringlm_grammar_cache_max_bytes", static_cast<double>(g.grammar_max_bytes));
+    header(out, "ringlm_grammar_cache_hits_total", "counter", "Schemas found compiled in the cache.");
+    sample(out, "ringlm_grammar_cache_hits_total", static_cast<double>(g.grammar_hits));
+    header(out, "ringlm_grammar_cache_misses_total", "counter", "Schemas compiled (not in the cache).");
+    sample(out, "ringlm_grammar_cache_misses_total", static_cast<double>(g.grammar_misses));
+    header(out, "ringlm_grammar_cache_evictions_total", "counter", "Compiled schemas dropped, least recently used first.");
+    sample(out, "ringlm_grammar_cache_evictions_total", static_cast<double>(g.grammar_evictions));
+  }
   return out;
 }
 

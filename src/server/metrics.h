@@ -50,6 +50,11 @@ struct Gauges {
   std::uint64_t prefix_store_bytes = 0;    // KV bytes it holds
   std::uint64_t prefix_store_max_bytes = 0;
   std::uint64_t prefix_store_blocks = 0;
+  // The compiled-schema cache (guided/grammar_cache.h; --grammar-cache-mb/-entries): each
+  // entry's bytes are its grammar index's own count (masks, transition tables, stacks).
+  bool grammar_cache = false;
+  std::uint64_t grammar_entries = 0, grammar_bytes = 0, grammar_max_bytes = 0;
+  std::uint64_t grammar_hits = 0, grammar_misses = 0, grammar_evictions = 0;
 };
 
 class Metrics {
