@@ -117,8 +117,8 @@ TEST(SchemaIr, CompileLimitsAreOptions) {
 
   o = CompileOptions{};
   const Json ifs = Json::parse(R"({"type": "object", "allOf": [
-      {"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]}},
-      {"if": {"properties": {"b": {"const": 1}}}, "then": {"required": ["c"]}}]})");
+      {"if": {"properties": {"a": {"const": "x"}}}, "then": {"required": ["b"]}},
+      {"if": {"properties": {"b": {"const": "y"}}}, "then": {"required": ["c"]}}]})");
   EXPECT_EQ(compile_error(ifs, o), "no error");
   o.limits.conditional_cases = 4;
   EXPECT_NE(compile_error(ifs, o).find("more than 4 cases"), std::string::npos) << compile_error(ifs, o);
