@@ -165,9 +165,7 @@ void Generator::pin_prefix(std::span<const std::int32_t> prefix) {
   pinned_.assign(prefix.begin(), prefix.end());
 }
 
-GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const GenerationParams& params,
-                                     const TokenCallback& on_token) {
-  const auto t0 = Clock::now();
+void Generator::check_request(std::span<const std::int32_t> prompt, const GenerationParams& params) const {
   const Tokenizer& tok = engine_.tokenizer();
   if (prompt.empty()) fail("the prompt is empty");
   if (params.max_tokens < 0) fail("max_tokens must be >= 0, got ", params.max_tokens);
@@ -176,6 +174,42 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
     fail_limit("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
+}
+
+std::span<float> Generator::run_prompt(std::span<const std::int32_t> prompt, const GenerationParams& params,
+                                       GenerationResult& result, bool with_head) {
+  result.prompt_tokens = static_cast<int>(prompt.size());
+  // Soft tokens: every one of them is recomputed (reuse stops before the first), and they
+  // replace the embeddings of their prompt positions while the prompt runs.
+  const PromptEmbeddings* media = params.prompt_embeddings.get();
+  const std::size_t media_first =
+      first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
+  const std::size_t reused = reuse_prefix(prompt, media_first);
+  result.cached_prompt_tokens = static_cast<int>(reused);
+  if (media_first != SIZE_MAX) {
+    overrides_.clear();
+    for (std::size_t i = 0; i < media->positions.size(); ++i)
+      overrides_.push_back({media->positions[i], media->rows.data() + i * static_cast<std::size_t>(media->hidden)});
+    session_.set_embedding_overrides(overrides_);
+  }
+  std::span<float> logits;
+  try {
+    logits = run_tokens(prompt.subspan(reused), with_head);
+  } catch (...) {
+    session_.set_embedding_overrides({});
+    throw;
+  }
+  session_.set_embedding_overrides({});
+  if (media_first != SIZE_MAX) media_from_ = std::min(media_from_, media_first);
+  return logits;
+}
+
+GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const GenerationParams& params,
+                                     const TokenCallback& on_token) {
+  const auto t0 = Clock::now();
+  const Tokenizer& tok = engine_.tokenizer();
+  check_request(prompt, params);
+  const std::int64_t capacity = session_.context_capacity();
 
   // The request's guided-decoding work limit, charged on this thread (guided/work_budget.h).
   guided::BudgetAccount budget(params.mask_budget);
@@ -193,31 +227,9 @@ GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const
   const chat::StopIds& stop_ids = engine_.stop_ids();
 
   GenerationResult result;
-  result.prompt_tokens = static_cast<int>(prompt.size());
-  // Soft tokens: every one of them is recomputed (reuse stops before the first), and they
-  // replace the embeddings of their prompt positions while the prompt runs.
-  const PromptEmbeddings* media = params.prompt_embeddings.get();
-  const std::size_t media_first =
-      first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
-  const std::size_t reused = reuse_prefix(prompt, media_first);
-  result.cached_prompt_tokens = static_cast<int>(reused);
-  if (media_first != SIZE_MAX) {
-    overrides_.clear();
-    for (std::size_t i = 0; i < media->positions.size(); ++i)
-      overrides_.push_back({media->positions[i], media->rows.data() + i * static_cast<std::size_t>(media->hidden)});
-    session_.set_embedding_overrides(overrides_);
-  }
   // Guided steps run without the LM head: the grammar mask comes first and decides how much
   // of the head to compute (guided_logits).
-  std::span<float> logits;
-  try {
-    logits = run_tokens(prompt.subspan(reused), matcher == nullptr);
-  } catch (...) {
-    session_.set_embedding_overrides({});
-    throw;
-  }
-  session_.set_embedding_overrides({});
-  if (media_first != SIZE_MAX) media_from_ = std::min(media_from_, media_first);
+  std::span<float> logits = run_prompt(prompt, params, result, matcher == nullptr);
 
   std::vector<std::int32_t> generated;
   generated.reserve(static_cast<std::size_t>(params.max_tokens));

@@ -71,6 +71,12 @@ class Generator {
   // Fills head_ids_ with the ids allowed by mask_; false (stopping early) once the head would
   // compute more than head_row_limit_ rows that way.
   bool collect_allowed_rows();
+  // generate()'s steps: refuses a prompt or parameters it cannot run (Error naming them);
+  // runs the prompt after its reused cached prefix (with the request's soft-token embeddings)
+  // and returns the last token's logits (empty when `with_head` is false).
+  void check_request(std::span<const std::int32_t> prompt, const GenerationParams& params) const;
+  std::span<float> run_prompt(std::span<const std::int32_t> prompt, const GenerationParams& params,
+                              GenerationResult& result, bool with_head);
 
   Engine& engine_;
   model::Session session_;

@@ -11,8 +11,6 @@ namespace ringlm::guided {
 
 namespace {
 
-constexpr size_t kMaxGrammarStates = 4'000'000;
-
 // Splits [lo, hi] (no surrogates inside) into runs whose UTF-8 encodings are products of byte
 // ranges, calling emit(ranges, n) with n byte ranges.
 template <typename Emit>
@@ -88,7 +86,7 @@ std::string json_escape(std::string_view utf8) {
 }
 
 uint32_t GrammarBuilder::new_state() {
-  if (g_->states.size() >= kMaxGrammarStates) fail("schema grammar is too large (more than ", kMaxGrammarStates, " states)");
+  if (g_->states.size() >= max_states_) fail("schema grammar is too large (more than ", max_states_, " states)");
   g_->states.emplace_back();
   return uint32_t(g_->states.size() - 1);
 }

@@ -95,6 +95,9 @@ class GrammarBuilder {
   void set_final(uint32_t s) { g_->states[s].final = true; }
   void set_plain(uint32_t s, int32_t remaining) { g_->states[s].plain_remaining = remaining; }
   void require_distinct_keys() { g_->distinct_keys = true; }
+  // new_state() refuses (Error) to grow the grammar past this many states (compile_schema
+  // sets CompileLimits::grammar_states; the reply grammars keep the default).
+  void set_max_states(size_t n) { max_states_ = n; }
 
   void bytes(uint32_t from, uint32_t to, uint8_t lo, uint8_t hi);
   void eps(uint32_t from, uint32_t to);
@@ -112,6 +115,7 @@ class GrammarBuilder {
  private:
   Grammar own_;
   Grammar* g_;
+  size_t max_states_ = 4'000'000;
 };
 
 // The canonical JSON string escape of a code point sequence (as nlohmann::json / json.dumps

@@ -10,6 +10,7 @@
 // is rejected with an Error naming the construct.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,13 +59,20 @@ struct CpDfa {
   void prune_dead();
 };
 
+// Bounds on the automata built (each refused with an Error past it): a regex's Thompson NFA,
+// and the DFA states of a determinisation or of an intersection / union product.
+struct RegexLimits {
+  size_t nfa_states = 40000;
+  size_t dfa_states = 6000;
+};
+
 // Compiles `pattern`. With search semantics (JSON Schema's `pattern`) an alternative without a
 // leading `^` may be preceded by anything and one without a trailing `$` followed by anything.
-CpDfa compile_regex(std::string_view pattern, bool search_semantics);
+CpDfa compile_regex(std::string_view pattern, bool search_semantics, const RegexLimits& limits = {});
 
 CpDfa dfa_universal();
-CpDfa dfa_intersect(const CpDfa& a, const CpDfa& b);
-CpDfa dfa_union(const CpDfa& a, const CpDfa& b);
+CpDfa dfa_intersect(const CpDfa& a, const CpDfa& b, const RegexLimits& limits = {});
+CpDfa dfa_union(const CpDfa& a, const CpDfa& b, const RegexLimits& limits = {});
 CpDfa dfa_complement(const CpDfa& a);
 CpDfa dfa_literals(const std::vector<std::u32string>& words);
 

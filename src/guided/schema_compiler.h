@@ -4,11 +4,14 @@
 // keywords and the deliberate restrictions; unsupported assertions throw Error naming them.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "guided/grammar.h"
 #include "guided/json.h"
+#include "guided/regex.h"
 
 namespace ringlm::guided {
 
@@ -22,9 +25,28 @@ enum class SchemaMode { kStrict, kLenient };
 // "strict" / "lenient" (the CLI flag and the server's request field); throws Error otherwise.
 SchemaMode parse_schema_mode(const std::string& text);
 
+// Every bound the compiler enforces, in one place. A schema that would exceed one is refused
+// with an Error naming the bound, rather than compiled into a grammar too large to match fast
+// (or built for minutes). The defaults are the figures in docs/guided.md.
+struct CompileLimits {
+  int depth = 150;                        // nested subschemas being compiled (recursion via allOf/anyOf)
+  int ref_hops = 64;                      // length of a $ref -> $ref -> ... chain
+  int64_t count = 5000;                   // largest min/maxItems, min/maxProperties, minContains expanded
+  size_t grammar_states = 4'000'000;      // states of the whole grammar
+  uint64_t string_table = 50'000'000;     // one string body: (longest length + 1) x pattern DFA states
+  size_t conditional_cases = 96;          // cases an if/then/else group is split into
+  size_t unique_values = 20;              // distinct item values under uniqueItems (at most 31: a bitmask)
+  size_t unique_sets = 50'000;            // used-value sets a uniqueItems array walks through
+  size_t dependencies = 16;               // dependentRequired pairs of one object (at most 32: a bitmask)
+  size_t finite_key_words = 64;           // additional keys listed one by one when their language is this small
+  size_t declared_keys = 128;             // ... and the object's declared keys stay at most this many
+  RegexLimits regex;                      // automata built from pattern / format / propertyNames
+};
+
 struct CompileOptions {
   Whitespace whitespace = Whitespace::kCompact;
   SchemaMode mode = SchemaMode::kStrict;
+  CompileLimits limits;
 };
 
 struct CompiledSchema {

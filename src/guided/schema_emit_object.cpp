@@ -1,0 +1,349 @@
+// The emission pass for objects. Declared properties are emitted in schema order, each
+// optional one skippable; dependentRequired pairs are flags on the states; additional keys
+// (patternProperties, additionalProperties, propertyNames) are a key language per schema,
+// listed as optional entries when small and finite, else a loop after the declared entries.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "guided/schema_passes.h"
+#include "util/error.h"
+
+namespace ringlm::guided::schema {
+
+struct Emitter::Entry {
+  std::string name;
+  const Json* schema;
+  bool required;
+};
+
+struct Emitter::Extra {
+  CpDfa keys;
+  const Json* schema;
+};
+
+// dependentRequired / dependencies (array form): "if entry a is present, entry b is too".
+struct Emitter::Dep {
+  size_t a, b;
+};
+
+// An object schema's keywords, read once, and what the steps below derive from them.
+struct Emitter::ObjectShape {
+  const Json* props = nullptr;
+  const Json* add = nullptr;
+  std::vector<std::pair<std::string, const Json*>> patterns;
+  std::set<std::string> required;
+  std::set<std::string> forbidden;  // names a `not` requires absent
+  const Json* names = nullptr;      // propertyNames
+  std::vector<Entry> entries;       // declared entries, in emission order
+  std::vector<Dep> deps;
+  std::vector<Extra> extras;        // additional key languages
+};
+
+void Emitter::object(const Json& s, uint32_t from, uint32_t to) {
+  ObjectShape o;
+  read_object(s, o);
+  o.forbidden = not_.keys;
+  if (!declared_entries(o)) return;      // unsatisfiable
+  if (!dependency_entries(s, o)) return;  // unsatisfiable
+  {
+    std::vector<std::string> names;
+    for (auto& e : o.entries) names.push_back(e.name);
+    note_order(std::move(names));
+  }
+  extra_entries(o);
+  finite_extras(o);
+  object_states(s, o, from, to);
+}
+
+void Emitter::read_object(const Json& s, ObjectShape& o) {
+  static const Json kTrue = true;
+  if (auto p = s.find("properties"); p != s.end()) {
+    if (!p->is_object()) fail("keyword 'properties' must be an object");
+    o.props = &*p;
+  }
+  o.add = &kTrue;
+  if (auto a = s.find("additionalProperties"); a != s.end()) o.add = &*a;
+  if (auto pp = s.find("patternProperties"); pp != s.end()) {
+    if (!pp->is_object()) fail("keyword 'patternProperties' must be an object");
+    for (auto it = pp->begin(); it != pp->end(); ++it) o.patterns.emplace_back(it.key(), &it.value());
+  }
+  if (auto r = s.find("required"); r != s.end()) {
+    if (!r->is_array()) fail("keyword 'required' must be an array");
+    for (auto& x : *r) {
+      if (!x.is_string()) fail("keyword 'required' must list strings");
+      o.required.insert(x.get<std::string>());
+    }
+  }
+  if (auto pn = s.find("propertyNames"); pn != s.end()) o.names = &*pn;
+}
+
+// The schema of property `name`: its declared schema AND every matching patternProperties
+// schema; additionalProperties when neither applies.
+const Json* Emitter::entry_schema(const ObjectShape& o, const std::string& name, const Json* declared) {
+  std::vector<const Json*> parts;
+  if (declared) parts.push_back(declared);
+  auto k32 = utf8_to_u32(name);
+  for (auto& [p, sch] : o.patterns) {
+    if (pattern_dfa(p).matches(k32)) parts.push_back(sch);
+  }
+  if (parts.empty()) parts.push_back(o.add);
+  if (parts.size() == 1) return parts[0];
+  Json all = Json::array();
+  for (auto* x : parts) all.push_back(*x);
+  return &cx_.keep(Json{{"allOf", all}});
+}
+
+bool Emitter::name_ok(const ObjectShape& o, const std::string& name) {
+  if (o.forbidden.count(name)) return false;
+  return !o.names || cx_.validator.validate_subschema(*o.names, Json(name));
+}
+
+// Declared entries: properties in order, then required names not in properties. False when a
+// required property can never be present.
+bool Emitter::declared_entries(ObjectShape& o) {
+  if (o.props) {
+    for (auto it = o.props->begin(); it != o.props->end(); ++it) {
+      const Json* sch = entry_schema(o, it.key(), &it.value());
+      bool req = o.required.count(it.key()) > 0;
+      if (!name_ok(o, it.key()) || is_false_schema(*sch)) {
+        if (req) return false;
+        continue;
+      }
+      o.entries.push_back({it.key(), sch, req});
+    }
+  }
+  for (auto& r : o.required) {
+    if (o.props && o.props->contains(r)) continue;
+    const Json* sch = entry_schema(o, r, nullptr);
+    if (!name_ok(o, r) || is_false_schema(*sch)) return false;
+    o.entries.push_back({r, sch, true});
+  }
+  return true;
+}
+
+// dependentRequired / dependencies (array form). With the fixed property order each pair is one
+// flag: A before B -> emitting A makes B required; B before A -> skipping B forbids A. Names
+// only reachable as additional keys become optional entries. False when unsatisfiable.
+bool Emitter::dependency_entries(const Json& s, ObjectShape& o) {
+  auto entry_index = [&](const std::string& name) -> int64_t {
+    for (size_t i = 0; i < o.entries.size(); ++i)
+      if (o.entries[i].name == name) return int64_t(i);
+    return -1;
+  };
+  auto can_be_extra = [&](const std::string& name) {
+    if (o.forbidden.count(name) || !name_ok(o, name)) return false;
+    return !is_false_schema(*entry_schema(o, name, nullptr));
+  };
+  for (const char* kw : {"dependentRequired", "dependencies"}) {
+    auto d = s.find(kw);
+    if (d == s.end() || (std::string(kw) == "dependentRequired" && cx_.draft < 2019)) continue;
+    if (!d->is_object()) fail("keyword '", kw, "' must be an object");
+    for (auto it = d->begin(); it != d->end(); ++it) {
+      if (!it.value().is_array()) {
+        if (is_true_schema(it.value())) continue;
+        fail("unsupported keyword '", kw, "' (schema form)");
+      }
+      int64_t ia = entry_index(it.key());
+      if (ia < 0) {
+        if (!can_be_extra(it.key())) continue;  // A can never be present
+        o.entries.push_back({it.key(), entry_schema(o, it.key(), nullptr), false});
+        ia = int64_t(o.entries.size() - 1);
+      }
+      for (auto& dep : it.value()) {
+        if (!dep.is_string()) fail("keyword '", kw, "' must list property names");
+        std::string bn = dep.get<std::string>();
+        if (bn == it.key()) continue;
+        int64_t ib = entry_index(bn);
+        if (ib < 0) {
+          if (!can_be_extra(bn)) {
+            if (o.entries[size_t(ia)].required) return false;
+            fail("unsupported keyword '", kw, "' (dependency on a property that cannot be present)");
+          }
+          o.entries.push_back({bn, entry_schema(o, bn, nullptr), false});
+          ib = int64_t(o.entries.size() - 1);
+        }
+        if (o.entries[size_t(ib)].required) continue;
+        o.deps.push_back({size_t(ia), size_t(ib)});
+      }
+    }
+  }
+  const size_t max_deps = std::min<size_t>(limits_.dependencies, 32);
+  if (o.deps.size() > max_deps) {
+    fail("unsupported keyword 'dependentRequired' (more than ", max_deps, " dependencies)");
+  }
+  return true;
+}
+
+// Additional entries: keys not declared; per pattern, and the rest for additionalProperties.
+void Emitter::extra_entries(ObjectShape& o) {
+  const RegexLimits& rl = limits_.regex;
+  std::vector<std::u32string> declared;
+  for (auto& e : o.entries) declared.push_back(utf8_to_u32(e.name));
+  for (auto& f : o.forbidden) declared.push_back(utf8_to_u32(f));
+  if (o.props)
+    for (auto it = o.props->begin(); it != o.props->end(); ++it) declared.push_back(utf8_to_u32(it.key()));
+  for (auto& r : o.required) declared.push_back(utf8_to_u32(r));
+  CpDfa not_declared = dfa_complement(dfa_literals(declared));
+  CpDfa name_dfa = dfa_universal();
+  int64_t name_min = 0, name_max = -1;
+  if (o.names) name_dfa = names_dfa(*o.names, &name_min, &name_max);
+  CpDfa any_pattern;
+  bool have_any_pattern = false;
+  for (auto& [p, sch] : o.patterns) {
+    CpDfa k = dfa_intersect(dfa_intersect(pattern_dfa(p), not_declared, rl), name_dfa, rl);
+    for (auto& other : o.extras) {
+      if (!dfa_intersect(other.keys, k, rl).is_empty_language()) {
+        fail("unsupported keyword 'patternProperties' (overlapping patterns)");
+      }
+    }
+    any_pattern = have_any_pattern ? dfa_union(any_pattern, pattern_dfa(p), rl) : pattern_dfa(p);
+    have_any_pattern = true;
+    if (!k.is_empty_language() && !is_false_schema(*sch)) o.extras.push_back({std::move(k), sch});
+  }
+  if (!is_false_schema(*o.add)) {
+    CpDfa k = dfa_intersect(not_declared, name_dfa, rl);
+    if (have_any_pattern) k = dfa_intersect(k, dfa_complement(any_pattern), rl);
+    if (!k.is_empty_language()) o.extras.push_back({std::move(k), o.add});
+  }
+  extra_min_ = name_min;
+  extra_max_ = name_max;
+}
+
+// Additional keys drawn from a small finite set (patternProperties "^(a|b)$", a propertyNames
+// enum) become optional declared entries in code point order, so no key can repeat and
+// minProperties only counts distinct keys. Larger or infinite key languages stay a loop, and
+// the Matcher keeps their keys distinct (Grammar::distinct_keys).
+void Emitter::finite_extras(ObjectShape& o) {
+  std::vector<Extra> kept;
+  bool added = false;
+  for (auto& x : o.extras) {
+    auto words = dfa_words(x.keys, extra_min_, extra_max_, limits_.finite_key_words);
+    if (!words || o.entries.size() + words->size() > limits_.declared_keys) {
+      kept.push_back(std::move(x));
+      continue;
+    }
+    for (auto& w : *words) {
+      std::string name;
+      for (char32_t c : w) append_utf8(name, uint32_t(c));
+      o.entries.push_back({std::move(name), x.schema, false});
+    }
+    added = true;
+  }
+  o.extras = std::move(kept);
+  if (added) {
+    std::vector<std::string> names;
+    for (auto& e : o.entries) names.push_back(e.name);
+    note_order(std::move(names));
+  }
+  if (!o.extras.empty()) b_.require_distinct_keys();
+}
+
+// The object's states: state(i, k, f) is before entry i (i == n: the additional phase) with k
+// entries emitted (k saturates at cap when maxProperties is unbounded; k > 0 means the next
+// entry needs a comma) and f the dependency flags.
+void Emitter::object_states(const Json& s, ObjectShape& o, uint32_t from, uint32_t to) {
+  int64_t min_p = count_kw(s, "minProperties", 0), max_p = count_kw(s, "maxProperties", -1);
+  if (max_p >= 0 && min_p > max_p) return;
+  int64_t n_required = 0;
+  for (auto& e : o.entries) n_required += e.required;
+  if (max_p >= 0 && n_required > max_p) return;
+  int64_t cap = std::max<int64_t>(1, max_p >= 0 ? max_p : min_p);
+  if (cap > limits_.count) fail("minProperties/maxProperties above ", limits_.count, " are not supported");
+
+  std::string comma = sep_comma(cx_.options.whitespace), colon = sep_colon(cx_.options.whitespace);
+  size_t n = o.entries.size();
+  std::map<std::tuple<size_t, int64_t, uint32_t>, uint32_t> ids;
+  std::vector<std::tuple<size_t, int64_t, uint32_t>> work;
+  uint32_t open = b_.new_state();
+  b_.literal(from, open, "{");
+  auto get = [&](size_t i, int64_t k, uint32_t f) {
+    auto [it, inserted] = ids.emplace(std::make_tuple(i, k, f), 0);
+    if (inserted) {
+      it->second = work.empty() ? open : b_.new_state();
+      work.emplace_back(i, k, f);
+    }
+    return it->second;
+  };
+  get(0, 0, 0);
+  auto next_count = [&](int64_t k) { return max_p >= 0 ? k + 1 : std::min(k + 1, cap); };
+  std::vector<uint32_t> extra_key_rules;
+  for (auto& x : o.extras) extra_key_rules.push_back(key_rule(x.keys));
+  for (size_t w = 0; w < work.size(); ++w) {
+    auto [i, k, f] = work[w];
+    uint32_t st = ids[{i, k, f}];
+    bool can_add = max_p < 0 || k < max_p;
+    if (i < n) {
+      const Entry& e = o.entries[i];
+      // Skipping entry i: not if a dependency made it required; records "absent" flags.
+      bool may_skip = !e.required;
+      uint32_t f_skip = f, f_emit = f;
+      bool may_emit = can_add;
+      for (size_t d = 0; d < o.deps.size(); ++d) {
+        uint32_t bit = 1u << d;
+        const Dep& dp = o.deps[d];
+        if (dp.a < dp.b) {
+          if (dp.b == i && (f & bit)) may_skip = false;  // A was emitted: B required
+          if (dp.a == i) f_emit |= bit;
+        } else {
+          if (dp.b == i) f_skip |= bit;                  // B skipped: A forbidden later
+          if (dp.a == i && (f & bit)) may_emit = false;
+        }
+      }
+      if (may_skip) b_.eps(st, get(i + 1, k, f_skip));
+      if (may_emit) {
+        std::string key = (k > 0 ? comma : "") + "\"" + json_escape(e.name) + "\"" + colon;
+        uint32_t after_key = b_.new_state();
+        b_.literal(st, after_key, key);
+        b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k), f_emit));
+      }
+    } else {
+      if (k >= min_p) b_.literal(st, to, "}");
+      if (!can_add) continue;
+      for (size_t x = 0; x < o.extras.size(); ++x) {
+        uint32_t key_start = st;
+        if (k > 0) {
+          key_start = b_.new_state();
+          b_.literal(st, key_start, comma);
+        }
+        uint32_t after_key = b_.new_state(), after_colon = b_.new_state();
+        b_.call(key_start, extra_key_rules[x], after_key);
+        b_.literal(after_key, after_colon, colon);
+        b_.call(after_colon, rule_for(*o.extras[x].schema), get(n, next_count(k), f));
+      }
+    }
+  }
+}
+
+uint32_t Emitter::key_rule(const CpDfa& keys) {
+  if (keys.accepts_everything() && extra_min_ == 0 && extra_max_ < 0) return plain_string_rule();
+  return string_rule(keys, extra_min_, extra_max_);
+}
+
+const CpDfa& Emitter::pattern_dfa(const std::string& p) {
+  try {
+    return cx_.regex(p);
+  } catch (const Error& e) {
+    fail("unsupported keyword 'patternProperties': ", e.what());
+  }
+}
+
+// propertyNames as a key language: only its string keywords (anything else is refused).
+CpDfa Emitter::names_dfa(const Json& pn, int64_t* mn, int64_t* mx) {
+  if (is_true_schema(pn)) {
+    *mn = 0, *mx = -1;
+    return dfa_universal();
+  }
+  if (!pn.is_object()) fail("unsupported keyword 'propertyNames'");
+  for (auto it = pn.begin(); it != pn.end(); ++it) {
+    const std::string& k = it.key();
+    if (annotation_keywords().count(k) || k == "pattern" || k == "minLength" || k == "maxLength" || k == "format") {
+      continue;
+    }
+    if (k == "type" && it.value() == "string") continue;
+    fail("unsupported keyword 'propertyNames' (only pattern/minLength/maxLength/format)");
+  }
+  return string_dfa(pn, no_extras(), mn, mx);
+}
+
+}  // namespace ringlm::guided::schema

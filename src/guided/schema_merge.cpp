@@ -1,0 +1,164 @@
+// The allOf meet of two schemas (schema_ir.h merge_into): part of the normalisation pass.
+#include <algorithm>
+
+#include "guided/schema_ir.h"
+#include "guided/schema_keywords.h"
+#include "guided/validator.h"
+#include "util/error.h"
+
+namespace ringlm::guided::schema {
+
+void Extras::append(const Extras& o) {
+  conditions.insert(conditions.end(), o.conditions.begin(), o.conditions.end());
+  nots.insert(nots.end(), o.nots.begin(), o.nots.end());
+  patterns.insert(patterns.end(), o.patterns.begin(), o.patterns.end());
+  formats.insert(formats.end(), o.formats.begin(), o.formats.end());
+}
+
+std::string Extras::key() const {
+  std::string out;
+  for (const auto* list : {&conditions, &nots, &patterns, &formats}) {
+    out += Json(*list).dump();
+    out.push_back('\x02');
+  }
+  return out;
+}
+
+const Extras& no_extras() {
+  static const Extras none;
+  return none;
+}
+
+namespace {
+
+bool is_object_keyword(const std::string& k) {
+  return k == "properties" || k == "additionalProperties" || k == "patternProperties";
+}
+
+// properties / additionalProperties / patternProperties: with both sides declaring some, each
+// property takes the allOf of its two schemas (a side without it: its additionalProperties).
+void merge_object_keywords(Json& a, const Json& b) {
+  bool a_obj = a.contains("properties") || a.contains("additionalProperties") || a.contains("patternProperties");
+  bool b_obj = b.contains("properties") || b.contains("additionalProperties") || b.contains("patternProperties");
+  if (!b_obj) return;
+  if (!a_obj) {
+    for (const char* k : {"properties", "additionalProperties", "patternProperties"})
+      if (b.contains(k)) a[k] = b[k];
+    return;
+  }
+  if (a.contains("patternProperties") || b.contains("patternProperties")) {
+    fail("unsupported keyword 'patternProperties' combined with properties inside allOf");
+  }
+  Json pa = a.value("properties", Json::object()), pb = b.value("properties", Json::object());
+  Json adda = a.contains("additionalProperties") ? a["additionalProperties"] : Json(true);
+  Json addb = b.contains("additionalProperties") ? b["additionalProperties"] : Json(true);
+  Json props = Json::object();
+  for (auto it = pa.begin(); it != pa.end(); ++it) {
+    props[it.key()] = all_of2(it.value(), pb.contains(it.key()) ? pb[it.key()] : addb);
+  }
+  for (auto it = pb.begin(); it != pb.end(); ++it) {
+    if (!pa.contains(it.key())) props[it.key()] = all_of2(adda, it.value());
+  }
+  a["properties"] = props;
+  Json add = all_of2(adda, addb);
+  if (is_true_schema(add)) {
+    a.erase("additionalProperties");
+  } else {
+    a["additionalProperties"] = add;
+  }
+}
+
+// enum / const of both: the values in both, as an enum.
+void merge_values(Json& a, const std::string& k, const Json& v) {
+  Json va = k == "enum" ? a[k] : Json::array({a[k]});
+  Json vb = k == "enum" ? v : Json::array({v});
+  Json out = Json::array();
+  for (auto& x : va)
+    for (auto& y : vb)
+      if (json_equal(x, y)) {
+        out.push_back(x);
+        break;
+      }
+  a.erase(k);
+  if (a.contains("enum") && k != "enum") {
+    Json out2 = Json::array();
+    for (auto& x : a["enum"])
+      for (auto& y : out)
+        if (json_equal(x, y)) out2.push_back(x);
+    out = out2;
+  }
+  a["enum"] = out;
+}
+
+// Keyword k, asserted by both a (as node.keywords[k]) and b (as v): their meet, or an extra.
+void merge_keyword(Node& node, const std::string& k, const Json& v) {
+  Json& a = node.keywords;
+  Json& cur = a[k];
+  if (k == "type") {
+    std::set<std::string> ta = type_set(a), tb = type_set(Json{{"type", v}});
+    cur = type_json(type_meet(ta, tb));
+  } else if (k == "required") {
+    for (auto& x : v)
+      if (std::find(cur.begin(), cur.end(), x) == cur.end()) cur.push_back(x);
+  } else if (k == "enum" || k == "const") {
+    merge_values(a, k, v);
+  } else if (k == "minimum" || k == "minLength" || k == "minItems" || k == "minProperties") {
+    if (!v.is_number() || !cur.is_number()) fail("keyword '", k, "' must be a number");
+    if (v.get<double>() > cur.get<double>()) cur = v;
+  } else if (k == "maximum" || k == "maxLength" || k == "maxItems" || k == "maxProperties") {
+    if (!v.is_number() || !cur.is_number()) fail("keyword '", k, "' must be a number");
+    if (v.get<double>() < cur.get<double>()) cur = v;
+  } else if (k == "exclusiveMinimum" || k == "exclusiveMaximum") {
+    if (!v.is_number() || !cur.is_number()) fail("unsupported keyword '", k, "' (boolean form) inside allOf");
+    bool take = k == "exclusiveMinimum" ? v.get<double>() > cur.get<double>() : v.get<double>() < cur.get<double>();
+    if (take) cur = v;
+  } else if (k == "pattern") {
+    node.extras.patterns.push_back(v);
+  } else if (k == "format") {
+    if (cur != v) node.extras.formats.push_back(v);
+  } else if (k == "items" || k == "additionalItems" || k == "propertyNames" || k == "contains" ||
+             k == "unevaluatedProperties" || k == "unevaluatedItems") {
+    if (cur.is_array() || v.is_array()) fail("unsupported keyword '", k, "' (tuple form) in both allOf branches");
+    cur = all_of2(cur, v);
+  } else if (k == "allOf") {
+    for (auto& x : v) cur.push_back(x);
+  } else if (k == "not") {
+    node.extras.nots.push_back(v);
+  } else if (k == "anyOf" || k == "oneOf") {
+    Json all = a.contains("allOf") ? a["allOf"] : Json::array();
+    all.push_back(Json{{k, v}});
+    a["allOf"] = all;
+  } else if (k == "uniqueItems") {
+    cur = cur.is_boolean() && v.is_boolean() ? Json(cur.get<bool>() || v.get<bool>()) : v;
+  } else if (cur != v) {
+    fail("unsupported keyword '", k, "' with different values inside allOf");
+  }
+}
+
+}  // namespace
+
+void merge_into(Node& node, const Json& b_in, const Extras& b_extras) {
+  if (is_false_schema(node.keywords) || is_false_schema(b_in)) {
+    node = Node{Json{{"not", Json::object()}}, {}};
+    return;
+  }
+  if (!node.keywords.is_object()) node.keywords = Json::object();
+  const Json b = b_in.is_object() ? b_in : Json::object();
+  // Object keywords first (they interact).
+  merge_object_keywords(node.keywords, b);
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const std::string& k = it.key();
+    if (is_object_keyword(k)) continue;
+    if (k == "if" || k == "then" || k == "else") continue;  // b's conditional: a clause, below
+    if (annotation_keywords().count(k)) continue;
+    if (!node.keywords.contains(k)) {
+      node.keywords[k] = it.value();
+      continue;
+    }
+    merge_keyword(node, k, it.value());
+  }
+  node.extras.append(b_extras);
+  if (Json clause = conditional_of(b); !clause.is_null()) node.extras.conditions.push_back(std::move(clause));
+}
+
+}  // namespace ringlm::guided::schema
