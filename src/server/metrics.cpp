@@ -31,6 +31,12 @@ void sample(std::string& out, const std::string& name, double value) {
   out += '\n';
 }
 
+// One metric with a single sample: its HELP/TYPE header and its value.
+void metric(std::string& out, const char* name, const char* type, const char* help, double value) {
+  header(out, name, type, help);
+  sample(out, name, value);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -92,15 +98,15 @@ std::string Metrics::render(const Gauges& g) const {
       out += "ringlm_requests_total{route=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
              "\"} " + std::to_string(n) + "\n";
     }
-    header(out, "ringlm_prompt_tokens_total", "counter", "Prompt tokens of finished generations.");
-    sample(out, "ringlm_prompt_tokens_total", static_cast<double>(prompt_tokens_));
-    header(out, "ringlm_completion_tokens_total", "counter", "Generated tokens.");
-    sample(out, "ringlm_completion_tokens_total", static_cast<double>(completion_tokens_));
-    header(out, "ringlm_generations_cancelled_total", "counter",
-           "Generations cancelled (client disconnected or server shutting down).");
-    sample(out, "ringlm_generations_cancelled_total", static_cast<double>(cancelled_));
-    header(out, "ringlm_queue_rejections_total", "counter", "Requests refused with 429 because the queue was full.");
-    sample(out, "ringlm_queue_rejections_total", static_cast<double>(rejected_));
+    metric(out, "ringlm_prompt_tokens_total", "counter", "Prompt tokens of finished generations.",
+           static_cast<double>(prompt_tokens_));
+    metric(out, "ringlm_completion_tokens_total", "counter", "Generated tokens.",
+           static_cast<double>(completion_tokens_));
+    metric(out, "ringlm_generations_cancelled_total", "counter",
+           "Generations cancelled (client disconnected or server shutting down).",
+           static_cast<double>(cancelled_));
+    metric(out, "ringlm_queue_rejections_total", "counter", "Requests refused with 429 because the queue was full.",
+           static_cast<double>(rejected_));
   }
   header(out, "ringlm_time_to_first_token_seconds", "histogram", "Time from admission to the first generated token.");
   ttft_.render("ringlm_time_to_first_token_seconds", out);
@@ -108,63 +114,63 @@ std::string Metrics::render(const Gauges& g) const {
   inter_token_.render("ringlm_inter_token_latency_seconds", out);
   header(out, "ringlm_request_duration_seconds", "histogram", "Generation request wall time, queue wait included.");
   duration_.render("ringlm_request_duration_seconds", out);
-  header(out, "ringlm_queue_depth", "gauge", "Requests waiting for a free slot.");
-  sample(out, "ringlm_queue_depth", g.queue_depth);
-  header(out, "ringlm_slots_active", "gauge", "Slots running a generation.");
-  sample(out, "ringlm_slots_active", g.slots_active);
-  header(out, "ringlm_slots_total", "gauge", "Generation slots.");
-  sample(out, "ringlm_slots_total", g.slots_total);
-  header(out, "ringlm_kv_tokens_used", "gauge", "KV cache tokens held across all slots.");
-  sample(out, "ringlm_kv_tokens_used", static_cast<double>(g.kv_used));
-  header(out, "ringlm_kv_tokens_capacity", "gauge", "KV cache capacity in tokens across all slots.");
-  sample(out, "ringlm_kv_tokens_capacity", static_cast<double>(g.kv_capacity));
+  metric(out, "ringlm_queue_depth", "gauge", "Requests waiting for a free slot.",
+         g.queue_depth);
+  metric(out, "ringlm_slots_active", "gauge", "Slots running a generation.",
+         g.slots_active);
+  metric(out, "ringlm_slots_total", "gauge", "Generation slots.",
+         g.slots_total);
+  metric(out, "ringlm_kv_tokens_used", "gauge", "KV cache tokens held across all slots.",
+         static_cast<double>(g.kv_used));
+  metric(out, "ringlm_kv_tokens_capacity", "gauge", "KV cache capacity in tokens across all slots.",
+         static_cast<double>(g.kv_capacity));
   if (g.batched) {
-    header(out, "ringlm_batch_steps_total", "counter", "Batched forward passes (each advances every active sequence).");
-    sample(out, "ringlm_batch_steps_total", static_cast<double>(g.batch_steps));
-    header(out, "ringlm_batch_rows_total", "counter", "Token rows run over all batched passes.");
-    sample(out, "ringlm_batch_rows_total", static_cast<double>(g.batch_rows));
-    header(out, "ringlm_batch_sequence_steps_total", "counter",
-           "Sum over passes of the sequences advanced (divided by steps: the mean batch size).");
-    sample(out, "ringlm_batch_sequence_steps_total", static_cast<double>(g.batch_sequence_steps));
-    header(out, "ringlm_batch_size", "gauge", "Sequences advanced by the last batched pass.");
-    sample(out, "ringlm_batch_size", g.batch_last);
-    header(out, "ringlm_prefix_cache_hits_total", "counter", "Requests that reused cached prompt-prefix KV.");
-    sample(out, "ringlm_prefix_cache_hits_total", static_cast<double>(g.prefix_hits));
-    header(out, "ringlm_prefix_cache_misses_total", "counter",
-           "Requests with at least one whole 16-token prompt block that reused no cached KV.");
-    sample(out, "ringlm_prefix_cache_misses_total", static_cast<double>(g.prefix_misses));
-    header(out, "ringlm_prefix_cache_reused_tokens_total", "counter", "Prompt tokens whose KV was reused, not recomputed.");
-    sample(out, "ringlm_prefix_cache_reused_tokens_total", static_cast<double>(g.prefix_reused_tokens));
-    header(out, "ringlm_prefix_cache_shared_hits_total", "counter",
-           "Requests the shared prefix cache (--prefix-cache-mb) supplied prompt KV to.");
-    sample(out, "ringlm_prefix_cache_shared_hits_total", static_cast<double>(g.prefix_store_hits));
-    header(out, "ringlm_prefix_cache_shared_tokens_total", "counter", "Prompt tokens the shared prefix cache supplied.");
-    sample(out, "ringlm_prefix_cache_shared_tokens_total", static_cast<double>(g.prefix_store_tokens));
-    header(out, "ringlm_prefix_cache_evicted_blocks_total", "counter", "Prefix cache blocks dropped, least recently used first.");
-    sample(out, "ringlm_prefix_cache_evicted_blocks_total", static_cast<double>(g.prefix_store_evicted));
-    header(out, "ringlm_prefix_cache_bytes", "gauge", "KV bytes held by the shared prefix cache.");
-    sample(out, "ringlm_prefix_cache_bytes", static_cast<double>(g.prefix_store_bytes));
-    header(out, "ringlm_prefix_cache_max_bytes", "gauge", "The shared prefix cache's bound (--prefix-cache-mb).");
-    sample(out, "ringlm_prefix_cache_max_bytes", static_cast<double>(g.prefix_store_max_bytes));
-    header(out, "ringlm_prefix_cache_blocks", "gauge", "16-token blocks held by the shared prefix cache.");
-    sample(out, "ringlm_prefix_cache_blocks", static_cast<double>(g.prefix_store_blocks));
-    header(out, "ringlm_kv_bytes", "gauge", "KV cache bytes allocated (all slots).");
-    sample(out, "ringlm_kv_bytes", static_cast<double>(g.kv_bytes));
+    metric(out, "ringlm_batch_steps_total", "counter", "Batched forward passes (each advances every active sequence).",
+           static_cast<double>(g.batch_steps));
+    metric(out, "ringlm_batch_rows_total", "counter", "Token rows run over all batched passes.",
+           static_cast<double>(g.batch_rows));
+    metric(out, "ringlm_batch_sequence_steps_total", "counter",
+           "Sum over passes of the sequences advanced (divided by steps: the mean batch size).",
+           static_cast<double>(g.batch_sequence_steps));
+    metric(out, "ringlm_batch_size", "gauge", "Sequences advanced by the last batched pass.",
+           g.batch_last);
+    metric(out, "ringlm_prefix_cache_hits_total", "counter", "Requests that reused cached prompt-prefix KV.",
+           static_cast<double>(g.prefix_hits));
+    metric(out, "ringlm_prefix_cache_misses_total", "counter",
+           "Requests with at least one whole 16-token prompt block that reused no cached KV.",
+           static_cast<double>(g.prefix_misses));
+    metric(out, "ringlm_prefix_cache_reused_tokens_total", "counter", "Prompt tokens whose KV was reused, not recomputed.",
+           static_cast<double>(g.prefix_reused_tokens));
+    metric(out, "ringlm_prefix_cache_shared_hits_total", "counter",
+           "Requests the shared prefix cache (--prefix-cache-mb) supplied prompt KV to.",
+           static_cast<double>(g.prefix_store_hits));
+    metric(out, "ringlm_prefix_cache_shared_tokens_total", "counter", "Prompt tokens the shared prefix cache supplied.",
+           static_cast<double>(g.prefix_store_tokens));
+    metric(out, "ringlm_prefix_cache_evicted_blocks_total", "counter", "Prefix cache blocks dropped, least recently used first.",
+           static_cast<double>(g.prefix_store_evicted));
+    metric(out, "ringlm_prefix_cache_bytes", "gauge", "KV bytes held by the shared prefix cache.",
+           static_cast<double>(g.prefix_store_bytes));
+    metric(out, "ringlm_prefix_cache_max_bytes", "gauge", "The shared prefix cache's bound (--prefix-cache-mb).",
+           static_cast<double>(g.prefix_store_max_bytes));
+    metric(out, "ringlm_prefix_cache_blocks", "gauge", "16-token blocks held by the shared prefix cache.",
+           static_cast<double>(g.prefix_store_blocks));
+    metric(out, "ringlm_kv_bytes", "gauge", "KV cache bytes allocated (all slots).",
+           static_cast<double>(g.kv_bytes));
   }
   if (g.grammar_cache) {
-    header(out, "ringlm_grammar_cache_entries", "gauge", "Compiled schemas held by the grammar cache.");
-    sample(out, "ringlm_grammar_cache_entries", static_cast<double>(g.grammar_entries));
-    header(out, "ringlm_grammar_cache_bytes", "gauge",
-           "Bytes the grammar cache holds: compiled grammars, their token masks and transition tables.");
-    sample(out, "ringlm_grammar_cache_bytes", static_cast<double>(g.grammar_bytes));
-    header(out, "ringlm_grammar_cache_max_bytes", "gauge", "The grammar cache's bound (--grammar-cache-mb).");
-    sample(out, "ringlm_grammar_cache_max_bytes", static_cast<double>(g.grammar_max_bytes));
-    header(out, "ringlm_grammar_cache_hits_total", "counter", "Schemas found compiled in the cache.");
-    sample(out, "ringlm_grammar_cache_hits_total", static_cast<double>(g.grammar_hits));
-    header(out, "ringlm_grammar_cache_misses_total", "counter", "Schemas compiled (not in the cache).");
-    sample(out, "ringlm_grammar_cache_misses_total", static_cast<double>(g.grammar_misses));
-    header(out, "ringlm_grammar_cache_evictions_total", "counter", "Compiled schemas dropped, least recently used first.");
-    sample(out, "ringlm_grammar_cache_evictions_total", static_cast<double>(g.grammar_evictions));
+    metric(out, "ringlm_grammar_cache_entries", "gauge", "Compiled schemas held by the grammar cache.",
+           static_cast<double>(g.grammar_entries));
+    metric(out, "ringlm_grammar_cache_bytes", "gauge",
+           "Bytes the grammar cache holds: compiled grammars, their token masks and transition tables.",
+           static_cast<double>(g.grammar_bytes));
+    metric(out, "ringlm_grammar_cache_max_bytes", "gauge", "The grammar cache's bound (--grammar-cache-mb).",
+           static_cast<double>(g.grammar_max_bytes));
+    metric(out, "ringlm_grammar_cache_hits_total", "counter", "Schemas found compiled in the cache.",
+           static_cast<double>(g.grammar_hits));
+    metric(out, "ringlm_grammar_cache_misses_total", "counter", "Schemas compiled (not in the cache).",
+           static_cast<double>(g.grammar_misses));
+    metric(out, "ringlm_grammar_cache_evictions_total", "counter", "Compiled schemas dropped, least recently used first.",
+           static_cast<double>(g.grammar_evictions));
   }
   return out;
 }
