@@ -173,7 +173,7 @@ RINGLM_COMMAND(serve) {
                   "Image parts may name local files, only under this folder (default: data: URLs only; never the network)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--max-media-bytes", args->server.media.max_bytes,
-                  "Largest encoded image (data: URL or file) a request may carry (400 above)")
+                  "Largest encoded image or audio clip (data: URL, input_audio data or file) a request may carry (400 above)")
       ->capture_default_str();
   sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
                 "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");

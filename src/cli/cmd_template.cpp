@@ -5,6 +5,12 @@
 // `--cases FILE.jsonl` renders many variable sets (one JSON object per line, {"context": {...}})
 // and prints one {"text"} or {"error"} line each;
 // the differential tests use it with `--template FILE` to check the interpreter itself.
+// `--image F` / `--audio F` (repeatable; the messages' {"type":"image"} / {"type":"audio"}
+// parts take them in order) load the model with its towers and print the ids the model is
+// fed, each placeholder expanded as Gemma4Processor does, plus "soft_positions": the
+// positions that carry soft tokens (their id is the pad id, as Gemma4Model looks them up).
+// `--expand-ids` builds them the way serve does (ids first, then each placeholder id expanded)
+// instead of run/extract's way (placeholders expanded in the rendered text).
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -14,6 +20,7 @@
 #include "chat/gguf_template.h"
 #include "chat/user_text.h"
 #include "cli/command.h"
+#include "engine/media_prompt.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -41,6 +48,10 @@ struct TemplateOptions {
   std::optional<bool> enable_thinking;
   bool no_ids = false;
   bool plain_user_text = false;
+  std::vector<std::string> images, audios;
+  int image_tokens = 0;
+  bool expand_ids = false;
+  int threads = 2;
 };
 
 ringlm::chat::ChatTemplate load_template(const TemplateOptions& o) {
@@ -75,14 +86,41 @@ void run_cases(const TemplateOptions& o) {
   }
 }
 
+// With media: the prompt as `run` / `extract` (or, --expand-ids, `serve`) build it, towers run.
+void run_media(const TemplateOptions& o, const ringlm::chat::ChatRequest& request) {
+  using namespace ringlm;
+  if (!o.template_file.empty()) fail("--image/--audio use the model's own chat template (drop --template)");
+  std::vector<vision::RgbImage> images;
+  for (const auto& f : o.images) images.push_back(vision::read_image_file(f));
+  std::vector<audio::AudioClip> audios;
+  for (const auto& f : o.audios) audios.push_back(audio::read_audio_file(f, 0));
+  engine::Engine engine({.model_dir = o.model, .threads = o.threads, .weights = model::WeightFormat::stored});
+  engine::MediaEncoder media(engine);
+  const bool trust = !o.plain_user_text;
+  engine::MediaPrompt p;
+  if (o.expand_ids) {
+    p = media.expand(engine.encode_chat(request, trust), images, std::vector<int>(images.size(), o.image_tokens), audios);
+  } else {
+    p = media.build_chat(request, trust, images, audios, o.image_tokens);
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  out["text"] = engine.render_chat(request);
+  out["ids"] = p.ids;
+  out["soft_positions"] = p.embeddings ? p.embeddings->positions : std::vector<std::int64_t>{};
+  out["image_tokens"] = p.image_tokens;
+  out["audio_tokens"] = p.audio_tokens;
+  std::cout << dump(out) << '\n';
+}
+
 void run_template(const TemplateOptions& o) {
   if (o.model.empty()) ringlm::fail("--model is required (no built-in demo model found)");
   if (!o.cases.empty()) return run_cases(o);
   if (o.messages.empty()) ringlm::fail("--messages FILE.json is required");
-  auto tmpl = load_template(o);
   auto request = ringlm::chat::parse_chat_request(slurp(o.messages), o.messages);
   if (o.add_generation_prompt) request.add_generation_prompt = true;
   if (o.enable_thinking) request.enable_thinking = o.enable_thinking;
+  if (!o.images.empty() || !o.audios.empty()) return run_media(o, request);
+  auto tmpl = load_template(o);
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   out["text"] = tmpl.render(request);
   if (!o.no_ids) {
@@ -112,5 +150,13 @@ RINGLM_COMMAND(template) {
   sub->add_flag("--plain-user-text", opts->plain_user_text,
                 "ids as serve/chat/extract compute them: control tokens written in the messages are plain text");
   sub->add_flag("--no-ids", opts->no_ids, "Print only the text (no tokenizer needed)");
+  sub->add_option("--image", opts->images,
+                  "An image for the messages' image parts, in order (repeatable; loads the model's vision tower)");
+  sub->add_option("--audio", opts->audios,
+                  "An audio clip for the messages' audio parts, in order (repeatable; loads the audio tower)");
+  sub->add_option("--image-tokens", opts->image_tokens, "Soft tokens per image (default: the processor config's)");
+  sub->add_flag("--expand-ids", opts->expand_ids,
+                "With media: expand the placeholder ids of the tokenized prompt, as serve does");
+  sub->add_option("--threads", opts->threads, "Threads for the towers")->capture_default_str();
   sub->callback([opts] { run_template(*opts); });
 }

@@ -130,55 +130,15 @@ MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vec
     encode_piece(tok, rendered, 0, rendered.size(), prompt.plain, out.ids);
     return out;
   }
-  const int H = engine_.model()->config().hidden_size;
-  const std::int32_t pad = engine_.model()->config().pad_token_id;
   auto emb = std::make_shared<PromptEmbeddings>();
-  emb->hidden = H;
-  // Appends open + n pad-id positions (their soft-token rows) + close; returns n.
-  auto place = [&](std::int32_t open, const std::vector<float>& rows, std::int32_t close) {
-    const int n = static_cast<int>(rows.size() / static_cast<std::size_t>(H));
-    out.ids.push_back(open);
-    for (int t = 0; t < n; ++t) {
-      emb->positions.push_back(static_cast<std::int64_t>(out.ids.size()));
-      // The pad id: transformers looks the media positions up as pad for the per-layer
-      // embeddings (and the token embedding it then replaces).
-      out.ids.push_back(pad);
-    }
-    emb->rows.insert(emb->rows.end(), rows.begin(), rows.end());
-    out.ids.push_back(close);
-    return n;
-  };
+  emb->hidden = engine_.model()->config().hidden_size;
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t next_image = 0, next_audio = 0;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     encode_piece(tok, rendered, pieces[i].first, pieces[i].second, prompt.plain, out.ids);
     if (i == is_audio.size()) break;
-    if (is_audio[i]) {
-      const audio::AudioTower& tower = audio();
-      const audio::AudioConfig& ac = tower.config();
-      const audio::AudioClip& clip = audios[next_audio++];
-      const std::vector<float> samples = clip.rate == ac.sampling_rate
-                                             ? clip.samples
-                                             : audio::resample(clip.samples, clip.rate, ac.sampling_rate, clip.source);
-      const audio::MelFeatures feat = audio::log_mel_features(samples, ac, clip.source);
-      std::vector<float> rows;
-      {
-        std::lock_guard<std::mutex> lock(encode_mu_);  // the towers' thread pools are not reentrant
-        rows = tower.encode(feat);
-      }
-      out.audio_tokens += place(ac.boa_token_id, rows, ac.eoa_token_id);
-    } else {
-      const vision::VisionTower& tower = vision();
-      const vision::VisionConfig& vc = tower.config();
-      const vision::PatchGrid grid =
-          vision::preprocess_image(images[next_image++], vc, budget > 0 ? budget : vc.default_soft_tokens);
-      std::vector<float> rows;
-      {
-        std::lock_guard<std::mutex> lock(encode_mu_);
-        rows = tower.encode(grid);
-      }
-      out.image_tokens += place(vc.boi_token_id, rows, vc.eoi_token_id);
-    }
+    if (is_audio[i]) append_audio(out, *emb, audios[next_audio++]);
+    else append_image(out, *emb, images[next_image++], budget);
   }
   out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.embeddings = std::move(emb);
@@ -187,32 +147,62 @@ MediaPrompt MediaEncoder::build(const chat::MarkedPrompt& prompt, const std::vec
 
 MediaPrompt MediaEncoder::expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
                                  const std::vector<int>& budgets) {
+  return expand(ids, images, budgets, {});
+}
+
+MediaPrompt MediaEncoder::expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
+                                 const std::vector<int>& budgets, const std::vector<audio::AudioClip>& audios) {
   MediaPrompt out;
-  if (images.empty()) {
+  if (images.empty() && audios.empty()) {
     out.ids = ids;
     return out;
   }
-  const vision::VisionConfig& vc = vision().config();
-  const std::size_t n_placeholders =
-      static_cast<std::size_t>(std::count(ids.begin(), ids.end(), static_cast<std::int32_t>(vc.image_token_id)));
-  if (n_placeholders != images.size())
-    fail("the prompt has ", n_placeholders, " image placeholder", n_placeholders == 1 ? "" : "s", " but ", images.size(),
-         " image", images.size() == 1 ? " was" : "s were", " given");
+  // A tower is loaded only when its media is given: a text+image request never needs the
+  // audio tower (and works on a checkpoint without one). Ids of a kind not given stay as
+  // they are: with control tokens kept plain, no request text can produce them.
+  const std::int32_t image_id = images.empty() ? -1 : vision().config().image_token_id;
+  const std::int32_t audio_id = audios.empty() ? -1 : audio().config().audio_token_id;
+  auto count_of = [&](std::int32_t id) {
+    return static_cast<std::size_t>(std::count(ids.begin(), ids.end(), id));
+  };
+  if (!images.empty() && count_of(image_id) != images.size())
+    fail("the prompt has ", count_of(image_id), " image placeholder", count_of(image_id) == 1 ? "" : "s", " but ",
+         images.size(), " image", images.size() == 1 ? " was" : "s were", " given");
+  if (!audios.empty() && count_of(audio_id) != audios.size())
+    fail("the prompt has ", count_of(audio_id), " audio placeholder", count_of(audio_id) == 1 ? "" : "s", " but ",
+         audios.size(), " audio clip", audios.size() == 1 ? " was" : "s were", " given");
   auto emb = std::make_shared<PromptEmbeddings>();
-  emb->hidden = vc.text_hidden_size;
+  emb->hidden = engine_.model()->config().hidden_size;
   const auto t0 = std::chrono::steady_clock::now();
-  std::size_t next = 0;
+  std::size_t next_image = 0, next_audio = 0;
   for (const std::int32_t id : ids) {
-    if (id != vc.image_token_id) {
+    if (id == image_id) {
+      append_image(out, *emb, images[next_image], next_image < budgets.size() ? budgets[next_image] : 0);
+      ++next_image;
+    } else if (id == audio_id) {
+      append_audio(out, *emb, audios[next_audio++]);
+    } else {
       out.ids.push_back(id);
-      continue;
     }
-    append_image(out, *emb, images[next], next < budgets.size() ? budgets[next] : 0);
-    ++next;
   }
   out.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.embeddings = std::move(emb);
   return out;
+}
+
+void MediaEncoder::place(MediaPrompt& out, PromptEmbeddings& emb, std::int32_t open, const std::vector<float>& rows,
+                         std::int32_t close) const {
+  const int H = emb.hidden;
+  const int n = static_cast<int>(rows.size() / static_cast<std::size_t>(H));
+  out.ids.push_back(open);
+  for (int t = 0; t < n; ++t) {
+    emb.positions.push_back(static_cast<std::int64_t>(out.ids.size()));
+    // The pad id: transformers looks the media positions up as pad for the per-layer
+    // embeddings (and the token embedding it then replaces).
+    out.ids.push_back(engine_.model()->config().pad_token_id);
+  }
+  emb.rows.insert(emb.rows.end(), rows.begin(), rows.end());
+  out.ids.push_back(close);
 }
 
 void MediaEncoder::append_image(MediaPrompt& out, PromptEmbeddings& emb, const vision::RgbImage& image, int budget) {
@@ -221,20 +211,26 @@ void MediaEncoder::append_image(MediaPrompt& out, PromptEmbeddings& emb, const v
   const vision::PatchGrid grid = vision::preprocess_image(image, vc, budget > 0 ? budget : vc.default_soft_tokens);
   std::vector<float> rows;
   {
-    std::lock_guard<std::mutex> lock(encode_mu_);
+    std::lock_guard<std::mutex> lock(encode_mu_);  // the towers' thread pools are not reentrant
     rows = tower.encode(grid);
   }
-  const int n = grid.soft_tokens();
-  out.ids.push_back(vc.boi_token_id);
-  for (int t = 0; t < n; ++t) {
-    emb.positions.push_back(static_cast<std::int64_t>(out.ids.size()));
-    // The pad id: transformers looks the image positions up as pad for the per-layer
-    // embeddings (and the token embedding it then replaces).
-    out.ids.push_back(engine_.model()->config().pad_token_id);
+  place(out, emb, vc.boi_token_id, rows, vc.eoi_token_id);
+  out.image_tokens += grid.soft_tokens();
+}
+
+void MediaEncoder::append_audio(MediaPrompt& out, PromptEmbeddings& emb, const audio::AudioClip& clip) {
+  const audio::AudioTower& tower = audio();
+  const audio::AudioConfig& ac = tower.config();
+  const std::vector<float> samples =
+      clip.rate == ac.sampling_rate ? clip.samples : audio::resample(clip.samples, clip.rate, ac.sampling_rate, clip.source);
+  const audio::MelFeatures feat = audio::log_mel_features(samples, ac, clip.source);
+  std::vector<float> rows;
+  {
+    std::lock_guard<std::mutex> lock(encode_mu_);
+    rows = tower.encode(feat);
   }
-  emb.rows.insert(emb.rows.end(), rows.begin(), rows.end());
-  out.ids.push_back(vc.eoi_token_id);
-  out.image_tokens += n;
+  place(out, emb, ac.boa_token_id, rows, ac.eoa_token_id);
+  out.audio_tokens += static_cast<int>(rows.size() / static_cast<std::size_t>(emb.hidden));
 }
 
 }  // namespace ringlm::engine

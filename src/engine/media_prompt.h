@@ -70,15 +70,23 @@ class MediaEncoder {
 
   // The same from ids already tokenized (chat::encode_chat, which keeps user text plain):
   // each image token id the template wrote (the config's image_token_id) is expanded for the
-  // next image of `images`; budgets[i] (0 or missing: the default) is image i's soft-token
-  // budget. The count of image tokens must equal images.size(). Safe to call from several
-  // threads (encodes run one at a time: the tower's thread pool is not reentrant).
+  // next image of `images`, each audio token id (audio_token_id) for the next clip of
+  // `audios`; budgets[i] (0 or missing: the default) is image i's soft-token budget. The
+  // count of each must equal the media given. Safe to call from several threads (encodes run
+  // one at a time: the towers' thread pools are not reentrant).
   MediaPrompt expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
                      const std::vector<int>& budgets = {});
+  MediaPrompt expand(const std::vector<std::int32_t>& ids, const std::vector<vision::RgbImage>& images,
+                     const std::vector<int>& budgets, const std::vector<audio::AudioClip>& audios);
 
  private:
   // Appends boi + the soft-token positions + eoi for one image to out.ids / emb.
   void append_image(MediaPrompt& out, PromptEmbeddings& emb, const vision::RgbImage& image, int budget);
+  // The same for one clip (boa ... eoa), resampled to the feature extractor's rate first.
+  void append_audio(MediaPrompt& out, PromptEmbeddings& emb, const audio::AudioClip& clip);
+  // open + one pad-id position per row of `rows` (its soft-token row) + close.
+  void place(MediaPrompt& out, PromptEmbeddings& emb, std::int32_t open, const std::vector<float>& rows,
+             std::int32_t close) const;
 
   const Engine& engine_;
   std::mutex mu_;

@@ -57,8 +57,8 @@ class Backend {
   virtual std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                                 const std::string& tool_choice,
                                                 bool add_generation_prompt) = 0;
-  // render_chat for messages whose content holds media parts ({"type":"image"}, one per entry
-  // of `media`, in order): decodes and encodes each one. Throws ringlm::Error (naming the
+  // render_chat for messages whose content holds media parts ({"type":"image"} and
+  // {"type":"audio"}, one per entry of `media`, in order): decodes and encodes each one. Throws ringlm::Error (naming the
   // part) for media that cannot be decoded or a model that cannot take them. The default:
   // a backend without media support refuses any.
   virtual PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,

@@ -115,6 +115,43 @@ void image_url_part(const json& part, const std::string& param, PartsOut& out) {
   add_media(out, std::move(ref));
 }
 
+// OpenAI's audio part: {"type":"input_audio","input_audio":{"data":"<base64>","format":"wav"}}.
+// The data is the file's bytes in base64 (no data: URL); `format` names its container, and
+// the backend refuses data whose decoded container is not the one named. No local paths and
+// no URLs: OpenAI's part has none.
+void input_audio_part(const json& part, const std::string& param, PartsOut& out) {
+  const std::string at = param + ".input_audio";
+  auto ia = part.find("input_audio");
+  if (ia == part.end() || !ia->is_object())
+    bad(at, "'" + param + "' input_audio parts need an 'input_audio' object {\"data\": base64, \"format\": \"wav\"}");
+  auto f = ia->find("format");
+  if (f == ia->end() || !f->is_string()) bad(at + ".format", "'" + at + ".format' must be a string (wav, mp3, flac, ogg or opus)");
+  std::string format = f->get<std::string>();
+  for (auto& c : format) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::array<std::string_view, 5> kAudioFormats = {"wav", "mp3", "flac", "ogg", "opus"};
+  bool known = false;
+  for (auto t : kAudioFormats) known = known || format == t;
+  if (!known)
+    bad(at + ".format", "'" + at + ".format': audio format '" + f->get<std::string>() +
+                            "' is not supported (wav, mp3, flac, ogg or opus)");
+  auto d = ia->find("data");
+  if (d == ia->end() || !d->is_string() || d->get_ref<const std::string&>().empty())
+    bad(at + ".data", "'" + at + ".data' must be a non-empty base64 string");
+  std::string_view data = d->get_ref<const std::string&>();
+  if (starts_with_ci(data, "data:"))
+    bad(at + ".data", "'" + at + ".data' is the base64 of the file itself, not a data: URL");
+  MediaRef ref;
+  ref.kind = MediaKind::audio;
+  ref.param = at + ".data";
+  std::size_t bad_at = 0;
+  if (!decode_base64(data, ref.data, &bad_at))
+    bad(ref.param, "'" + ref.param + "': invalid base64 at offset " + std::to_string(bad_at));
+  if (ref.data.empty()) bad(ref.param, "'" + ref.param + "' holds no data");
+  ref.mime = "audio/" + format;
+  ref.format = std::move(format);
+  add_media(out, std::move(ref));
+}
+
 using PartParser = void (*)(const json& part, const std::string& param, PartsOut& out);
 struct PartType {
   std::string_view type;
@@ -124,6 +161,7 @@ struct PartType {
 constexpr PartType kPartTypes[] = {
     {"text", text_part},
     {"image_url", image_url_part},
+    {"input_audio", input_audio_part},
 };
 
 }  // namespace

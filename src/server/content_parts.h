@@ -5,13 +5,15 @@
 //   "content": [{"type":"image_url","image_url":{"url":"data:image/png;base64,..."}},
 //               {"type":"text","text":"What is this?"}] -> [{"type":"image"},{"type":"text",...}]
 //                                                          plus one MediaRef, in order
+//   "content": [{"type":"input_audio",
+//                "input_audio":{"data":"<base64>","format":"wav"}}] -> [{"type":"audio"}] + a MediaRef
 //
-// Each part type has one parse function in a table (content_parts.cpp): adding a type
-// (input_audio) is one more entry. Pure functions of the body, so the request fuzz target
-// covers them: nothing here reads a file or the network. A media part's URL is a data: URL
-// (base64) or a local path (file:// URL or a plain path), which the server resolves only
-// under --allow-local-media (local_media.h); http(s) and other schemes are refused, never
-// fetched. Errors are ApiError 400 whose param names the part.
+// Each part type has one parse function in a table (content_parts.cpp). Pure functions of
+// the body, so the request fuzz target covers them: nothing here reads a file or the network.
+// An image part's URL is a data: URL (base64) or a local path (file:// URL or a plain path),
+// which the server resolves only under --allow-local-media (local_media.h); http(s) and other
+// schemes are refused, never fetched. An audio part carries its bytes (base64) and format.
+// Errors are ApiError 400 whose param names the part.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +30,8 @@ namespace ringlm::server {
 inline constexpr std::size_t kMaxMediaParts = 16;
 
 // Normalises the `content` of message `index`: null and strings stay; an array of parts
-// becomes one string when it holds only text, otherwise an array of {"type":"text","text"}
-// and {"type":"image"} parts in the order given, each media part appending its reference to
+// becomes one string when it holds only text, otherwise an array of {"type":"text","text"},
+// {"type":"image"} and {"type":"audio"} parts in the order given, each media part appending its reference to
 // `media`.
 nlohmann::ordered_json normalise_content(const nlohmann::ordered_json& content, std::size_t index,
                                          std::vector<MediaRef>& media);

@@ -15,12 +15,22 @@
 #include "chat/gemma_reply.h"
 #include "engine/batch_loop.h"
 #include "engine/media_prompt.h"
+#include "audio/audio_decode.h"
 #include "vision/image_decode.h"
 #include "util/error.h"
 
 namespace ringlm::server {
 
 namespace {
+
+// input_audio names its container; data in another one is refused (a client that labels every
+// clip "wav" has a bug worth hearing about). "ogg" covers Ogg Vorbis and Ogg Opus.
+void check_audio_format(const MediaInput& m, const std::string& decoded) {
+  if (m.format.empty() || m.format == decoded || (m.format == "ogg" && decoded == "opus") ||
+      (m.format == "opus" && decoded == "ogg"))
+    return;
+  fail(m.name, ": the part says format '", m.format, "' but the data is ", decoded, " audio");
+}
 
 class EngineBackend final : public Backend {
  public:
@@ -62,18 +72,33 @@ class EngineBackend final : public Backend {
                                     const std::string& tool_choice, bool add_generation_prompt,
                                     const std::vector<MediaInput>& media) override {
     if (media.empty()) return {render_chat(messages, tools, tool_choice, add_generation_prompt), nullptr, 0};
-    // Decoded first (cheap header checks before any pixel), so a bad file fails before the
-    // tower runs. The pixel limit is shared by the request's images: one request cannot hold
-    // more decoded pixels than one image may have.
+    // Decoded first (cheap header checks before any pixel or sample), so a bad file fails
+    // before a tower runs. The pixel limit is shared by the request's images and the duration
+    // limit by its clips: one request cannot hold more decoded pixels than one image may have,
+    // nor more seconds of audio than one clip may (the towers' cost grows with both).
     std::vector<vision::RgbImage> images;
     std::vector<int> budgets;
+    std::vector<audio::AudioClip> audios;
     vision::ImageLimits limits;
     std::uint64_t pixels_left = limits.max_pixels;
+    const audio::AudioLimits audio_limits;
+    double seconds = 0.0;
     for (const auto& m : media) {
-      if (m.kind != MediaKind::image) throw Error(m.name + ": this server takes images only", ErrorKind::unsupported, m.param);
-      limits.max_pixels = pixels_left;
-      limits.max_file_bytes = m.bytes.size();
       try {
+        if (m.kind == MediaKind::audio) {
+          audio::AudioLimits l = audio_limits;
+          l.max_file_bytes = m.bytes.size();
+          audios.push_back(audio::decode_audio(reinterpret_cast<const std::uint8_t*>(m.bytes.data()), m.bytes.size(),
+                                               m.name, /*target_rate=*/0, l));
+          check_audio_format(m, audios.back().format);
+          seconds += audios.back().seconds;
+          if (seconds > audio_limits.max_seconds)
+            fail(m.name, ": the request's audio clips add up to ", seconds, " s; at most ", audio_limits.max_seconds,
+                 " s of audio are accepted per request");
+          continue;
+        }
+        limits.max_pixels = pixels_left;
+        limits.max_file_bytes = m.bytes.size();
         images.push_back(vision::decode_image(reinterpret_cast<const std::uint8_t*>(m.bytes.data()), m.bytes.size(), m.name,
                                               limits));
       } catch (const Error& e) {
@@ -83,13 +108,22 @@ class EngineBackend final : public Backend {
       budgets.push_back(m.soft_tokens);
     }
     const std::vector<std::int32_t> ids = render_chat(messages, tools, tool_choice, add_generation_prompt);
+    // The towers load here, so that a model without one names the first part of that kind.
+    for (const auto& m : media) {
+      try {
+        if (m.kind == MediaKind::audio) media_.audio();
+        else media_.vision();
+      } catch (const Error& e) {
+        throw Error(e.what(), e.kind(), m.param);
+      }
+    }
     engine::MediaPrompt p;
     try {
-      p = media_.expand(ids, images, budgets);
+      p = media_.expand(ids, images, budgets, audios);
     } catch (const Error& e) {
       throw Error(e.what(), e.kind(), media[0].param);
     }
-    return {std::move(p.ids), std::move(p.embeddings), p.image_tokens};
+    return {std::move(p.ids), std::move(p.embeddings), p.image_tokens + p.audio_tokens};
   }
 
   std::vector<std::int32_t> tokenize(std::string_view text) override {
@@ -158,7 +192,7 @@ class EngineBackend final : public Backend {
 
  private:
   engine::Engine engine_;
-  engine::MediaEncoder media_;  // the vision tower, loaded at the first image
+  engine::MediaEncoder media_;  // the vision / audio tower, each loaded at its first use
   std::unique_ptr<engine::BatchLoop> loop_;
   bool trust_control_tokens_;
   guided::WorkBudget mask_budget_;

@@ -457,8 +457,8 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
     if (cr.media.empty()) {
       prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true);
     } else {
-      // Images: read (data: URLs as sent, local files only under --allow-local-media), then
-      // decoded and encoded by the backend into soft-token rows for the prompt.
+      // Images and audio: read (data as sent, local image files only under
+      // --allow-local-media), then decoded and encoded by the backend into soft-token rows.
       PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true,
                                                       load_media(cr.media, options_.media));
       prompt = std::move(pm.ids);

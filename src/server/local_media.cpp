@@ -58,6 +58,7 @@ std::vector<MediaInput> load_media(const std::vector<MediaRef>& refs, const Medi
     MediaInput in;
     in.kind = ref.kind;
     in.soft_tokens = ref.soft_tokens;
+    in.format = ref.format;
     in.param = ref.param;
     if (ref.path.empty()) {
       if (ref.data.size() > policy.max_bytes)
@@ -65,7 +66,7 @@ std::vector<MediaInput> load_media(const std::vector<MediaRef>& refs, const Medi
                      " bytes; the limit is " + std::to_string(policy.max_bytes) + " (--max-media-bytes)",
             "media_too_large");
       in.bytes = ref.data;
-      in.name = ref.param + " (" + ref.mime + " data URL)";
+      in.name = ref.param + (ref.kind == MediaKind::audio ? " (" + ref.format + " audio data)" : " (" + ref.mime + " data URL)");
     } else {
       in.bytes = read_local(ref, policy);
       in.name = ref.param + " ('" + ref.path + "')";

@@ -15,7 +15,7 @@ namespace ringlm::server {
 
 struct MediaPolicy {
   std::filesystem::path allow_dir;      // empty: no local files
-  std::size_t max_bytes = 20u << 20;    // one image's encoded bytes (data or file)
+  std::size_t max_bytes = 20u << 20;    // one image or audio clip, encoded bytes (data or file)
 };
 
 std::vector<MediaInput> load_media(const std::vector<MediaRef>& refs, const MediaPolicy& policy);

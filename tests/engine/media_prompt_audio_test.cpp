@@ -121,3 +121,28 @@ TEST(MediaPromptAudio, IdsAreTheProcessorsWithPadAtAudioPositions) {
 
   EXPECT_THROW(media.build(rendered, {}, {a}), Error);  // two placeholders, one clip
 }
+
+// serve's path: the chat template's ids (user text kept plain) with each audio id expanded,
+// as MediaEncoder::expand does, equal the rendered-text path's ids and rows; clips and images
+// may be mixed, each kind taken in order.
+TEST(MediaPromptAudio, ExpandOnIdsEqualsTheRenderedPath) {
+  engine::Engine engine({.model_dir = demo_dir(), .threads = 2, .weights = model::WeightFormat::stored});
+  engine::MediaEncoder media(engine);
+  chat::ChatRequest req;
+  req.messages.push_back({{"role", "user"},
+                          {"content", nlohmann::ordered_json::array({{{"type", "audio"}},
+                                                                     {{"type", "text"}, {"text", "and <|audio|> then"}},
+                                                                     {{"type", "audio"}}})}});
+  req.add_generation_prompt = true;
+  const audio::AudioClip a = tone(16000, 1.3, 440), b = tone(44100, 0.8, 1000);
+  const engine::MediaPrompt want = media.build_chat(req, false, {}, {a, b});
+  const engine::MediaPrompt got = media.expand(engine.encode_chat(req), {}, {}, {a, b});
+  EXPECT_EQ(got.ids, want.ids);
+  EXPECT_EQ(got.audio_tokens, want.audio_tokens);
+  ASSERT_TRUE(got.embeddings && want.embeddings);
+  EXPECT_EQ(got.embeddings->positions, want.embeddings->positions);
+  EXPECT_EQ(got.embeddings->rows, want.embeddings->rows);
+  EXPECT_THROW(media.expand(engine.encode_chat(req), {}, {}, {a}), Error);  // two audio ids, one clip
+  // Ids without any media stay as they are.
+  EXPECT_EQ(media.expand(engine.encode_chat(req), {}, {}, {}).ids, engine.encode_chat(req));
+}

@@ -21,6 +21,9 @@ json with_content(json content) {
   return {{"messages", {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", std::move(content)}}}}};
 }
 json image_part(const std::string& url) { return {{"type", "image_url"}, {"image_url", {{"url", url}}}}; }
+json audio_part(const std::string& data, const std::string& format) {
+  return {{"type", "input_audio"}, {"input_audio", {{"data", data}, {"format", format}}}};
+}
 
 // The ApiError a body gets (status 0 when accepted).
 ApiError error_of(const json& body) {
@@ -78,6 +81,30 @@ TEST(ContentParts, DetailPicksTheBudgetAndPathsAreKept) {
   EXPECT_EQ(parse_chat_request(with_content(json::array({legacy}))).media.at(0).data, "RIFF");
 }
 
+TEST(ContentParts, InputAudioBecomesAnAudioPartAndBytes) {
+  ChatRequest r = parse_chat_request(with_content(
+      {image_part("data:image/png;base64,iVBORw0K"), audio_part("UklGRg==", "WAV"), {{"type", "text"}, {"text", "Both?"}}}));
+  const json want = json::parse(R"([{"type":"image"},{"type":"audio"},{"type":"text","text":"Both?"}])");
+  EXPECT_EQ(r.messages[1]["content"], want);
+  ASSERT_EQ(r.media.size(), 2u);
+  EXPECT_EQ(r.media[1].kind, MediaKind::audio);
+  EXPECT_EQ(r.media[1].data, "RIFF");
+  EXPECT_EQ(r.media[1].format, "wav");  // case-folded
+  EXPECT_EQ(r.media[1].mime, "audio/wav");
+  EXPECT_EQ(r.media[1].param, "messages[1].content[1].input_audio.data");
+  EXPECT_TRUE(r.media[1].path.empty());
+  for (const char* f : {"mp3", "flac", "ogg", "opus"})
+    EXPECT_EQ(parse_chat_request(with_content(json::array({audio_part("SUQz", f)}))).media.at(0).format, f);
+  // Images and clips share the per-request part limit.
+  json many = json::array();
+  for (std::size_t i = 0; i < kMaxMediaParts; ++i) many.push_back(i % 2 ? audio_part("SUQz", "mp3") : image_part("data:image/png;base64,iVBO"));
+  EXPECT_EQ(parse_chat_request(with_content(many)).media.size(), kMaxMediaParts);
+  many.push_back(audio_part("SUQz", "mp3"));
+  ApiError e = error_of(with_content(many));
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "messages[1].content[16].input_audio.data");
+}
+
 TEST(ContentParts, BadPartsNameThemselves) {
   // `part` is the message's one content part (wrapped with json::array below: a braced
   // single json element is a copy under clang but a one-element array under GCC).
@@ -93,7 +120,20 @@ TEST(ContentParts, BadPartsNameThemselves) {
       {image_part("data:image/png;base64,"), "messages[1].content[0].image_url.url", "no data"},
       {image_part(""), "messages[1].content[0].image_url.url", "non-empty"},
       {{{"type", "image_url"}}, "messages[1].content[0].image_url", "need an 'image_url'"},
-      {{{"type", "video"}}, "messages[1].content[0].type", "'video' is not supported (text, image_url)"},
+      {{{"type", "video"}}, "messages[1].content[0].type", "'video' is not supported (text, image_url, input_audio)"},
+      {audio_part("UklGRg==", "aac"), "messages[1].content[0].input_audio.format", "'aac' is not supported (wav, mp3"},
+      {audio_part("UklGRg==", ""), "messages[1].content[0].input_audio.format", "'' is not supported"},
+      {{{"type", "input_audio"}, {"input_audio", {{"data", "UklGRg=="}}}}, "messages[1].content[0].input_audio.format",
+       "must be a string"},
+      {audio_part("Ukl-Rg==", "wav"), "messages[1].content[0].input_audio.data", "invalid base64 at offset 3"},
+      {audio_part("UklGR", "wav"), "messages[1].content[0].input_audio.data", "invalid base64 at offset 4"},
+      {audio_part("", "wav"), "messages[1].content[0].input_audio.data", "non-empty base64"},
+      {audio_part("==", "wav"), "messages[1].content[0].input_audio.data", "holds no data"},
+      {audio_part("data:audio/wav;base64,UklGRg==", "wav"), "messages[1].content[0].input_audio.data",
+       "not a data: URL"},
+      {{{"type", "input_audio"}}, "messages[1].content[0].input_audio", "need an 'input_audio' object"},
+      {{{"type", "input_audio"}, {"input_audio", "UklGRg=="}}, "messages[1].content[0].input_audio",
+       "need an 'input_audio' object"},
       {{{"type", "text"}}, "messages[1].content[0]", "string 'text'"},
       {{{"type", "image_url"}, {"image_url", {{"url", "a.png"}, {"detail", "max"}}}},
        "messages[1].content[0].image_url.detail", "auto, low or high"},

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Images over HTTP: the `openai` npm client (tests/js/openai_image_test.mjs) sends image_url
-# content parts (base64 data: URLs in PNG, JPEG and WebP; local files under
-# --allow-local-media; refusals) to `ringlm serve` on the demo-size model, whose tiny random
-# vision tower encodes them into the prompt.
+# Images and audio over HTTP: the `openai` npm client sends image_url content parts
+# (tests/js/openai_image_test.mjs: base64 data: URLs in PNG, JPEG and WebP; local files under
+# --allow-local-media; refusals) and input_audio parts (tests/js/openai_audio_test.mjs: WAV
+# and FLAC, with an image, refusals) to `ringlm serve` on the demo-size model, whose tiny
+# random towers encode them into the prompt.
 set -euo pipefail
 mkdir -p "$RINGLM_TMP"
 source "$(dirname "$0")/serve_lib.sh"
@@ -19,6 +20,12 @@ convert -size 80x80 gradient:red-blue -quality 85 "$media/a.jpg"
 convert -size 64x96 gradient:green-yellow -define webp:lossless=true "$media/a.webp"
 cp "$media/a.png" "$RINGLM_TMP/outside.png"
 ln -sf "$RINGLM_TMP/outside.png" "$media/link.png"
+espeak-ng -w "$media/speech22k.wav" "my order never arrived" 2>/dev/null
+sox "$media/speech22k.wav" -r 16000 -b 16 "$media/speech.wav"
+sox "$media/speech.wav" "$media/speech.flac"
+# Low rate and 8-bit so that the 31 s and 20 s clips stay under --max-media-bytes.
+sox -n -r 2000 -b 8 "$media/long.wav" synth 31 sine 300
+sox -n -r 2000 -b 8 "$media/half.wav" synth 20 sine 300
 max=200000
 
 start_serve --model "$model" --threads 2 --ctx 2048 --slots 2 --allow-local-media "$media" --max-media-bytes "$max" \
@@ -26,6 +33,8 @@ start_serve --model "$model" --threads 2 --ctx 2048 --slots 2 --allow-local-medi
 status=0
 RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_MEDIA_DIR="$media" RINGLM_OUTSIDE="$RINGLM_TMP/outside.png" \
   RINGLM_MAX_MEDIA_BYTES=$max timeout 300 node "$js_dir/openai_image_test.mjs" || status=$?
+[[ $status -ne 0 ]] || RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_MEDIA_DIR="$media" RINGLM_MAX_MEDIA_BYTES=$max \
+  timeout 300 node "$js_dir/openai_audio_test.mjs" || status=$?
 # Without --allow-local-media every path is refused (a data: URL still works).
 stop_serve
 [[ $status -eq 0 ]] || { cat "$serve_log" >&2; exit $status; }
