@@ -24,7 +24,8 @@ const AttentionKernels& active_attention() {
     case Isa::avx2:
     case Isa::avxvnni: return kAttnAvx2;  // no integer dots in attention: the AVX2 kernels
     case Isa::avx512:
-    case Isa::avx512vnni: return kAttnAvx512;
+    case Isa::avx512vnni:
+    case Isa::amx: return kAttnAvx512;
 #endif
 #if defined(__aarch64__)
     case Isa::neon:
