@@ -1,6 +1,6 @@
-// AMX path (Sapphire Rapids and later Xeons): the multi-row q4 GEMM (a batched decode step,
-// a prefill chunk) on the tile unit; everything else, including the one-row decode GEMV,
-// is the AVX-512 VNNI path's code.
+// AMX path (Sapphire Rapids and later Xeons): the q4 GEMM with 10 or more activation rows
+// (a large batched decode step, a prefill chunk) on the tile unit; everything else,
+// including the one-row decode GEMV and small batches, is the AVX-512 VNNI path's code.
 //
 // One TDPBSSD multiplies an activation tile A [m rows][32 int8] (one q4_0 block of m rows)
 // by a weight tile B [8][64]: row k of B holds, for each of 16 output rows n, the 4 signed
@@ -37,6 +37,7 @@
 #pragma GCC push_options
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"  // the same false positive, in _mm512_cvtph_ps
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")
 #include <immintrin.h>
 
@@ -46,6 +47,14 @@ namespace {
 // Same prefetch distance on the code stream as the VNNI tile (q4_kernels_avx512_impl.h).
 constexpr std::size_t kAmxPrefetchBytes = 4096;
 constexpr int kAmxRows = 16;  // activation rows per tile (the hardware maximum)
+// Below this many activation rows the VNNI tile is as fast or faster: one pass of the tile
+// unit per block has a fixed cost (tile loads, TDPBSSD, tile stores of the sums, then the
+// float steps from memory) that only enough rows amortise. Measured (scratch bench, 6144 x
+// 1536, 2 threads, two planes, weights from DRAM, ms per call): VNNI / AMX 0.32 / 0.34 at
+// 8 rows, 0.58 / 0.45 at 16, 2.10 / 1.67 at 64. Without the float steps the AMX loop takes
+// two thirds of that time (0.27 of 0.40 ms at 16 rows, weights in cache): the tile stores
+// of the integer sums and the unit's latency, which reordering the loop did not hide.
+constexpr std::size_t kAmxMinRows = 10;
 
 // GCC 12's _tile_loadd is an asm statement without a memory clobber, so the compiler may sink
 // (or drop as dead) the vector stores of the unpack buffer that the tile load reads. This one
@@ -180,7 +189,8 @@ void amx_matmul(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActVi
 
 void q4_matmul_groups_amx(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                           std::size_t ldy) {
-  if (x.rows < 2 || g0 >= g1) return q4_matmul_groups_avx512vnni(w, g0, g1, x, y, ldy);  // decode GEMV
+  // One row (the decode GEMV) and small batches: the AVX-512 VNNI kernels, same bits.
+  if (x.rows < kAmxMinRows || g0 >= g1) return q4_matmul_groups_avx512vnni(w, g0, g1, x, y, ldy);
   if (x.qs2 != nullptr) amx_matmul<true>(w, g0, g1, x, y, ldy);
   else amx_matmul<false>(w, g0, g1, x, y, ldy);
 }

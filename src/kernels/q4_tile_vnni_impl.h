@@ -19,6 +19,14 @@
 // row computed alone, which the batched forward's equality with the single-sequence forward
 // relies on (test Q4Matmul.OneRowIsBitIdenticalToThatRowOfATile).
 
+// Prefetch on the code stream (bytes ahead, cache level): a batched decode step streams the
+// weights from DRAM like the GEMV, so the tile prefetches as far ahead as it does.
+#ifndef RINGLM_TILE_PREFETCH_BYTES
+#define RINGLM_TILE_PREFETCH_BYTES 16384
+#define RINGLM_TILE_PREFETCH_HINT _MM_HINT_T1
+#endif
+constexpr std::size_t kTilePrefetchBytes = RINGLM_TILE_PREFETCH_BYTES;
+
 // Rows per tile: 2 x 8 chains + 8 float accumulators + line, mask, scales fit the 32 zmm.
 constexpr int kVnniTileRows = 8;
 
@@ -67,10 +75,10 @@ inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* s
   for (std::size_t b = b0; b < b1; ++b) {
     const std::uint8_t* cb = codes + b * 256;
     const TilePackBlock& p = pk[b];
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 64), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 128), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 192), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 64), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 128), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 192), RINGLM_TILE_PREFETCH_HINT);
     __m512i s1[MT], s2[MT];
 #pragma GCC unroll 8
     for (int i = 0; i < MT; ++i) {
