@@ -9,6 +9,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/ref_ops.h"
+#include "kernels/ref_parallel.h"
 
 namespace ringlm::kernels {
 
@@ -61,6 +62,15 @@ void gelu_mul(const float* gate, const float* up, int n, float* out) {
 
 void soft_cap(float* x, std::int64_t n, float cap) {
   if (n > 0) active_kernels().soft_cap(x, static_cast<std::size_t>(n), cap);
+}
+
+void soft_cap(float* x, std::int64_t n, float cap, ParallelFor* pool) {
+  constexpr std::int64_t kSlice = 4096;
+  if (pool == nullptr || pool->size() <= 1 || n <= kSlice) return soft_cap(x, n, cap);
+  pool->run((n + kSlice - 1) / kSlice, [&](std::int64_t s0, std::int64_t s1) {
+    const std::int64_t end = std::min(n, s1 * kSlice);
+    soft_cap(x + s0 * kSlice, end - s0 * kSlice, cap);
+  });
 }
 
 }  // namespace ringlm::kernels

@@ -24,7 +24,8 @@ const AttentionKernels& active_attention() {
     case Isa::avx2:
     case Isa::avxvnni: return kAttnAvx2;  // no integer dots in attention: the AVX2 kernels
     case Isa::avx512:
-    case Isa::avx512vnni: return kAttnAvx512;
+    case Isa::avx512vnni:
+    case Isa::amx: return kAttnAvx512;
 #endif
 #if defined(__aarch64__)
     case Isa::neon:
@@ -179,6 +180,36 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
   const std::int64_t units = static_cast<std::int64_t>(nkv) * n_tokens;
   if (pool && threads > 1) pool->run(units, run_units);
   else run_units(0, units);
+}
+
+bool attend_splits_slots(const KvSlots& kv, const ParallelFor* pool) {
+  const int threads = pool ? pool->size() : 1;
+  return threads > 1 && std::min(threads, kv.n_slots / kMinSlotsPerPart) > 1;
+}
+
+void attend_rows(const AttendRow* rows, std::size_t n, int n_heads, int window, float scale, ParallelFor* pool) {
+  for (std::size_t i = 0; i < n; ++i) {
+    check_shapes(1, n_heads, rows[i].kv);
+    if (attend_splits_slots(rows[i].kv, pool)) fail("attend_rows: row ", i, " has a cache long enough to split; use attend");
+  }
+  if (n == 0) return;
+  const int threads = pool ? pool->size() : 1;
+  if (threads > 1) {
+    // As attend's decode: size the calling thread's split scratch before any split is needed.
+    const std::size_t d = static_cast<std::size_t>(rows[0].kv.head_dim);
+    scratch_floats(static_cast<std::size_t>(threads) * (static_cast<std::size_t>(n_heads) * d + 2 * n_heads) +
+                   2 * static_cast<std::size_t>(threads));
+  }
+  // Without a pool attend runs its (KV head) units in order on this thread: the same
+  // operations per unit as any split of them, so the same bits as attend with the pool.
+  auto run = [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const AttendRow& r = rows[i];
+      attend(r.q, 1, r.q_pos, n_heads, r.kv, window, scale, r.out, nullptr);
+    }
+  };
+  if (pool && threads > 1 && n > 1) pool->run(static_cast<std::int64_t>(n), run);
+  else run(0, static_cast<std::int64_t>(n));
 }
 
 void attention_exp(const float* x, float* y, std::size_t n) { active_attention().exp_n(x, y, n); }

@@ -27,6 +27,25 @@ namespace ringlm::kernels {
 void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads, const KvSlots& kv, int window,
             float scale, float* out, ParallelFor* pool = nullptr);
 
+// One decode token of one sequence (its own cache): the arguments of an attend() call with
+// n_tokens = 1.
+struct AttendRow {
+  const float* q = nullptr;
+  const std::int64_t* q_pos = nullptr;
+  KvSlots kv;
+  float* out = nullptr;
+};
+// Whether attend(q, 1, ..., kv, ..., pool) splits kv's slots over the pool's threads (long
+// caches); when it does not, its result does not depend on the pool.
+bool attend_splits_slots(const KvSlots& kv, const ParallelFor* pool);
+// The decode tokens of several sequences in one pool call, one row per unit: row i gets the
+// bits attend(rows[i].q, 1, rows[i].q_pos, n_heads, rows[i].kv, window, scale, rows[i].out,
+// pool) gives it alone. Throws ringlm::Error if a row's cache is long enough for attend to
+// split its slots (attend_splits_slots; run those rows with attend) or on bad shapes. A
+// batched decode step has one such row per sequence and layer, each too short to be worth a
+// pool call of its own (E2B: one KV head, so attend's units would be a single unit).
+void attend_rows(const AttendRow* rows, std::size_t n, int n_heads, int window, float scale, ParallelFor* pool);
+
 // y[i] = e^x[i] with the active ISA path's vectorised exp (what attend uses): relative error
 // < 1 ulp measured, <= 3 ulp asserted, for x in [-87.33, 88] (docs/attention.md); 0 below -87.3365
 // (incl. -inf); inputs above 88 give e^88. NaN in, unspecified out. Exposed for the tests.

@@ -11,7 +11,7 @@ struct CpuFeatures {
   bool avxvnni = false;     // avx2 + AVX-VNNI (VEX vpdpbusd on ymm; Alder Lake and later)
   bool avx512 = false;      // AVX-512 F/BW/VL/DQ, OS saves ZMM + opmask
   bool avx512vnni = false;  // avx512 + AVX512_VNNI
-  bool amx_int8 = false;    // AMX-TILE + AMX-INT8 reported by CPUID (not used yet)
+  bool amx_int8 = false;    // AMX-TILE + AMX-INT8 reported by CPUID, tile state in XCR0 (Isa::amx also needs the OS's permission)
   bool neon = false;        // aarch64 Advanced SIMD
   bool neon_dotprod = false;
   std::string describe() const;

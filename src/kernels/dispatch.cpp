@@ -23,6 +23,7 @@ const KernelTable* table_for(Isa isa) {
     case Isa::avxvnni: return &kAvxVnniKernels;
     case Isa::avx512: return &kAvx512Kernels;
     case Isa::avx512vnni: return &kAvx512VnniKernels;
+    case Isa::amx: return &kAmxKernels;
 #endif
 #if defined(__aarch64__)
     case Isa::neon: return &kNeonKernels;
@@ -68,7 +69,11 @@ bool isa_available(Isa isa) {
     case Isa::avxvnni: return f.avxvnni;
     case Isa::avx512: return f.avx512;
     case Isa::avx512vnni: return f.avx512vnni;
+#if defined(__x86_64__)
+    case Isa::amx: return f.avx512vnni && f.amx_int8 && amx_os_ready();
+#else
     case Isa::amx: return false;
+#endif
     case Isa::neon: return f.neon;
     case Isa::neon_dotprod: return f.neon && f.neon_dotprod;
   }

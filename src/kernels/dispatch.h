@@ -1,8 +1,9 @@
 // Run-time choice of the SIMD code path. By default the best path the CPU supports is used;
 // force_isa() picks another one, which is how the tests run every path the machine has
 // against the scalar reference, and how the CLI applies RINGLM_ISA=scalar|avx2|avxvnni|
-// avx512|avx512vnni|neon|neon-dotprod (cli/environment.h). ("amx" is recognised but not
-// implemented yet.)
+// avx512|avx512vnni|amx|neon|neon-dotprod (cli/environment.h). amx = avx512vnni plus the
+// tile unit for the multi-row q4 GEMM (q4_kernels_amx.cpp), where the CPU has AMX-INT8 and
+// the OS grants the tile state.
 #pragma once
 
 #include <string_view>

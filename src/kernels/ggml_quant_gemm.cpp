@@ -19,7 +19,8 @@ const GgmlKernelTable& active_ggml_kernels() {
     case Isa::avx2:
     case Isa::avxvnni: return kGgmlAvx2Kernels;  // the GGUF kernels have no AVX-VNNI form yet
     case Isa::avx512: return kGgmlAvx512Kernels;
-    case Isa::avx512vnni: return kGgmlAvx512VnniKernels;
+    case Isa::avx512vnni:
+    case Isa::amx: return kGgmlAvx512VnniKernels;  // no AMX form of the GGUF kernels
 #endif
     default: return kGgmlScalarKernels;  // scalar; also aarch64 (no NEON version yet)
   }

@@ -48,12 +48,29 @@ void i8_gemv_f32_neon(const std::int8_t* w, const float* scale, std::size_t cols
                       const float* x, float* y);
 #endif
 
+#if defined(__x86_64__)
+// The AVX-512 VNNI path's entry points (q4_kernels_avx512vnni.cpp), which the AMX table
+// reuses for everything but the multi-row q4 GEMM.
+void quantize_act_row_avx512vnni(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                                 std::int8_t* qs2, float* d2, std::int32_t* bias2);
+void q4_matmul_groups_avx512vnni(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                                 std::size_t ldy);
+void i8_gemv_f32_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                            std::size_t r1, const float* x, float* y);
+void i8_gemv_q8_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                           std::size_t r1, const Q8ActView& x, float* y);
+// Whether the OS lets this process use the AMX tile registers (Linux: asks once with
+// arch_prctl(ARCH_REQ_XCOMP_PERM)); false where the CPU lacks AMX-INT8.
+bool amx_os_ready();
+#endif
+
 extern const KernelTable kScalarKernels;
 #if defined(__x86_64__)
 extern const KernelTable kAvx2Kernels;
 extern const KernelTable kAvxVnniKernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512VnniKernels;
+extern const KernelTable kAmxKernels;
 #endif
 #if defined(__aarch64__)
 extern const KernelTable kNeonKernels;

@@ -11,13 +11,9 @@
 
 #include <cstring>
 
-// Activation rows per GEMM tile: measured best on Sapphire Rapids (bench_kernels --only
-// gemm, one thread, int8x2): 4 rows 218, 6 rows 234, 8 rows 275 GOP/s.
-#if RINGLM_AVX512_VNNI
-#define RINGLM_Q4_TILE_ROWS 8
-#else
+// Activation rows per GEMM tile of the non-VNNI path (the VNNI path has its own tile,
+// q4_tile_vnni_impl.h).
 #define RINGLM_Q4_TILE_ROWS 4
-#endif
 
 namespace {
 
@@ -90,76 +86,7 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
 
 #if RINGLM_AVX512_VNNI
 #include "kernels/q4_gemv_vnni_impl.h"
-
-inline __m512i dot4(__m512i acc, __m512i codes, const std::int8_t* a) {
-  return _mm512_dpbusd_epi32(acc, codes, bcast4(a));
-}
-
-// The VNNI form of q4_group_rows, written so the compiler keeps everything in registers:
-// per block, the eight unpacked code vectors are reused by every activation row, and the
-// 8 dot steps of all MT rows (and both planes) are interleaved, giving MT (2*MT) independent
-// vpdpbusd chains. (The generic form above compiled to a serial 4-step chain per block and
-// row, with the code vectors spilled, and ran at a third of the vpdpbusd peak.) Integer
-// sums are exact and the float steps are those of q4_group_rows, so the results are the same.
-template <int MT, bool kTwoPlanes>
-inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* scales, std::size_t b0,
-                               std::size_t b1, const Q8ActView& x, std::size_t m0, __m512 acc[MT]) {
-  const __m512i mask = _mm512_set1_epi8(0x0f);
-  const std::size_t nbx = x.cols / 32;
-  const std::int8_t* a1[MT];
-  const std::int8_t* a2[MT];
-  for (int i = 0; i < MT; ++i) {
-    a1[i] = x.qs + (m0 + i) * x.cols;
-    a2[i] = kTwoPlanes ? x.qs2 + (m0 + i) * x.cols : nullptr;
-  }
-  for (std::size_t b = b0; b < b1; ++b) {
-    const std::uint8_t* cb = codes + b * 256;
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 64), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 128), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 192), _MM_HINT_T0);
-    __m512i c[8];  // c[t]: low nibbles (elements 4t..4t+3), c[4+t]: high (16+4t..16+4t+3)
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) {
-      const __m512i raw = _mm512_loadu_si512(cb + 64 * t);
-      c[t] = _mm512_and_si512(raw, mask);
-      c[4 + t] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
-    }
-    const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 16)));
-    __m512i s1[MT], s2[MT];
-#pragma GCC unroll 8
-    for (int i = 0; i < MT; ++i) {
-      const std::size_t xb = (m0 + i) * nbx + b;
-      s1[i] = _mm512_set1_epi32(x.bias[xb]);
-      if (kTwoPlanes) s2[i] = _mm512_set1_epi32(x.bias2[xb]);
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < 8; ++t) {
-      const std::size_t off = b * 32 + (t < 4 ? 4 * t : 16 + 4 * (t - 4));
-#pragma GCC unroll 8
-      for (int i = 0; i < MT; ++i) {
-        s1[i] = dot4(s1[i], c[t], a1[i] + off);
-        if (kTwoPlanes) s2[i] = dot4(s2[i], c[t], a2[i] + off);
-      }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MT; ++i) {
-      const std::size_t xb = (m0 + i) * nbx + b;
-      __m512 f;
-      float xd;
-      if (kTwoPlanes) {
-        // 254 * s1 + s2 is below 2^24 in magnitude (|s| <= 32 * 8 * 127 per plane), so this
-        // float form is exact and equals the int32 combination.
-        f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[i]), _mm512_set1_ps(254.0f), _mm512_cvtepi32_ps(s2[i]));
-        xd = x.d2[xb];
-      } else {
-        f = _mm512_cvtepi32_ps(s1[i]);
-        xd = x.d[xb];
-      }
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(f, ws), _mm512_set1_ps(xd), acc[i]);
-    }
-  }
-}
+#include "kernels/q4_tile_vnni_impl.h"
 #endif
 
 // Output rows of group g for activation rows m0..m0+MT, over blocks [b0, b1); adds to what
@@ -173,12 +100,7 @@ inline void q4_group_tile(const Q4Packed& w, std::size_t g, std::size_t b0, std:
   __m512 acc[MT];
   for (int i = 0; i < MT; ++i)
     acc[i] = accumulate ? _mm512_maskz_loadu_ps(keep, y + (m0 + i) * ldy + n0) : _mm512_setzero_ps();
-#if RINGLM_AVX512_VNNI
-  if (x.qs2 != nullptr) q4_group_rows_vnni<MT, true>(w.group_codes(g), w.group_scales(g), b0, b1, x, m0, acc);
-  else q4_group_rows_vnni<MT, false>(w.group_codes(g), w.group_scales(g), b0, b1, x, m0, acc);
-#else
   q4_group_rows<MT>(w.group_codes(g), w.group_scales(g), b0, b1, x, m0, acc);
-#endif
   for (int i = 0; i < MT; ++i) _mm512_mask_storeu_ps(y + (m0 + i) * ldy + n0, keep, acc[i]);
 }
 
@@ -192,16 +114,17 @@ inline void q4_group_tail(const Q4Packed& w, std::size_t g, std::size_t b0, std:
 
 void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                              std::size_t ldy) {
-  // Activation rows sharing one load+unpack of a weight block. VNNI tiles keep 2*kMT int32
-  // chains, kMT float accumulators and 8 code vectors in the 32 zmm registers.
-  constexpr std::size_t kMT = RINGLM_Q4_TILE_ROWS;
 #if RINGLM_AVX512_VNNI
   if (x.rows == 1) {  // decode: the latency-hiding GEMV form (same bits as the tile)
     if (x.qs2 != nullptr) q4_gemv_vnni<true>(w, g0, g1, x, y);
     else q4_gemv_vnni<false>(w, g0, g1, x, y);
     return;
   }
-#endif
+  // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
+  return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);
+#else
+  // Activation rows sharing one load+unpack of a weight block.
+  constexpr std::size_t kMT = RINGLM_Q4_TILE_ROWS;
   // With several activation rows, a group's weights are re-read once per tile: cut K into
   // chunks of 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
   const std::size_t nb = w.blocks_per_row();
@@ -215,6 +138,7 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
       if (m < x.rows) q4_group_tail<kMT - 1>(w, g, b0, b1, accumulate, x, m, x.rows - m, y, ldy);
     }
   }
+#endif
 }
 
 void quantize_act_row_avx512(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,

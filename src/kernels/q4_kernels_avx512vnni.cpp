@@ -1,5 +1,6 @@
 // AVX-512 kernels with VNNI: u8 x s8 dots of 4 in one vpdpbusd.
 #include <cstring>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 
@@ -15,6 +16,24 @@
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
+// Named entry points of this path, shared by the AMX table (q4_kernels_amx.cpp).
+void quantize_act_row_avx512vnni(const float* x, std::size_t cols, std::int8_t* qs, float* d, std::int32_t* bias,
+                                 std::int8_t* qs2, float* d2, std::int32_t* bias2) {
+  quantize_act_row_avx512(x, cols, qs, d, bias, qs2, d2, bias2);
+}
+void q4_matmul_groups_avx512vnni(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                                 std::size_t ldy) {
+  q4_matmul_groups_avx512(w, g0, g1, x, y, ldy);
+}
+void i8_gemv_f32_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                            std::size_t r1, const float* x, float* y) {
+  i8_gemv_f32_avx512(w, scale, cols, r0, r1, x, y);
+}
+void i8_gemv_q8_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
+                           std::size_t r1, const Q8ActView& x, float* y) {
+  i8_gemv_q8_avx512(w, scale, cols, r0, r1, x, y);
+}
+
 const KernelTable kAvx512VnniKernels = {
     quantize_act_row_avx512,
     q4_matmul_groups_avx512,

@@ -9,7 +9,7 @@ namespace ringlm::kernels {
 void quantize_row_q4_0_fast(const float* x, BlockQ4_0* y, std::size_t k) {
 #if defined(__x86_64__)
   const Isa isa = active_isa();
-  if (isa == Isa::avx512 || isa == Isa::avx512vnni) return quantize_row_q4_0_avx512(x, y, k);
+  if (isa == Isa::avx512 || isa == Isa::avx512vnni || isa == Isa::amx) return quantize_row_q4_0_avx512(x, y, k);
 #endif
   quantize_row_q4_0_ref(x, y, k);
 }

@@ -25,6 +25,11 @@ void gelu_mul(const float* gate, const float* up, int n, float* out);
 
 // x = cap * tanh(x / cap), in place.
 void soft_cap(float* x, std::int64_t n, float cap);
+// The same over the pool's threads (null: the calling thread), in slices of 4096 elements:
+// element-wise, so the same bits as one call. The LM head's soft cap is 262,144 tanh per
+// logits row, which a batched step runs for every row.
+class ParallelFor;
+void soft_cap(float* x, std::int64_t n, float cap, ParallelFor* pool);
 
 // y[i] += x[i] (n elements).
 void add_inplace(float* y, const float* x, std::int64_t n);

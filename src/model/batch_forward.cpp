@@ -86,7 +86,8 @@ void BatchForward::head_logits(std::span<Session* const> sessions) {
   float* out = logits_.data() + static_cast<std::size_t>(used_rows_) * V;
   kernels::matmul(model_->weights().lm_head, scratch_.a.data(), n, out, model_->pool());
   if (cfg.final_logit_softcapping > 0)
-    kernels::soft_cap(out, static_cast<std::int64_t>(n) * cfg.vocab_size, static_cast<float>(cfg.final_logit_softcapping));
+    kernels::soft_cap(out, static_cast<std::int64_t>(n) * cfg.vocab_size, static_cast<float>(cfg.final_logit_softcapping),
+                      model_->pool());
 }
 
 std::span<float> BatchForward::head_row(std::size_t j) {

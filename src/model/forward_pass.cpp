@@ -44,6 +44,7 @@ void ForwardScratch::size_for(const ModelConfig& cfg, int n_rows) {
   }
   rope_sliding.resize(T * cfg.head_dim);
   rope_full.resize(T * cfg.global_head_dim);
+  attend_rows.reserve(T);
 }
 
 ForwardPass::ForwardPass(const Model& model, ForwardScratch& scratch, std::span<ForwardSegment> segments,
@@ -185,6 +186,7 @@ void ForwardPass::attention_block(int l, int rows) {
     }
 
   const int window = sliding ? cfg_.sliding_window : 0;
+  s_.attend_rows.clear();
   for (const ForwardSegment& seg : segs_) {
     if (seg.n == 0) continue;
     Session& session = *seg.session;
@@ -214,7 +216,10 @@ void ForwardPass::attention_block(int l, int rows) {
     float* out = s_.attn.data() + static_cast<std::size_t>(seg.first_row) * nh * d;
     const KvSlots view = cache.view();
     if (!model_.options().reference_attention) {
-      attend(q, seg.n, positions, nh, view, window, 1.0f, out, pool);
+      // A decode row whose cache is too short for attend to split: gathered with the other
+      // sequences' and run in one pool call below (the same bits as attend here).
+      if (seg.n == 1 && !attend_splits_slots(view, pool)) s_.attend_rows.push_back({q, positions, view, out});
+      else attend(q, seg.n, positions, nh, view, window, 1.0f, out, pool);
     } else {
       // ModelOptions::reference_attention: the float reference kernel one token at a time (A/B checks).
       KvSlots whole = view;
@@ -231,6 +236,8 @@ void ForwardPass::attention_block(int l, int rows) {
       else run(0, seg.n);
     }
   }
+
+  kernels::attend_rows(s_.attend_rows.data(), s_.attend_rows.size(), nh, window, 1.0f, pool);
 
   matmul(lw.o_proj, s_.attn.data(), rows, s_.o.data(), pool);
   for (int t = 0; t < rows; ++t) {
@@ -318,7 +325,7 @@ void ForwardPass::finish(int) {
   matmul(w_.lm_head, s_.a.data(), head_rows, logits_, model_.pool());
   if (cfg_.final_logit_softcapping > 0)
     soft_cap(logits_, static_cast<std::int64_t>(head_rows) * cfg_.vocab_size,
-             static_cast<float>(cfg_.final_logit_softcapping));
+             static_cast<float>(cfg_.final_logit_softcapping), model_.pool());
 }
 
 }  // namespace ringlm::model::detail

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "model/config.h"
 
 namespace ringlm::model::detail {
@@ -15,6 +16,7 @@ struct ForwardScratch {
   std::vector<std::int64_t> pos;
   std::vector<float> h, a, q, k, v, attn, o, gate, up, ple_all, ple_tok, ple_g;
   std::vector<float> rope_sliding, rope_full;  // [rows][head_dim] cos|sin
+  std::vector<kernels::AttendRow> attend_rows;  // a layer's decode rows, attended in one pool call
 
   void size_for(const ModelConfig& cfg, int n_rows);
 };

@@ -205,7 +205,7 @@ std::span<float> Session::head_logits() {
   require_hidden();
   kernels::matmul(w_.lm_head, head_in_.data(), 1, logits_.data(), model_->pool());
   if (cfg_.final_logit_softcapping > 0)
-    kernels::soft_cap(logits_.data(), cfg_.vocab_size, static_cast<float>(cfg_.final_logit_softcapping));
+    kernels::soft_cap(logits_.data(), cfg_.vocab_size, static_cast<float>(cfg_.final_logit_softcapping), model_->pool());
   return {logits_.data(), static_cast<std::size_t>(cfg_.vocab_size)};
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -332,6 +333,54 @@ TEST(FastAttention, DecodeSlotSplitMerge) {
       }
     }
   }
+}
+
+// The batched decode step attends every sequence's decode row in one pool call
+// (attend_rows): each row must get exactly what attend gives it alone with the pool, on
+// every path, for caches of different lengths and layouts; a cache long enough for attend
+// to split its slots is refused.
+TEST(FastAttention, DecodeRowsOfSeveralCachesAreBitIdenticalToEachAlone) {
+  ringlm::kernels::testing::IsaGuard guard;
+  std::mt19937 rng(23);
+  ParallelFor two(2);
+  const std::vector<Case> rows_cases = {{1, 8, 1, 256, 576, 512, Layout::ring, 200},
+                                        {1, 8, 1, 256, 576, 512, Layout::holes, 150},
+                                        {1, 8, 1, 512, 1200, 0, Layout::full, 17},
+                                        {1, 8, 1, 256, 576, 512, Layout::ring, 1},
+                                        {1, 8, 1, 256, 576, 512, Layout::full, 250}};
+  std::vector<Data> data;
+  for (const Case& c : rows_cases) {
+    data.push_back(make_data(c, rng));
+    data.back().pos.resize(static_cast<std::size_t>(std::min<std::int64_t>(c.end, 255)));  // the used slots only
+  }
+  const float scale = 1.0f / 16;
+  for (Isa isa : available_isas()) {
+    force_isa(isa);
+    for (int window : {0, 100}) {
+      std::vector<std::vector<float>> alone, batched;
+      std::vector<AttendRow> rows;
+      for (std::size_t i = 0; i < data.size(); ++i) {
+        const Data& x = data[i];
+        ASSERT_FALSE(attend_splits_slots(x.view(), &two));
+        alone.push_back(std::vector<float>(x.q.size()));
+        attend(x.q.data(), 1, x.q_pos.data(), 8, x.view(), window, scale, alone.back().data(), &two);
+        batched.push_back(std::vector<float>(x.q.size(), 12345.0f));
+      }
+      for (std::size_t i = 0; i < data.size(); ++i)
+        rows.push_back({data[i].q.data(), data[i].q_pos.data(), data[i].view(), batched[i].data()});
+      attend_rows(rows.data(), rows.size(), 8, window, scale, &two);
+      for (std::size_t i = 0; i < data.size(); ++i)
+        ASSERT_EQ(std::memcmp(alone[i].data(), batched[i].data(), alone[i].size() * sizeof(float)), 0)
+            << isa_name(isa) << " row " << i << " window " << window;
+    }
+  }
+  Case long_case{1, 8, 1, 256, 1024, 0, Layout::full, 1024};
+  Data x = make_data(long_case, rng);
+  EXPECT_TRUE(attend_splits_slots(x.view(), &two));
+  EXPECT_FALSE(attend_splits_slots(x.view(), nullptr));
+  std::vector<float> out(x.q.size());
+  AttendRow r{x.q.data(), x.q_pos.data(), x.view(), out.data()};
+  EXPECT_THROW(attend_rows(&r, 1, 8, 0, scale, &two), ringlm::Error);
 }
 
 TEST(FastAttention, RejectsInconsistentShapes) {

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
+#include "kernels/kernel_table.h"
 #include "kernels/q4_gemm.h"
 #include "kernels/q4_packed.h"
 #include "kernels/q8_act.h"
@@ -34,9 +35,15 @@ TEST(Dispatch, ParsesNamesAndRefusesUnavailablePaths) {
 #endif
   EXPECT_THROW(parse_isa("sse9"), Error);
   EXPECT_TRUE(isa_available(Isa::scalar));
-  EXPECT_FALSE(isa_available(Isa::amx));  // not implemented
+  EXPECT_EQ(parse_isa("amx"), Isa::amx);
+#if defined(__x86_64__)
+  // AMX needs the CPU's AMX-INT8, the tile state in XCR0, AVX-512 VNNI and the OS's grant.
+  EXPECT_EQ(isa_available(Isa::amx), cpu_features().amx_int8 && cpu_features().avx512vnni && amx_os_ready());
+#else
+  EXPECT_FALSE(isa_available(Isa::amx));
+#endif
   IsaGuard guard;
-  EXPECT_THROW(force_isa(Isa::amx), Error);
+  if (!isa_available(Isa::amx)) EXPECT_THROW(force_isa(Isa::amx), Error);
   for (Isa isa : available_isas()) {
     force_isa(isa);
     EXPECT_EQ(active_isa(), isa);
@@ -44,8 +51,8 @@ TEST(Dispatch, ParsesNamesAndRefusesUnavailablePaths) {
   std::printf("cpu: %s; paths tested: %zu\n", cpu_features().describe().c_str(), available_isas().size());
 }
 
-// Without RINGLM_ISA the process runs the widest path the CPU has: AVX-512 VNNI on Zen 4/5
-// and Sapphire Rapids, AVX-512 BW on Skylake-X, AVX-VNNI on Alder Lake, AVX2, NEON dotprod.
+// Without RINGLM_ISA the process runs the widest path the CPU has: AMX on Sapphire Rapids
+// and later Xeons (where the OS grants it), AVX-512 VNNI on Zen 4/5, AVX-512 BW on Skylake-X, AVX-VNNI on Alder Lake, AVX2, NEON dotprod.
 TEST(Dispatch, DefaultIsTheWidestPathTheCpuHas) {
   const CpuFeatures& f = cpu_features();
   Isa want = Isa::scalar;
@@ -54,6 +61,7 @@ TEST(Dispatch, DefaultIsTheWidestPathTheCpuHas) {
   if (f.avxvnni) want = Isa::avxvnni;
   if (f.avx512) want = Isa::avx512;
   if (f.avx512vnni) want = Isa::avx512vnni;
+  if (f.avx512vnni && f.amx_int8 && amx_os_ready()) want = Isa::amx;
 #elif defined(__aarch64__)
   if (f.neon) want = Isa::neon;
   if (f.neon && f.neon_dotprod) want = Isa::neon_dotprod;
@@ -268,6 +276,52 @@ TEST(Q4Matmul, OneRowIsBitIdenticalToThatRowOfATile) {
           ASSERT_EQ(std::memcmp(y_one.data(), y_all.data() + m * s.rows, s.rows * sizeof(float)), 0)
               << isa_name(isa) << (two ? " two planes" : " one plane") << " shape " << s.rows << "x" << s.cols
               << " row " << m;
+        }
+      }
+    }
+  }
+}
+
+// The batched decode step's shapes (2..16 rows: the VNNI tile, the AMX tiles, the 16-row
+// tile shifted back over the last rows above 16) on fresh random inputs: every path against
+// the scalar reference kernel (both within float64's tolerance of the true value), one and
+// two planes, and every row bit-identical to that row computed alone (the GEMV).
+TEST(Q4Matmul, BatchRowsMatchTheScalarKernelAndTheirRowAlone) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  IsaGuard guard;
+  ThreadPool pool(2);
+  const std::size_t rows = 40, cols = 2080, nb = cols / 32;  // 3 groups (one unpaired), 65 blocks
+  const auto blocks = testing::random_q4_blocks(rows, cols, rng);
+  Q4PackedBuffer wbuf(rows, cols);
+  q4_pack(blocks.data(), rows, cols, wbuf.data());
+  for (std::size_t m : {2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 20, 33}) {
+    const auto x = testing::random_activations(m, cols, rng);
+    for (bool two : {false, true}) {
+      force_isa(Isa::scalar);
+      Q8ActBuffer act;
+      quantize_act(x.data(), m, cols, cols, act, two);
+      const Q8ActView v = act.view();
+      std::vector<float> ref_y(m * rows);
+      q4_matmul(wbuf.view(), v, ref_y.data(), rows, nullptr);
+      for (Isa isa : available_isas()) {
+        force_isa(isa);
+        std::vector<float> y(m * rows, -12345.0f), one(rows);
+        q4_matmul(wbuf.view(), v, y.data(), rows, m % 2 ? &pool : nullptr);
+        Q8ActBuffer row;
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t n = 0; n < rows; ++n) {
+            const auto ref = two ? testing::ref_q4_dot2(blocks.data() + n * nb, v.qs + i * cols, v.qs2 + i * cols,
+                                                        v.d2 + i * nb, cols)
+                                 : testing::ref_q4_dot(blocks.data() + n * nb, v.qs + i * cols, v.d + i * nb, cols);
+            ASSERT_NEAR(y[i * rows + n], ref_y[i * rows + n], 2 * testing::tolerance(ref, nb))
+                << isa_name(isa) << (two ? " two planes" : " one plane") << " m=" << m << " row " << i << " n=" << n
+                << " seed " << seed;
+          }
+          quantize_act(x.data() + i * cols, 1, cols, cols, row, two);
+          q4_matmul(wbuf.view(), row.view(), one.data(), rows, nullptr);
+          ASSERT_EQ(std::memcmp(one.data(), y.data() + i * rows, rows * sizeof(float)), 0)
+              << isa_name(isa) << (two ? " two planes" : " one plane") << " m=" << m << " row " << i << " seed " << seed;
         }
       }
     }

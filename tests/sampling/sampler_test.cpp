@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <limits>
 #include <vector>
 
@@ -52,6 +53,41 @@ TEST(Sampler, GreedyPicksArgmaxAndRespectsMask) {
   row = l;
   EXPECT_EQ(s.sample(row, mask, {}), 33);
   EXPECT_TRUE(std::isinf(row[7]) && row[7] < 0) << "mask is applied in place";
+}
+
+// Greedy over a full-size row (the vectorised maximum, then the first index holding it)
+// against a plain one-pass argmax: random logits, ties of the maximum (the first wins),
+// -0 against +0, the maximum in the lanes or in the tail, and a NaN anywhere.
+TEST(Sampler, GreedyIsTheFirstArgmaxOnLargeRows) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (int vocab : {262144, 262151, 17, 3}) {
+    Sampler s({}, vocab);
+    for (int trial = 0; trial < 8; ++trial) {
+      std::vector<float> l(static_cast<std::size_t>(vocab));
+      for (float& v : l) v = nd(rng);
+      std::uniform_int_distribution<int> at(0, vocab - 1);
+      if (trial == 1 || trial == 2) {  // the maximum twice (or in the tail)
+        const int a = trial == 2 ? vocab - 1 : at(rng), b = at(rng);
+        l[static_cast<std::size_t>(a)] = l[static_cast<std::size_t>(b)] = 50.0f;
+      }
+      if (trial == 3) {  // everything zero, of both signs: the first one is the argmax
+        for (std::size_t i = 0; i < l.size(); ++i) l[i] = i % 3 ? 0.0f : -0.0f;
+      }
+      if (trial == 4) l.assign(l.size(), -std::numeric_limits<float>::infinity()), l.back() = -1e30f;
+      int want = 0;
+      for (int i = 1; i < vocab; ++i)
+        if (l[static_cast<std::size_t>(i)] > l[static_cast<std::size_t>(want)]) want = i;
+      auto row = l;
+      EXPECT_EQ(s.sample(row, nullptr, {}), want) << "vocab " << vocab << " trial " << trial;
+      if (trial >= 5) {  // a NaN in the body or the tail is reported, never skipped
+        const int bad = trial == 5 ? at(rng) : vocab - 1;
+        row = l;
+        row[static_cast<std::size_t>(bad)] = std::numeric_limits<float>::quiet_NaN();
+        EXPECT_THROW(s.sample(row, nullptr, {}), ringlm::Error) << "vocab " << vocab << " NaN at " << bad;
+      }
+    }
+  }
 }
 
 TEST(Sampler, EmptyMaskIsAnError) {

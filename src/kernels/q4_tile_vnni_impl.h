@@ -1,0 +1,169 @@
+// Internal: the multi-row tile (2..64+ activation rows: the batched decode step, prefill)
+// of the AVX-512 VNNI path, included by q4_kernels_avx512_impl.h inside its anonymous
+// namespace when RINGLM_AVX512_VNNI is set.
+//
+// Why this form (tools/bench_kernels --only gemm --gemm-rows, docs/bench/kernels.md):
+//   * The activation rows of a tile are first interleaved per block into a small per-thread
+//     buffer (TilePack: both planes' 32 bytes of every row, then the rows' biases and scales),
+//     so the loop addresses every row's bytes from one pointer with constant offsets. Read in
+//     place, eight rows x two planes need 16 row pointers (x86-64 has 16 general registers);
+//     GCC spilled them and recomputed addresses for every dot.
+//   * Per block the four code lines are unpacked one at a time (low nibbles, then high), each
+//     used by all rows and planes before the next is made. Unpacking all eight vectors first
+//     (the old order) kept 8 code + 16 integer chains + 8 float accumulators = 32 zmm live,
+//     and the compiler spilled inside the dot loop.
+//   * 2 x MT independent vpdpbusd chains (8 deep per block) hide the dot latency for MT >= 2.
+// The integer block sums are exact and the float steps per block are exactly those of the
+// decode GEMV (q4_gemv_vnni_impl.h): cvt, x254 + plane 2, x weight scale, FMA with the
+// activation scale into the running sum. So every row of a tile is bit-identical to the same
+// row computed alone, which the batched forward's equality with the single-sequence forward
+// relies on (test Q4Matmul.OneRowIsBitIdenticalToThatRowOfATile).
+
+// Prefetch on the code stream (bytes ahead, cache level): a batched decode step streams the
+// weights from DRAM like the GEMV, so the tile prefetches as far ahead as it does.
+#ifndef RINGLM_TILE_PREFETCH_BYTES
+#define RINGLM_TILE_PREFETCH_BYTES 16384
+#define RINGLM_TILE_PREFETCH_HINT _MM_HINT_T1
+#endif
+constexpr std::size_t kTilePrefetchBytes = RINGLM_TILE_PREFETCH_BYTES;
+
+// Rows per tile: 2 x 8 chains + 8 float accumulators + line, mask, scales fit the 32 zmm.
+constexpr int kVnniTileRows = 8;
+
+// One block of a packed tile: plane-1 bytes of rows 0..7, plane-2 bytes, then int32 biases
+// of both planes and the float activation scale per row (d2 with two planes, else d).
+struct TilePackBlock {
+  std::int8_t q1[kVnniTileRows][32];
+  std::int8_t q2[kVnniTileRows][32];
+  std::int32_t bias1[kVnniTileRows];
+  std::int32_t bias2[kVnniTileRows];
+  float xd[kVnniTileRows];
+  std::int32_t pad[kVnniTileRows];  // 640 bytes: keeps every block 64-byte aligned
+};
+static_assert(sizeof(TilePackBlock) == 640, "TilePackBlock layout");
+
+// Activation rows [m0, m0 + mt) (mt <= 8), blocks [0, nb), interleaved into out[nb].
+inline void tile_pack(const Q8ActView& x, std::size_t m0, int mt, TilePackBlock* out) {
+  const std::size_t nb = x.cols / 32;
+  const bool two = x.qs2 != nullptr;
+  for (std::size_t b = 0; b < nb; ++b) {
+    TilePackBlock& p = out[b];
+    for (int i = 0; i < mt; ++i) {
+      const std::size_t m = m0 + static_cast<std::size_t>(i), xb = m * nb + b;
+      std::memcpy(p.q1[i], x.qs + m * x.cols + b * 32, 32);
+      p.bias1[i] = x.bias[xb];
+      if (two) {
+        std::memcpy(p.q2[i], x.qs2 + m * x.cols + b * 32, 32);
+        p.bias2[i] = x.bias2[xb];
+        p.xd[i] = x.d2[xb];
+      } else {
+        p.xd[i] = x.d[xb];
+      }
+    }
+  }
+}
+
+inline __m512i dot4(__m512i acc, __m512i codes, const std::int8_t* a) {
+  return _mm512_dpbusd_epi32(acc, codes, bcast4(a));
+}
+
+// acc[i] (16 rows of the group) += W_group[:, blocks b0..b1) . packed row i, for MT rows.
+template <int MT, bool kTwoPlanes>
+inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* scales, std::size_t b0,
+                               std::size_t b1, const TilePackBlock* pk, __m512 acc[MT]) {
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  for (std::size_t b = b0; b < b1; ++b) {
+    const std::uint8_t* cb = codes + b * 256;
+    const TilePackBlock& p = pk[b];
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 64), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 128), RINGLM_TILE_PREFETCH_HINT);
+    _mm_prefetch(reinterpret_cast<const char*>(cb + kTilePrefetchBytes + 192), RINGLM_TILE_PREFETCH_HINT);
+    __m512i s1[MT], s2[MT];
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; ++i) {
+      s1[i] = _mm512_set1_epi32(p.bias1[i]);
+      if (kTwoPlanes) s2[i] = _mm512_set1_epi32(p.bias2[i]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      const __m512i raw = _mm512_loadu_si512(cb + 64 * t);
+      const __m512i lo = _mm512_and_si512(raw, mask);  // elements 4t..4t+3 of each row
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; ++i) {
+        s1[i] = dot4(s1[i], lo, p.q1[i] + 4 * t);
+        if (kTwoPlanes) s2[i] = dot4(s2[i], lo, p.q2[i] + 4 * t);
+      }
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);  // 16+4t..16+4t+3
+#pragma GCC unroll 8
+      for (int i = 0; i < MT; ++i) {
+        s1[i] = dot4(s1[i], hi, p.q1[i] + 16 + 4 * t);
+        if (kTwoPlanes) s2[i] = dot4(s2[i], hi, p.q2[i] + 16 + 4 * t);
+      }
+    }
+    const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 16)));
+#pragma GCC unroll 8
+    for (int i = 0; i < MT; ++i) {
+      // 254 * s1 + s2 is below 2^24 in magnitude (|s| <= 32 * 8 * 127 per plane), so this
+      // float form is exact and equals the int32 combination.
+      const __m512 f = kTwoPlanes
+                           ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[i]), _mm512_set1_ps(254.0f), _mm512_cvtepi32_ps(s2[i]))
+                           : _mm512_cvtepi32_ps(s1[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(f, ws), _mm512_set1_ps(p.xd[i]), acc[i]);
+    }
+  }
+}
+
+// Output rows of group g for the MT packed rows of pk (activation rows m0..), blocks
+// [b0, b1); adds to what y holds when `accumulate` (later K chunks), else overwrites it.
+template <int MT>
+inline void q4_group_tile_vnni(const Q4Packed& w, std::size_t g, std::size_t b0, std::size_t b1, bool accumulate,
+                               bool two_planes, const TilePackBlock* pk, std::size_t m0, float* y, std::size_t ldy) {
+  const std::size_t n0 = g * kQ4GroupRows;
+  const std::size_t valid = w.rows - n0 < kQ4GroupRows ? w.rows - n0 : kQ4GroupRows;
+  const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1u);
+  __m512 acc[MT];
+  for (int i = 0; i < MT; ++i)
+    acc[i] = accumulate ? _mm512_maskz_loadu_ps(keep, y + (m0 + i) * ldy + n0) : _mm512_setzero_ps();
+  if (two_planes) q4_group_rows_vnni<MT, true>(w.group_codes(g), w.group_scales(g), b0, b1, pk, acc);
+  else q4_group_rows_vnni<MT, false>(w.group_codes(g), w.group_scales(g), b0, b1, pk, acc);
+  for (int i = 0; i < MT; ++i) _mm512_mask_storeu_ps(y + (m0 + i) * ldy + n0, keep, acc[i]);
+}
+
+// A tile of exactly `rows` (1..8) packed rows.
+template <int MT>
+inline void q4_group_tile_vnni_n(int rows, const Q4Packed& w, std::size_t g, std::size_t b0, std::size_t b1,
+                                 bool accumulate, bool two_planes, const TilePackBlock* pk, std::size_t m0, float* y,
+                                 std::size_t ldy) {
+  if (rows == MT) return q4_group_tile_vnni<MT>(w, g, b0, b1, accumulate, two_planes, pk, m0, y, ldy);
+  if constexpr (MT > 1) q4_group_tile_vnni_n<MT - 1>(rows, w, g, b0, b1, accumulate, two_planes, pk, m0, y, ldy);
+}
+
+// Groups [g0, g1) times all x.rows (>= 2) activation rows.
+inline void q4_matmul_groups_vnni_tiles(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
+                                        float* y, std::size_t ldy) {
+  const std::size_t nb = w.blocks_per_row();
+  const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
+  // Per thread, grown once to the largest rows x cols seen (no allocation per call after).
+  thread_local std::vector<TilePackBlock> pack;
+  if (pack.size() < tiles * nb) pack.resize(tiles * nb);
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::size_t m0 = t * kVnniTileRows;
+    const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
+    tile_pack(x, m0, mt, pack.data() + t * nb);
+  }
+  // With several tiles, a group's weights are re-read once per tile: cut K into chunks of
+  // 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
+  const std::size_t kchunk = tiles > 1 ? 64 : nb;
+  const bool two = x.qs2 != nullptr;
+  for (std::size_t g = g0; g < g1; ++g) {
+    for (std::size_t b0 = 0; b0 < nb; b0 += kchunk) {
+      const std::size_t b1 = b0 + kchunk < nb ? b0 + kchunk : nb;
+      for (std::size_t t = 0; t < tiles; ++t) {
+        const std::size_t m0 = t * kVnniTileRows;
+        const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
+        q4_group_tile_vnni_n<kVnniTileRows>(mt, w, g, b0, b1, b0 != 0, two, pack.data() + t * nb, m0, y, ldy);
+      }
+    }
+  }
+}
