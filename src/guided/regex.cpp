@@ -7,6 +7,7 @@
 
 #include "guided/regex_syntax.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace ringlm::guided {
 
@@ -64,57 +65,24 @@ bool CharSet::contains(uint32_t cp) const {
 
 // ---------------------------------------------------------------- UTF-8
 
+// The strict decoding of util/utf8.h, with an error naming the offset of the first bad byte.
 std::u32string utf8_to_u32(std::string_view s) {
   std::u32string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    uint32_t cp;
-    int extra;
-    if (b < 0x80) {
-      cp = b, extra = 0;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      cp = b & 0x1F, extra = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      cp = b & 0x0F, extra = 2;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      cp = b & 0x07, extra = 3;
-    } else {
-      fail("invalid UTF-8 byte 0x", std::hex, int(b), " at offset ", std::dec, i);
-    }
-    for (int k = 1; k <= extra; ++k) {
-      if (i + k >= s.size()) fail("truncated UTF-8 sequence at offset ", i);
-      auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0) != 0x80) fail("invalid UTF-8 continuation at offset ", i + k);
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    static constexpr uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8::char_len(s, i);
+    if (n == 0) {
+      const auto b = static_cast<unsigned char>(s[i]);
+      if (utf8::lead_byte(b).need == 0) fail("invalid UTF-8 byte 0x", std::hex, int(b), " at offset ", std::dec, i);
+      if (utf8::is_incomplete_prefix(s, i)) fail("truncated UTF-8 sequence at offset ", i);
       fail("invalid UTF-8 sequence at offset ", i);
     }
-    out.push_back(cp);
-    i += extra + 1;
+    out.push_back(utf8::decode_at(s, i, n));
+    i += n;
   }
   return out;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(char(cp));
-  } else if (cp < 0x800) {
-    out.push_back(char(0xC0 | (cp >> 6)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(char(0xE0 | (cp >> 12)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(char(0xF0 | (cp >> 18)));
-    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  }
-}
+void append_utf8(std::string& out, uint32_t cp) { utf8::append(out, cp); }
 
 // ---------------------------------------------------------------- Thompson NFA
 
