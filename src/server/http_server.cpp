@@ -299,12 +299,18 @@ void HttpServer::install_routes() {
   });
 
   // Errors httplib produces itself (413 body too large, 400 bad request line, ...).
-  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_resource_releaser_) return httplib::Server::HandlerResponse::Unhandled;
     std::string message = "request failed";
     std::string code;
     if (res.status == 413) {
       message = "request body is larger than the limit of " + std::to_string(options_.max_body) + " bytes";
+      // cpp-httplib caps form-encoded bodies on its own (curl -d sends that type by default),
+      // far below --max-body: say so instead of naming the wrong limit.
+      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
+        message = "a request body sent as application/x-www-form-urlencoded is limited to " +
+                  std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                  " bytes; send it with Content-Type: application/json";
       code = "body_too_large";
     } else if (res.status == 404) {
       message = "not found";

@@ -97,6 +97,20 @@ TEST_F(HttpErrors, OversizedBodyIs413) {
   EXPECT_EQ(post("/v1/chat/completions", chat("x")).status, 200);
 }
 
+// curl -d sends application/x-www-form-urlencoded, which cpp-httplib caps at 8 KiB by itself:
+// the 413 must name that cap and the fix, not --max-body (which the body is far below).
+TEST_F(HttpErrors, FormEncodedBodyOverTheLibraryCapNamesIt) {
+  httplib::Client c("127.0.0.1", port_);
+  auto r = c.Post("/v1/chat/completions", chat(std::string(20 * 1024, 'a')).dump(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  auto e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["code"], "body_too_large");
+  EXPECT_NE(e["message"].get<std::string>().find("application/x-www-form-urlencoded is limited to 8192 bytes"), std::string::npos)
+      << e["message"];
+  EXPECT_NE(e["message"].get<std::string>().find("Content-Type: application/json"), std::string::npos);
+}
+
 TEST_F(HttpErrors, UnknownRouteIs404WrongMethodIs405) {
   EXPECT_EQ(expect_error(request("GET", "/v1/nothing"), 404)["code"], "not_found");
   EXPECT_EQ(expect_error(request("POST", "/v2/chat/completions", "{}"), 404)["code"], "not_found");
