@@ -16,7 +16,7 @@ jobs=${RINGLM_JOBS:-2}
 
 start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DRINGLM_FUZZ=ON -DRINGLM_BUILD_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" >/dev/null
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O0 -g" >/dev/null
 cmake --build "$build" -j"$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 built=$(date +%s)
 echo "fuzz: build took $((built - start)) s"
