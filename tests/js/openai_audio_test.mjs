@@ -16,23 +16,13 @@ import fs from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
 
+import { check, finish } from "./checks.mjs";
+
 const baseURL = process.env.RINGLM_BASE_URL;
 const dir = process.env.RINGLM_MEDIA_DIR;
 const maxBytes = Number(process.env.RINGLM_MAX_MEDIA_BYTES);
 const client = new OpenAI({ baseURL, apiKey: "not-needed", maxRetries: 0, timeout: 120_000 });
 
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`PASS ${name} (${Date.now() - t0} ms)`);
-  } catch (err) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${err?.stack || err}`);
-  }
-}
 
 const b64 = (file) => fs.readFileSync(path.join(dir, file)).toString("base64");
 const audioPart = (data, format) => ({ type: "input_audio", input_audio: { data, format } });
@@ -134,6 +124,4 @@ await check("refusals are 400s naming the part", async () => {
   await expect400(ask([{ type: "input_audio", input_audio: { data: wav } }]), "messages[0].content[0].input_audio.format");
 });
 
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length}/${results.length} audio checks passed (${baseURL})`);
-process.exit(failed.length ? 1 : 0);
+finish("audio checks", `${baseURL}`);

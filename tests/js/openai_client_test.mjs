@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 
+import { check, finish } from "./checks.mjs";
+
 const baseURL = process.env.RINGLM_BASE_URL;
 const mode = process.env.RINGLM_TEST_MODE || "real";
 if (!baseURL) {
@@ -17,18 +19,6 @@ if (!baseURL) {
 const fake = mode === "fake";
 const client = new OpenAI({ baseURL, apiKey: "not-needed", maxRetries: 0, timeout: 120_000 });
 
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`PASS ${name} (${Date.now() - t0} ms)`);
-  } catch (err) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${err?.stack || err}`);
-  }
-}
 
 function assertUsage(usage, maxCompletion) {
   assert.ok(Number.isInteger(usage.prompt_tokens) && usage.prompt_tokens > 0, "prompt_tokens");
@@ -250,6 +240,4 @@ await check("bad requests: status and error shape", async () => {
   await expectApiError(client.get("/no/such/route"), 404);
 });
 
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length}/${results.length} checks passed (mode ${mode}, ${baseURL})`);
-process.exit(failed.length ? 1 : 0);
+finish("checks", `mode ${mode}, ${baseURL}`);

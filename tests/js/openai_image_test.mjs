@@ -14,24 +14,14 @@ import fs from "node:fs";
 import path from "node:path";
 import OpenAI from "openai";
 
+import { check, finish } from "./checks.mjs";
+
 const baseURL = process.env.RINGLM_BASE_URL;
 const dir = process.env.RINGLM_MEDIA_DIR;
 const outside = process.env.RINGLM_OUTSIDE;
 const maxBytes = Number(process.env.RINGLM_MAX_MEDIA_BYTES);
 const client = new OpenAI({ baseURL, apiKey: "not-needed", maxRetries: 0, timeout: 120_000 });
 
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    console.log(`PASS ${name} (${Date.now() - t0} ms)`);
-  } catch (err) {
-    results.push({ name, ok: false });
-    console.log(`FAIL ${name}: ${err?.stack || err}`);
-  }
-}
 
 const dataUrl = (file, type) => `data:${type};base64,${fs.readFileSync(path.join(dir, file)).toString("base64")}`;
 const ask = (imageUrl, text = "What is in this picture?") => [
@@ -119,6 +109,4 @@ await check("refusals are 400s naming the part", async () => {
   await expect400([{ role: "user", content: [{ type: "video_url", video_url: { url: png } }] }], "messages[0].content[0].type");
 });
 
-const failed = results.filter((r) => !r.ok);
-console.log(`${results.length - failed.length}/${results.length} image checks passed (${baseURL})`);
-process.exit(failed.length ? 1 : 0);
+finish("image checks", `${baseURL}`);
