@@ -10,6 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "util/dtype.h"
+
+namespace ringlm::io {
+class GgufFile;
+}
+
 namespace ringlm::audio {
 
 struct AudioConfig {
@@ -31,6 +37,10 @@ struct AudioConfig {
   double gradient_clipping = 1e10;
   int output_proj_dims = 1536;
   int text_hidden_size = 0;  // the embedder's output width (text_config.hidden_size)
+  // transformers clamps activations at the largest value of the weights' dtype (65504 for
+  // float16). Converted towers (packed, mmproj) keep the checkpoint's dtype here, so
+  // storing the weights as f16 or q8_0 does not change the clamp; unset: the weights' own.
+  std::optional<io::DType> checkpoint_dtype;
 
   // Prompt tokens (Gemma4Config defaults; the end token's field is "eoa_token_index").
   int audio_token_id = 258881;
@@ -66,5 +76,12 @@ std::optional<AudioConfig> parse_audio_config(const std::string& config_json, co
                                               const std::string& processor_source = "");
 // Reads DIR/config.json and DIR/processor_config.json or DIR/preprocessor_config.json.
 std::optional<AudioConfig> load_audio_config(const std::filesystem::path& dir);
+
+// The audio tower of a llama.cpp mmproj file (io/mmproj.h), or nullopt when it has none:
+// sizes from clip.audio.* metadata, subsampling channels / conv kernel / output width /
+// clipping from the tensors, the rest (and the feature extractor) at what llama.cpp
+// hard-codes for gemma4a, which are Gemma4AudioConfig's defaults, unless ringlm's own
+// ringlm.audio.* keys say otherwise. Throws ringlm::Error naming the file and key.
+std::optional<AudioConfig> audio_config_from_mmproj(const io::GgufFile& file);
 
 }  // namespace ringlm::audio

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/mmproj.h"
+#include "io/packed_towers.h"
 #include "io/safetensors.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
@@ -99,11 +101,24 @@ void feed_forward(const AudioFeedForward& f, float residual_weight, std::vector<
 
 }  // namespace
 
-std::unique_ptr<AudioTower> AudioTower::load(const std::filesystem::path& dir, int threads) {
+std::unique_ptr<AudioTower> AudioTower::load(const std::filesystem::path& dir, int threads,
+                                             const std::filesystem::path& mmproj) {
+  if (!mmproj.empty()) {
+    auto file = io::open_mmproj(mmproj);
+    auto cfg = audio_config_from_mmproj(*file);
+    if (!cfg) return nullptr;
+    return std::make_unique<AudioTower>(*cfg, std::make_unique<io::MmprojSource>(file), threads);
+  }
   auto cfg = load_audio_config(dir);
   if (!cfg) return nullptr;
+  if (std::filesystem::exists(dir / io::kPackedTowersFile)) {
+    auto src = std::make_unique<io::PackedTowerSource>(dir / io::kPackedTowersFile);
+    cfg->checkpoint_dtype = src->checkpoint_dtype();
+    return std::make_unique<AudioTower>(*cfg, std::move(src), threads);
+  }
   if (!std::filesystem::exists(dir / "model.safetensors") && !std::filesystem::exists(dir / "model.safetensors.index.json"))
-    fail(dir.string(), ": the audio tower is read from a Hugging Face safetensors checkpoint; this directory has none");
+    fail(dir.string(), ": config.json has an audio_config but the directory has neither ", io::kPackedTowersFile,
+         " nor Hugging Face safetensors to read the tower from");
   return std::make_unique<AudioTower>(*cfg, std::make_unique<io::SafetensorsSource>(dir, io::TensorSet::Towers),
                                       threads);
 }

@@ -31,10 +31,10 @@ namespace ringlm::audio {
 
 class AudioTower {
  public:
-  // The audio tower of the Hugging Face checkpoint in `dir`, or nullptr when its config.json
-  // has no audio_config. Throws ringlm::Error when the config promises a tower whose tensors
-  // are missing or malformed.
-  static std::unique_ptr<AudioTower> load(const std::filesystem::path& dir, int threads = 0);
+  // The audio tower of a model, or nullptr when it has none; sources as VisionTower::load:
+  // `mmproj` when given, else `dir`'s towers.rlpk or Hugging Face safetensors.
+  static std::unique_ptr<AudioTower> load(const std::filesystem::path& dir, int threads = 0,
+                                          const std::filesystem::path& mmproj = {});
   AudioTower(AudioConfig config, std::unique_ptr<io::TensorSource> source, int threads);
 
   const AudioConfig& config() const { return config_; }

@@ -24,8 +24,9 @@ class Binder {
     if (!t) fail(src_.describe(), ": audio tensor model.", name, " is missing");
     if (t->shape != shape)
       fail(t->file, ": tensor model.", name, " has shape ", shape_text(t->shape), ", expected ", shape_text(shape));
-    if (t->dtype != io::DType::F32 && t->dtype != io::DType::F16 && t->dtype != io::DType::BF16)
-      fail(t->file, ": tensor model.", name, " has dtype ", io::dtype_name(t->dtype), " (audio reads F32, F16, BF16)");
+    if (t->dtype != io::DType::F32 && t->dtype != io::DType::F16 && t->dtype != io::DType::BF16 &&
+        t->dtype != io::DType::Q8_0)
+      fail(t->file, ": tensor model.", name, " has dtype ", io::dtype_name(t->dtype), " (audio reads F32, F16, BF16, Q8_0)");
     return *t;
   }
   // A tensor of `shape` viewed as a [rows, numel / rows] matrix.
@@ -92,7 +93,7 @@ AudioFeedForward feed_forward(const Binder& b, const AudioConfig& c, const Dims&
   f.post_norm = b.vec(p + "post_layer_norm.weight", {d.H});
   f.up = b.linear(p + "ffw_layer_1", d.F, d.H, c.use_clipped_linears);
   f.down = b.linear(p + "ffw_layer_2", d.H, d.F, c.use_clipped_linears);
-  f.clip = clip_bound(c, f.up.w.dtype);
+  f.clip = clip_bound(c, c.checkpoint_dtype.value_or(f.up.w.dtype));
   return f;
 }
 
@@ -135,8 +136,8 @@ AudioWeights bind_audio_weights(const AudioConfig& c, const io::TensorSource& sr
     L.linear_start = b.linear(p + "lconv1d.linear_start", 2 * d.H, d.H, clip);
     L.linear_end = b.linear(p + "lconv1d.linear_end", d.H, d.H, clip);
     L.depthwise = b.vec(p + "lconv1d.depthwise_conv1d.weight", {d.H, 1, d.K});
-    L.clip = clip_bound(c, b.dtype_of(p + "norm_pre_attn.weight"));
-    L.conv_clip = clip_bound(c, L.linear_start.w.dtype);
+    L.clip = clip_bound(c, c.checkpoint_dtype.value_or(b.dtype_of(p + "norm_pre_attn.weight")));
+    L.conv_clip = clip_bound(c, c.checkpoint_dtype.value_or(L.linear_start.w.dtype));
     w.layers.push_back(std::move(L));
   }
   w.output_proj = b.matrix("audio_tower.output_proj.weight", {d.P, d.H});

@@ -35,7 +35,8 @@ template <class Options>
 void encode_audio(const std::string& dir, const Options& opt) {
   using namespace ringlm;
   const auto t0 = std::chrono::steady_clock::now();
-  auto tower = audio::AudioTower::load(dir, opt.threads);
+  auto tower = audio::AudioTower::load(dir, opt.threads, opt.mmproj);
+  if (!tower && !opt.mmproj.empty()) fail(opt.mmproj, ": this mmproj has no audio tower (no gemma4a projector)");
   if (!tower) fail(dir, ": this checkpoint has no audio tower (config.json has no audio_config)");
   const auto t1 = std::chrono::steady_clock::now();
   const audio::AudioConfig& c = tower->config();
@@ -63,7 +64,7 @@ void encode_audio(const std::string& dir, const Options& opt) {
 
 RINGLM_COMMAND(encode) {
   struct Options {
-    std::string model, image, audio, out, pixels_out, features_out, samples_out;
+    std::string model, mmproj, image, audio, out, pixels_out, features_out, samples_out;
     int image_tokens = 0;
     int threads = 0;
   };
@@ -71,6 +72,8 @@ RINGLM_COMMAND(encode) {
   auto* sub = app.add_subcommand("encode",
                                  "Write the projected soft-token embeddings of an image or audio clip (float32 [tokens][hidden])");
   sub->add_option("--model", opt->model, "Checkpoint directory (default: the built-in demo model)");
+  sub->add_option("--mmproj", opt->mmproj, "Towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a) instead of the "
+                  "model directory's; --model is then not needed")->check(CLI::ExistingFile);
   sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP");
   sub->add_option("--audio", opt->audio, "Audio file: WAV, FLAC, OGG or MP3 (at most 30 s)");
   sub->add_option("--out", opt->out, "Output file: raw little-endian float32 [tokens][hidden]")->required();
@@ -85,12 +88,13 @@ RINGLM_COMMAND(encode) {
   sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([opt] {
     using namespace ringlm;
-    std::string dir = opt->model.empty() ? cli::default_model_dir() : opt->model;
-    if (dir.empty()) fail("encode: no --model given and no built-in demo model");
+    std::string dir = !opt->model.empty() || !opt->mmproj.empty() ? opt->model : cli::default_model_dir();
+    if (dir.empty() && opt->mmproj.empty()) fail("encode: no --model given and no built-in demo model");
     if (opt->image.empty() == opt->audio.empty()) fail("encode: give exactly one of --image FILE or --audio FILE");
     if (!opt->audio.empty()) return encode_audio(dir, *opt);
     const auto t0 = std::chrono::steady_clock::now();
-    auto tower = vision::VisionTower::load(dir, opt->threads);
+    auto tower = vision::VisionTower::load(dir, opt->threads, opt->mmproj);
+    if (!tower && !opt->mmproj.empty()) fail(opt->mmproj, ": this mmproj has no vision tower (no gemma4v projector)");
     if (!tower) fail(dir, ": this checkpoint has no vision tower (config.json has no vision_config)");
     const auto t1 = std::chrono::steady_clock::now();
     const int budget = opt->image_tokens > 0 ? opt->image_tokens : tower->config().default_soft_tokens;

@@ -2,6 +2,8 @@
 // abbreviated) and the tensor table with type, shape, offset and size; for a checkpoint or
 // `ringlm convert` directory, the tensors under their canonical names.
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,6 +11,8 @@
 #include "cli/command.h"
 #include "io/gguf_gemma4.h"
 #include "io/gguf_reader.h"
+#include "io/mmproj.h"
+#include "io/packed_towers.h"
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/packed_format.h"
@@ -53,45 +57,82 @@ void inspect_gguf(const std::string& path, std::size_t max_elems) {
 
 void print_views(const std::vector<const ringlm::io::TensorView*>& views);
 
-// The vision/audio towers of a Hugging Face checkpoint directory, or a plain statement that
-// it has none. The vision tensors are bound (shape-checked) exactly as `encode` binds them.
-void inspect_towers(const std::filesystem::path& dir) {
-  const auto vc = ringlm::vision::load_vision_config(dir);
+// One tower's tensors (by name prefix) of `src`: parameter count, dtypes, and the table.
+void print_tower_tensors(const ringlm::io::TensorSource& src, const char* p1, const char* p2) {
+  std::vector<const ringlm::io::TensorView*> views;
+  std::map<std::string, std::pair<int, std::int64_t>> by_dtype;  // dtype -> tensors, parameters
+  std::int64_t params = 0;
+  for (const auto& n : src.names())
+    if (n.starts_with(p1) || n.starts_with(p2)) {
+      const auto* v = src.find(n);
+      views.push_back(v);
+      params += v->numel();
+      auto& d = by_dtype[ringlm::io::dtype_name(v->dtype)];
+      ++d.first;
+      d.second += v->numel();
+    }
+  std::string dtypes;
+  for (const auto& [name, d] : by_dtype)
+    dtypes += (dtypes.empty() ? "" : ", ") + name + " " + std::to_string(d.first) + " tensors / " +
+              std::to_string(d.second) + " parameters";
+  std::printf("  %lld parameters in %zu tensors (%s), from %s\n\n", static_cast<long long>(params), views.size(),
+              dtypes.c_str(), src.describe().c_str());
+  print_views(views);
+}
+
+// The vision/audio towers of a checkpoint directory, packed directory or mmproj file (bound
+// and shape-checked exactly as `encode` binds them), or a plain statement that it has none.
+void inspect_towers(const std::optional<ringlm::vision::VisionConfig>& vc,
+                    const std::optional<ringlm::audio::AudioConfig>& ac, const ringlm::io::TensorSource* towers,
+                    const std::string& no_vision, const std::string& no_audio) {
   if (!vc) {
-    std::printf("\nvision tower: none (config.json has no vision_config: this checkpoint is text only)\n");
+    std::printf("\nvision tower: none (%s: this model takes no images)\n", no_vision.c_str());
   } else {
-    const ringlm::io::SafetensorsSource towers(dir, ringlm::io::TensorSet::Towers);
-    ringlm::vision::bind_vision_weights(*vc, towers);
-    std::vector<const ringlm::io::TensorView*> views;
-    for (const auto& n : towers.names())
-      if (n.starts_with("vision_tower.") || n.starts_with("embed_vision.")) views.push_back(towers.find(n));
+    ringlm::vision::bind_vision_weights(*vc, *towers);
+    std::string budgets;
+    for (int b : ringlm::vision::kSoftTokenBudgets)
+      budgets += (budgets.empty() ? "" : ", ") + std::to_string(b) + (b == vc->default_soft_tokens ? " (default)" : "");
     std::printf("\nvision tower: hidden %d, %d layers, %d heads (%d KV) of %d, MLP %d, patch %d, pooling %d, "
-                "position table %d, clipped linears %s, standardize %s, -> text hidden %d; default budget %d "
-                "soft tokens; %zu tensors\n\n",
+                "position table %d, clipped linears %s, standardize %s, -> text hidden %d; soft-token budgets per "
+                "image %s\n",
                 vc->hidden_size, vc->num_layers, vc->num_heads, vc->num_kv_heads, vc->head_dim, vc->intermediate_size,
                 vc->patch_size, vc->pooling_kernel_size, vc->position_embedding_size,
                 vc->use_clipped_linears ? "yes" : "no", vc->standardize ? "yes" : "no", vc->text_hidden_size,
-                vc->default_soft_tokens, views.size());
-    print_views(views);
+                budgets.c_str());
+    print_tower_tensors(*towers, "vision_tower.", "embed_vision.");
   }
-  const auto ac = ringlm::audio::load_audio_config(dir);
   if (!ac) {
-    std::printf("\naudio tower: none (config.json has no audio_config: this checkpoint takes no audio)\n");
+    std::printf("\naudio tower: none (%s: this model takes no audio)\n", no_audio.c_str());
   } else {
-    const ringlm::io::SafetensorsSource towers(dir, ringlm::io::TensorSet::Towers);
-    ringlm::audio::bind_audio_weights(*ac, towers);
-    std::vector<const ringlm::io::TensorView*> views;
-    for (const auto& n : towers.names())
-      if (n.starts_with("audio_tower.") || n.starts_with("embed_audio.")) views.push_back(towers.find(n));
+    ringlm::audio::bind_audio_weights(*ac, *towers);
     std::printf("\naudio tower: Conformer hidden %d, %d layers, %d heads, subsampling channels %d/%d, conv kernel %d, "
                 "output %d -> text hidden %d; clipped linears %s; features %d mel bins at %d Hz, frame %d hop %d "
-                "fft %d; at most %d soft tokens per clip; %zu tensors\n\n",
+                "fft %d; soft tokens: one per 40 ms, at most %d per clip (%.0f s)\n",
                 ac->hidden_size, ac->num_layers, ac->num_heads, ac->subsampling_channels[0], ac->subsampling_channels[1],
                 ac->conv_kernel_size, ac->output_proj_dims, ac->text_hidden_size, ac->use_clipped_linears ? "yes" : "no",
                 ac->feature_size, ac->sampling_rate, ac->frame_length, ac->hop_length, ac->fft_length,
-                ac->audio_seq_length, views.size());
-    print_views(views);
+                ac->audio_seq_length, ac->max_samples / static_cast<double>(ac->sampling_rate));
+    print_tower_tensors(*towers, "audio_tower.", "embed_audio.");
   }
+}
+
+// A checkpoint or packed directory's towers.
+void inspect_dir_towers(const std::filesystem::path& dir) {
+  const auto vc = ringlm::vision::load_vision_config(dir);
+  const auto ac = ringlm::audio::load_audio_config(dir);
+  std::unique_ptr<ringlm::io::TensorSource> towers;
+  if (vc || ac) {
+    if (std::filesystem::exists(dir / ringlm::io::kPackedTowersFile)) {
+      auto p = std::make_unique<ringlm::io::PackedTowerSource>(dir / ringlm::io::kPackedTowersFile);
+      towers = std::move(p);
+    } else {
+      towers = std::make_unique<ringlm::io::SafetensorsSource>(dir, ringlm::io::TensorSet::Towers);
+    }
+  }
+  std::optional<ringlm::audio::AudioConfig> a = ac;
+  if (a && dynamic_cast<const ringlm::io::PackedTowerSource*>(towers.get()))
+    a->checkpoint_dtype = static_cast<const ringlm::io::PackedTowerSource*>(towers.get())->checkpoint_dtype();
+  inspect_towers(vc, a, towers.get(), "config.json has no vision_config", "config.json has no audio_config");
 }
 
 // Safetensors file, checkpoint directory or packed (`ringlm convert`) directory: the
@@ -116,7 +157,7 @@ void inspect_safetensors(const std::string& path) {
     std::printf("%s: safetensors, %zu tensors used by ringlm\n\n", path.c_str(), views.size());
   }
   print_views(views);
-  if (!ringlm::model::is_packed_model_dir(p) && std::filesystem::is_directory(p)) inspect_towers(p);
+  if (std::filesystem::is_directory(p)) inspect_dir_towers(p);
 }
 
 void print_views(const std::vector<const ringlm::io::TensorView*>& views) {
@@ -156,5 +197,15 @@ RINGLM_COMMAND(inspect) {
       return;
     }
     inspect_gguf(path, max_elems);
+    const ringlm::io::GgufFile f(path);
+    if (f.find("general.architecture") && f.get_string("general.architecture") == "clip") {
+      const auto file = ringlm::io::open_mmproj(path);
+      const ringlm::io::MmprojSource towers(file);
+      inspect_towers(ringlm::vision::vision_config_from_mmproj(*file), ringlm::audio::audio_config_from_mmproj(*file),
+                     &towers, "this mmproj has no gemma4v projector", "this mmproj has no gemma4a projector");
+    } else {
+      std::printf("\nvision/audio towers: none in this file (a GGUF text model; llama.cpp keeps the towers in a "
+                  "separate mmproj file: pass it with --mmproj FILE)\n");
+    }
   });
 }

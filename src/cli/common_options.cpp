@@ -16,6 +16,10 @@ namespace ringlm::cli {
 
 void ModelFlags::add_to(CLI::App* app, bool guided) {
   app->add_option("--model,-m", model, "Model directory, .gguf file, or Hugging Face repo id in the local HF cache (default: the built-in demo model)");
+  app->add_option("--mmproj", mmproj,
+                  "Vision/audio towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a; `ringlm convert "
+                  "--mmproj-out` writes one), e.g. next to a text-only --model x.gguf")
+      ->check(CLI::ExistingFile);
   app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
   app->add_option("--threads", threads, "Worker threads (default: RINGLM_THREADS, else all cores)");
   app->add_option("--weights", weights, "q4_0 (default: linear layers in q4_0, quantized at load or as stored "
@@ -69,6 +73,7 @@ model::ModelOptions ModelFlags::model_options() const {
 engine::EngineOptions ModelFlags::engine_options() const {
   engine::EngineOptions o;
   o.model_dir = model_dir();
+  o.mmproj = mmproj;
   const model::ModelOptions mo = model_options();
   o.context_tokens = ctx;
   o.threads = mo.threads;

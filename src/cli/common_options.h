@@ -14,6 +14,7 @@ namespace ringlm::cli {
 
 struct ModelFlags {
   std::string model;   // empty: the built-in demo model
+  std::string mmproj;  // empty: the towers of the model directory (if any)
   int ctx = 0;
   int threads = 0;
   std::string json_style = "compact";

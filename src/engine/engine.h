@@ -29,6 +29,7 @@ namespace ringlm::engine {
 
 struct EngineOptions {
   std::filesystem::path model_dir;
+  std::filesystem::path mmproj;  // the towers' llama.cpp mmproj GGUF; empty: model_dir's own
   int context_tokens = 0;  // full-attention KV capacity per session; 0 = model default
   int threads = 0;         // 0 = all cores
   guided::Whitespace json_whitespace = guided::Whitespace::kCompact;  // style of guided JSON

@@ -15,9 +15,13 @@ const vision::VisionTower& MediaEncoder::vision() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!vision_) {
     const auto dir = engine_.options().model_dir;
-    if (!std::filesystem::is_directory(dir))
-      fail(dir.string(), ": images need a Hugging Face checkpoint directory with a vision tower (this model has none)");
-    vision_ = vision::VisionTower::load(dir, engine_.options().threads);
+    const auto& mmproj = engine_.options().mmproj;
+    if (mmproj.empty() && !std::filesystem::is_directory(dir))
+      fail(dir.string(), ": images need a checkpoint directory with a vision tower, or --mmproj FILE (this model "
+           "file carries none)");
+    vision_ = vision::VisionTower::load(dir, engine_.options().threads, mmproj);
+    if (!vision_ && !mmproj.empty())
+      fail(mmproj.string(), ": this mmproj has no vision tower (no gemma4v projector), so it cannot take images");
     if (!vision_) fail(dir.string(), ": this checkpoint has no vision tower (config.json has no vision_config), so it cannot take images");
     if (vision_->config().text_hidden_size != engine_.model()->config().hidden_size)
       fail(dir.string(), ": the vision embedder projects to ", vision_->config().text_hidden_size,
@@ -30,9 +34,13 @@ const audio::AudioTower& MediaEncoder::audio() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!audio_) {
     const auto dir = engine_.options().model_dir;
-    if (!std::filesystem::is_directory(dir))
-      fail(dir.string(), ": audio needs a Hugging Face checkpoint directory with an audio tower (this model has none)");
-    audio_ = audio::AudioTower::load(dir, engine_.options().threads);
+    const auto& mmproj = engine_.options().mmproj;
+    if (mmproj.empty() && !std::filesystem::is_directory(dir))
+      fail(dir.string(), ": audio needs a checkpoint directory with an audio tower, or --mmproj FILE (this model "
+           "file carries none)");
+    audio_ = audio::AudioTower::load(dir, engine_.options().threads, mmproj);
+    if (!audio_ && !mmproj.empty())
+      fail(mmproj.string(), ": this mmproj has no audio tower (no gemma4a projector), so it cannot take audio");
     if (!audio_) fail(dir.string(), ": this checkpoint has no audio tower (config.json has no audio_config), so it cannot take audio");
     if (audio_->config().text_hidden_size != engine_.model()->config().hidden_size)
       fail(dir.string(), ": the audio embedder projects to ", audio_->config().text_hidden_size,

@@ -8,6 +8,10 @@
 #include <optional>
 #include <string>
 
+namespace ringlm::io {
+class GgufFile;
+}
+
 namespace ringlm::vision {
 
 struct VisionConfig {
@@ -50,5 +54,13 @@ std::optional<VisionConfig> parse_vision_config(const std::string& config_json, 
                                                 const std::string& processor_source = "");
 // Reads DIR/config.json and DIR/processor_config.json or DIR/preprocessor_config.json.
 std::optional<VisionConfig> load_vision_config(const std::filesystem::path& dir);
+
+// The vision tower of a llama.cpp mmproj file (io/mmproj.h), or nullopt when it has none:
+// sizes from clip.vision.* metadata, head_dim / position table / clipping / standardize
+// from the tensors themselves, and what llama.cpp hard-codes for gemma4v (rope theta 100,
+// pooling 3, budget 280, the Gemma 4 image token ids) unless ringlm's own ringlm.vision.*
+// keys (written by `ringlm convert --mmproj-out`) say otherwise. Throws ringlm::Error
+// naming the file and key.
+std::optional<VisionConfig> vision_config_from_mmproj(const io::GgufFile& file);
 
 }  // namespace ringlm::vision

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/mmproj.h"
+#include "io/packed_towers.h"
 #include "io/safetensors.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
@@ -27,11 +29,22 @@ void clipped_matmul(const ClippedLinear& l, float* in, int n, float* out, Parall
 
 }  // namespace
 
-std::unique_ptr<VisionTower> VisionTower::load(const std::filesystem::path& dir, int threads) {
+std::unique_ptr<VisionTower> VisionTower::load(const std::filesystem::path& dir, int threads,
+                                               const std::filesystem::path& mmproj) {
+  if (!mmproj.empty()) {
+    auto file = io::open_mmproj(mmproj);
+    auto cfg = vision_config_from_mmproj(*file);
+    if (!cfg) return nullptr;
+    return std::make_unique<VisionTower>(*cfg, std::make_unique<io::MmprojSource>(file), threads);
+  }
   auto cfg = load_vision_config(dir);
   if (!cfg) return nullptr;
+  if (std::filesystem::exists(dir / io::kPackedTowersFile))
+    return std::make_unique<VisionTower>(*cfg, std::make_unique<io::PackedTowerSource>(dir / io::kPackedTowersFile),
+                                         threads);
   if (!std::filesystem::exists(dir / "model.safetensors") && !std::filesystem::exists(dir / "model.safetensors.index.json"))
-    fail(dir.string(), ": the vision tower is read from a Hugging Face safetensors checkpoint; this directory has none");
+    fail(dir.string(), ": config.json has a vision_config but the directory has neither ", io::kPackedTowersFile,
+         " nor Hugging Face safetensors to read the tower from");
   return std::make_unique<VisionTower>(*cfg, std::make_unique<io::SafetensorsSource>(dir, io::TensorSet::Towers),
                                        threads);
 }

@@ -23,10 +23,13 @@ namespace ringlm::vision {
 
 class VisionTower {
  public:
-  // The vision tower of the Hugging Face checkpoint in `dir`, or nullptr when its
-  // config.json has no vision_config (a text-only checkpoint). Throws ringlm::Error when the
-  // config promises a tower whose tensors are missing or malformed.
-  static std::unique_ptr<VisionTower> load(const std::filesystem::path& dir, int threads = 0);
+  // The vision tower of a model, or nullptr when it has none (a text-only checkpoint, or an
+  // mmproj with only an audio tower). From `mmproj` (a llama.cpp mmproj GGUF, io/mmproj.h)
+  // when given, else from `dir`: a packed directory's towers.rlpk (io/packed_towers.h) or a
+  // Hugging Face checkpoint's safetensors, with config.json's vision_config. Throws
+  // ringlm::Error when the tower's tensors are missing or malformed.
+  static std::unique_ptr<VisionTower> load(const std::filesystem::path& dir, int threads = 0,
+                                           const std::filesystem::path& mmproj = {});
   VisionTower(VisionConfig config, std::unique_ptr<io::TensorSource> source, int threads);
 
   const VisionConfig& config() const { return config_; }

@@ -24,8 +24,9 @@ class Binder {
     if (!t) fail(src_.describe(), ": vision tensor model.", name, " is missing");
     if (t->shape != shape)
       fail(t->file, ": tensor model.", name, " has shape ", shape_text(t->shape), ", expected ", shape_text(shape));
-    if (t->dtype != io::DType::F32 && t->dtype != io::DType::F16 && t->dtype != io::DType::BF16)
-      fail(t->file, ": tensor model.", name, " has dtype ", io::dtype_name(t->dtype), " (vision reads F32, F16, BF16)");
+    if (t->dtype != io::DType::F32 && t->dtype != io::DType::F16 && t->dtype != io::DType::BF16 &&
+        t->dtype != io::DType::Q8_0)
+      fail(t->file, ": tensor model.", name, " has dtype ", io::dtype_name(t->dtype), " (vision reads F32, F16, BF16, Q8_0)");
     return *t;
   }
   kernels::WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) const {
