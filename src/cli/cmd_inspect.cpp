@@ -86,7 +86,7 @@ void inspect_towers(const std::optional<ringlm::vision::VisionConfig>& vc,
                     const std::optional<ringlm::audio::AudioConfig>& ac, const ringlm::io::TensorSource* towers,
                     const std::string& no_vision, const std::string& no_audio) {
   if (!vc) {
-    std::printf("\nvision tower: none (%s: this model takes no images)\n", no_vision.c_str());
+    std::printf("\nvision tower: none (%s)\n", no_vision.c_str());
   } else {
     ringlm::vision::bind_vision_weights(*vc, *towers);
     std::string budgets;
@@ -102,7 +102,7 @@ void inspect_towers(const std::optional<ringlm::vision::VisionConfig>& vc,
     print_tower_tensors(*towers, "vision_tower.", "embed_vision.");
   }
   if (!ac) {
-    std::printf("\naudio tower: none (%s: this model takes no audio)\n", no_audio.c_str());
+    std::printf("\naudio tower: none (%s)\n", no_audio.c_str());
   } else {
     ringlm::audio::bind_audio_weights(*ac, *towers);
     std::printf("\naudio tower: Conformer hidden %d, %d layers, %d heads, subsampling channels %d/%d, conv kernel %d, "
@@ -132,7 +132,8 @@ void inspect_dir_towers(const std::filesystem::path& dir) {
   std::optional<ringlm::audio::AudioConfig> a = ac;
   if (a && dynamic_cast<const ringlm::io::PackedTowerSource*>(towers.get()))
     a->checkpoint_dtype = static_cast<const ringlm::io::PackedTowerSource*>(towers.get())->checkpoint_dtype();
-  inspect_towers(vc, a, towers.get(), "config.json has no vision_config", "config.json has no audio_config");
+  inspect_towers(vc, a, towers.get(), "config.json has no vision_config: this checkpoint is text only",
+                 "config.json has no audio_config: this checkpoint takes no audio");
 }
 
 // Safetensors file, checkpoint directory or packed (`ringlm convert`) directory: the
@@ -202,7 +203,8 @@ RINGLM_COMMAND(inspect) {
       const auto file = ringlm::io::open_mmproj(path);
       const ringlm::io::MmprojSource towers(file);
       inspect_towers(ringlm::vision::vision_config_from_mmproj(*file), ringlm::audio::audio_config_from_mmproj(*file),
-                     &towers, "this mmproj has no gemma4v projector", "this mmproj has no gemma4a projector");
+                     &towers, "this mmproj has no gemma4v projector: it takes no images",
+                     "this mmproj has no gemma4a projector: it takes no audio");
     } else {
       std::printf("\nvision/audio towers: none in this file (a GGUF text model; llama.cpp keeps the towers in a "
                   "separate mmproj file: pass it with --mmproj FILE)\n");
