@@ -1,6 +1,9 @@
 #include "kernels/q4_gemm.h"
 
+#include <utility>
+
 #include "kernels/kernel_table.h"
+#include "kernels/work_split.h"
 #include "util/error.h"
 
 namespace ringlm::kernels {
@@ -15,9 +18,12 @@ void q4_matmul(const Q4Packed& w, const Q8ActView& x, float* y, std::size_t ldy,
   if (ldy < w.rows) fail("q4_matmul: output row stride ", ldy, " < weight rows ", w.rows);
   const KernelTable& k = active_kernels();
   if (pool == nullptr) return k.q4_matmul_groups(w, 0, w.groups(), x, y, ldy);
-  pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) {
-    k.q4_matmul_groups(w, g0, g1, x, y, ldy);
-  });
+  auto run = [&](std::size_t g0, std::size_t g1, std::size_t) { k.q4_matmul_groups(w, g0, g1, x, y, ldy); };
+  // One row (decode): balanced by stealing (work_split.h); several rows keep the even split.
+  if (x.rows == 1)
+    parallel_for_stealing(*pool, w.groups(), gemv_chunk_groups(w.groups(), Q4Packed::group_bytes(w.cols), pool->size()), run);
+  else
+    pool->parallel_for(w.groups(), std::move(run));
 }
 
 void i8_gemv_f32(const std::int8_t* w, const float* scale, std::size_t rows, std::size_t cols, const float* x,

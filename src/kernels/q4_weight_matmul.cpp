@@ -1,11 +1,13 @@
 #include "kernels/q4_weight_matmul.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/q4_gemm.h"
 #include "kernels/kernel_table.h"
 #include "kernels/q4_packed.h"
+#include "kernels/work_split.h"
 #include "util/error.h"
 
 namespace ringlm::kernels {
@@ -42,7 +44,7 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
   const Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
   // Groups [g0, g1) of the concatenation, cut at matrix boundaries.
-  default_thread_pool().parallel_for(first_group[count], [&](std::size_t g0, std::size_t g1, std::size_t) {
+  auto run = [&](std::size_t g0, std::size_t g1, std::size_t) {
     for (std::size_t i = 0; i < count && g0 < g1; ++i) {
       if (g0 >= first_group[i + 1]) continue;
       const std::size_t end = std::min(g1, first_group[i + 1]);
@@ -50,7 +52,14 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
                          static_cast<std::size_t>(ws[i]->rows));
       g0 = end;
     }
-  });
+  };
+  ThreadPool& pool = default_thread_pool();
+  // One row (decode): balanced by stealing (work_split.h); several rows keep the even split.
+  if (n_tokens == 1)
+    parallel_for_stealing(pool, first_group[count],
+                          gemv_chunk_groups(first_group[count], Q4Packed::group_bytes(packed[0].cols), pool.size()), run);
+  else
+    pool.parallel_for(first_group[count], std::move(run));
 }
 
 void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::uint32_t* groups,
