@@ -418,10 +418,14 @@ BenchReport run_grammar_bench(const std::vector<std::string>& files, std::shared
     for (auto& t : pool) t.join();
   }
   BenchReport rep;
-  for (auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const FileResult& r = results[i];
     rep.overall.merge(r.stats);
     rep.per_dataset[r.dataset].merge(r.stats);
-    if (!r.compile_error.empty()) rep.compile_errors[error_category(r.compile_error)]++;
+    if (!r.compile_error.empty()) {
+      rep.compile_errors[error_category(r.compile_error)]++;
+      rep.refusals.emplace_back(files[i], r.compile_error);
+    }
     rep.failures.insert(rep.failures.end(), r.failures.begin(), r.failures.end());
   }
   return rep;
@@ -485,6 +489,10 @@ Json bench_report_json(const BenchReport& r) {
     fails.push_back(Json{{"file", f.file}, {"test", f.description}, {"valid", f.valid}, {"reason", f.reason}});
   }
   out["failures"] = fails;
+  // Every refused file with its whole message (keyword and pointer), for grouping refusals.
+  Json refused = Json::array();
+  for (auto& [file, why] : r.refusals) refused.push_back(Json{{"file", file}, {"error", why}});
+  out["refused"] = refused;
   return out;
 }
 

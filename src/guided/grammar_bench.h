@@ -33,6 +33,7 @@ struct BenchReport {
   BenchStats overall;
   std::map<std::string, BenchStats> per_dataset;
   std::map<std::string, int64_t> compile_errors;  // error message prefix -> files
+  std::vector<std::pair<std::string, std::string>> refusals;  // file -> its whole compile error
   std::vector<BenchFailure> failures;
 };
 
