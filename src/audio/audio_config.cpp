@@ -166,24 +166,6 @@ std::optional<AudioConfig> load_audio_config(const std::filesystem::path& dir) {
 
 namespace {
 
-int mm_int(const io::GgufFile& f, const std::string& key, int fallback, int lo, int hi) {
-  if (!f.find(key)) {
-    if (fallback < lo) fail(f.path(), ": metadata key ", key, " is missing");
-    return fallback;
-  }
-  const std::int64_t v = f.get_int(key);
-  if (v < lo || v > hi) fail(f.path(), ": metadata key ", key, " is ", v, ", expected ", lo, "..", hi);
-  return static_cast<int>(v);
-}
-
-std::int64_t mm_dim(const io::GgufFile& f, const std::string& tensor, std::size_t axis) {
-  const io::GgufTensorInfo* t = f.find_tensor(tensor);
-  if (!t) fail(f.path(), ": tensor ", tensor, " is missing");
-  if (t->ne.size() <= axis) fail(f.path(), ": tensor ", tensor, " has ", t->ne.size(), " dimensions, expected more than ", axis);
-  if (t->ne[axis] < 1 || t->ne[axis] > 1 << 16) fail(f.path(), ": tensor ", tensor, " has ne[", axis, "] = ", t->ne[axis]);
-  return t->ne[axis];
-}
-
 double mm_number(const io::GgufFile& f, const std::string& key, double fallback, double lo, double hi) {
   const double v = f.get_float_or(key, fallback);
   if (!(v >= lo && v <= hi)) fail(f.path(), ": metadata key ", key, " is ", v, ", expected ", lo, "..", hi);
@@ -197,16 +179,16 @@ std::optional<AudioConfig> audio_config_from_mmproj(const io::GgufFile& f) {
     return std::nullopt;
   AudioConfig c;
   c.source = f.path();
-  c.hidden_size = mm_int(f, "clip.audio.embedding_length", -1, 2, 1 << 16);
-  c.num_layers = mm_int(f, "clip.audio.block_count", -1, 1, 1024);
-  c.num_heads = mm_int(f, "clip.audio.attention.head_count", -1, 1, 1024);
-  c.text_hidden_size = mm_int(f, "clip.audio.projection_dim", -1, 1, 1 << 16);
-  c.feature_size = mm_int(f, "clip.audio.num_mel_bins", 128, 1, 4096);
+  c.hidden_size = io::mmproj_int(f, "clip.audio.embedding_length", -1, 2, 1 << 16);
+  c.num_layers = io::mmproj_int(f, "clip.audio.block_count", -1, 1, 1024);
+  c.num_heads = io::mmproj_int(f, "clip.audio.attention.head_count", -1, 1, 1024);
+  c.text_hidden_size = io::mmproj_int(f, "clip.audio.projection_dim", -1, 1, 1 << 16);
+  c.feature_size = io::mmproj_int(f, "clip.audio.num_mel_bins", 128, 1, 4096);
   if (c.hidden_size % c.num_heads != 0 || c.hidden_size % 2 != 0)
     fail(f.path(), ": metadata key clip.audio.attention.head_count (", c.num_heads,
          ") must divide clip.audio.embedding_length (", c.hidden_size, "), which must be even");
   if (f.find("clip.audio.feed_forward_length") &&
-      mm_int(f, "clip.audio.feed_forward_length", 0, 0, 1 << 20) != 4 * c.hidden_size)
+      io::mmproj_int(f, "clip.audio.feed_forward_length", 0, 0, 1 << 20) != 4 * c.hidden_size)
     fail(f.path(), ": metadata key clip.audio.feed_forward_length must be 4 x clip.audio.embedding_length (",
          4 * c.hidden_size, ")");
   // llama.cpp ignores the stored epsilon (its converter wrote a wrong one) and uses 1e-6,
@@ -215,11 +197,11 @@ std::optional<AudioConfig> audio_config_from_mmproj(const io::GgufFile& f) {
   c.gradient_clipping = mm_number(f, "ringlm.audio.gradient_clipping", c.gradient_clipping, 1e-6, 1e300);
   c.residual_weight = mm_number(f, "ringlm.audio.residual_weight", c.residual_weight, -1e6, 1e6);
   c.attention_logit_cap = mm_number(f, "ringlm.audio.attention_logit_cap", c.attention_logit_cap, 1e-6, 1e12);
-  c.attention_chunk_size = mm_int(f, "ringlm.audio.attention_chunk_size", c.attention_chunk_size, 1, 1 << 16);
-  c.subsampling_channels[0] = static_cast<int>(mm_dim(f, "a.conv1d.0.weight", 3));
-  c.subsampling_channels[1] = static_cast<int>(mm_dim(f, "a.conv1d.1.weight", 3));
-  c.conv_kernel_size = static_cast<int>(mm_dim(f, "a.blk.0.conv_dw.weight", 0));
-  c.output_proj_dims = static_cast<int>(mm_dim(f, "a.pre_encode.out.weight", 1));
+  c.attention_chunk_size = io::mmproj_int(f, "ringlm.audio.attention_chunk_size", c.attention_chunk_size, 1, 1 << 16);
+  c.subsampling_channels[0] = static_cast<int>(io::mmproj_dim(f, "a.conv1d.0.weight", 3, 1, 1 << 16));
+  c.subsampling_channels[1] = static_cast<int>(io::mmproj_dim(f, "a.conv1d.1.weight", 3, 1, 1 << 16));
+  c.conv_kernel_size = static_cast<int>(io::mmproj_dim(f, "a.blk.0.conv_dw.weight", 0, 1, 1 << 16));
+  c.output_proj_dims = static_cast<int>(io::mmproj_dim(f, "a.pre_encode.out.weight", 1, 1, 1 << 16));
   c.use_clipped_linears = f.find_tensor("a.blk.0.attn_q.input_min") != nullptr;
   c.checkpoint_dtype = io::DType::BF16;  // the released checkpoints' dtype
   if (f.find("ringlm.audio.checkpoint_dtype")) {
@@ -228,9 +210,9 @@ std::optional<AudioConfig> audio_config_from_mmproj(const io::GgufFile& f) {
     else if (d == "F32") c.checkpoint_dtype = io::DType::F32;
     else if (d != "BF16") fail(f.path(), ": metadata key ringlm.audio.checkpoint_dtype is '", d, "', expected F32, F16 or BF16");
   }
-  c.audio_token_id = mm_int(f, "ringlm.audio.audio_token_id", c.audio_token_id, 0, 1 << 30);
-  c.boa_token_id = mm_int(f, "ringlm.audio.boa_token_id", c.boa_token_id, 0, 1 << 30);
-  c.eoa_token_id = mm_int(f, "ringlm.audio.eoa_token_id", c.eoa_token_id, 0, 1 << 30);
+  c.audio_token_id = io::mmproj_int(f, "ringlm.audio.audio_token_id", c.audio_token_id, 0, 1 << 30);
+  c.boa_token_id = io::mmproj_int(f, "ringlm.audio.boa_token_id", c.boa_token_id, 0, 1 << 30);
+  c.eoa_token_id = io::mmproj_int(f, "ringlm.audio.eoa_token_id", c.eoa_token_id, 0, 1 << 30);
   return c;
 }
 

@@ -268,4 +268,23 @@ std::vector<std::string> MmprojSource::names() const {
   return out;
 }
 
+int mmproj_int(const GgufFile& file, const std::string& key, int fallback, int lo, int hi) {
+  if (!file.find(key)) {
+    if (fallback < lo) fail(file.path(), ": metadata key ", key, " is missing");
+    return fallback;
+  }
+  const std::int64_t v = file.get_int(key);
+  if (v < lo || v > hi) fail(file.path(), ": metadata key ", key, " is ", v, ", expected ", lo, "..", hi);
+  return static_cast<int>(v);
+}
+
+std::int64_t mmproj_dim(const GgufFile& file, const std::string& tensor, std::size_t axis, std::int64_t lo,
+                        std::int64_t hi) {
+  const GgufTensorInfo* t = file.find_tensor(tensor);
+  if (!t) fail(file.path(), ": tensor ", tensor, " is missing");
+  if (t->ne.size() <= axis) fail(file.path(), ": tensor ", tensor, " has ", t->ne.size(), " dimensions, expected more than ", axis);
+  if (t->ne[axis] < lo || t->ne[axis] > hi) fail(file.path(), ": tensor ", tensor, " has ne[", axis, "] = ", t->ne[axis]);
+  return t->ne[axis];
+}
+
 }  // namespace ringlm::io

@@ -16,6 +16,7 @@
 // or mm. is refused (a tower with a part ringlm does not compute must not load silently).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -62,6 +63,13 @@ class MmprojSource : public TensorSource {
 };
 
 // Float64 softplus and its inverse (the per_dim_scale transform), shared with the writer.
+// An integer metadata key of an mmproj file within [lo, hi], or `fallback` when the key is absent
+// (fallback < lo: the key is required). Errors name the file and the key.
+int mmproj_int(const GgufFile& file, const std::string& key, int fallback, int lo, int hi);
+// ne[axis] of a tensor a tower needs, within [lo, hi]; errors name the file and the tensor.
+std::int64_t mmproj_dim(const GgufFile& file, const std::string& tensor, std::size_t axis,
+                        std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
+
 double mmproj_softplus(double x);
 double mmproj_softplus_inverse(double y);
 

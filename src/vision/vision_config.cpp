@@ -116,54 +116,30 @@ std::optional<VisionConfig> load_vision_config(const std::filesystem::path& dir)
   return parse_vision_config(read_file(cfg), cfg.string(), proc_text, proc_source);
 }
 
-namespace {
-
-// An integer key of an mmproj file within [lo, hi], or `fallback` when absent (fallback < lo:
-// required). Errors name the file and the key.
-int mm_int(const io::GgufFile& f, const std::string& key, int fallback, int lo, int hi) {
-  if (!f.find(key)) {
-    if (fallback < lo) fail(f.path(), ": metadata key ", key, " is missing");
-    return fallback;
-  }
-  const std::int64_t v = f.get_int(key);
-  if (v < lo || v > hi) fail(f.path(), ": metadata key ", key, " is ", v, ", expected ", lo, "..", hi);
-  return static_cast<int>(v);
-}
-
-// ne[axis] of a tensor the tower needs, naming the file and tensor when it is missing.
-std::int64_t mm_dim(const io::GgufFile& f, const std::string& tensor, std::size_t axis) {
-  const io::GgufTensorInfo* t = f.find_tensor(tensor);
-  if (!t) fail(f.path(), ": tensor ", tensor, " is missing");
-  if (t->ne.size() <= axis) fail(f.path(), ": tensor ", tensor, " has ", t->ne.size(), " dimensions, expected more than ", axis);
-  return t->ne[axis];
-}
-
-}  // namespace
-
 std::optional<VisionConfig> vision_config_from_mmproj(const io::GgufFile& f) {
   if (io::mmproj_projector(f, "vision") != "gemma4v" || !f.get_bool_or("clip.has_vision_encoder", true))
     return std::nullopt;
   VisionConfig c;
   c.source = f.path();
-  c.hidden_size = mm_int(f, "clip.vision.embedding_length", -1, 1, 1 << 16);
-  c.intermediate_size = mm_int(f, "clip.vision.feed_forward_length", -1, 1, 1 << 18);
-  c.num_layers = mm_int(f, "clip.vision.block_count", -1, 1, 1024);
-  c.num_heads = mm_int(f, "clip.vision.attention.head_count", -1, 1, 1024);
-  c.num_kv_heads = mm_int(f, "clip.vision.attention.head_count_kv", c.num_heads, 1, 1024);
-  c.patch_size = mm_int(f, "clip.vision.patch_size", -1, 1, 256);
-  c.pooling_kernel_size = mm_int(f, "clip.vision.projector.scale_factor", 3, 1, 16);
-  c.text_hidden_size = mm_int(f, "clip.vision.projection_dim", -1, 1, 1 << 16);
+  c.hidden_size = io::mmproj_int(f, "clip.vision.embedding_length", -1, 1, 1 << 16);
+  c.intermediate_size = io::mmproj_int(f, "clip.vision.feed_forward_length", -1, 1, 1 << 18);
+  c.num_layers = io::mmproj_int(f, "clip.vision.block_count", -1, 1, 1024);
+  c.num_heads = io::mmproj_int(f, "clip.vision.attention.head_count", -1, 1, 1024);
+  c.num_kv_heads = io::mmproj_int(f, "clip.vision.attention.head_count_kv", c.num_heads, 1, 1024);
+  c.patch_size = io::mmproj_int(f, "clip.vision.patch_size", -1, 1, 256);
+  c.pooling_kernel_size = io::mmproj_int(f, "clip.vision.projector.scale_factor", 3, 1, 16);
+  c.text_hidden_size = io::mmproj_int(f, "clip.vision.projection_dim", -1, 1, 1 << 16);
   c.rms_norm_eps = f.get_float_or("clip.vision.attention.layer_norm_epsilon", 1e-6);
   if (!(c.rms_norm_eps >= 0.0 && c.rms_norm_eps <= 1.0))
     fail(f.path(), ": metadata key clip.vision.attention.layer_norm_epsilon is ", c.rms_norm_eps, ", expected 0..1");
   c.rope_theta = f.get_float_or("ringlm.vision.rope_theta", 100.0);
   if (!(c.rope_theta > 0.0)) fail(f.path(), ": metadata key ringlm.vision.rope_theta must be positive");
-  c.default_soft_tokens = mm_int(f, "ringlm.vision.default_soft_tokens", 280, 1, 1 << 20);
+  c.default_soft_tokens = io::mmproj_int(f, "ringlm.vision.default_soft_tokens", 280, 1, 1 << 20);
   if (!is_soft_token_budget(c.default_soft_tokens))
     fail(f.path(), ": metadata key ringlm.vision.default_soft_tokens must be one of 70, 140, 280, 560, 1120");
-  c.image_token_id = mm_int(f, "ringlm.vision.image_token_id", c.image_token_id, 0, 1 << 30);
-  c.boi_token_id = mm_int(f, "ringlm.vision.boi_token_id", c.boi_token_id, 0, 1 << 30);
-  c.eoi_token_id = mm_int(f, "ringlm.vision.eoi_token_id", c.eoi_token_id, 0, 1 << 30);
+  c.image_token_id = io::mmproj_int(f, "ringlm.vision.image_token_id", c.image_token_id, 0, 1 << 30);
+  c.boi_token_id = io::mmproj_int(f, "ringlm.vision.boi_token_id", c.boi_token_id, 0, 1 << 30);
+  c.eoi_token_id = io::mmproj_int(f, "ringlm.vision.eoi_token_id", c.eoi_token_id, 0, 1 << 30);
   // ringlm's preprocessing rescales to [0, 1] and normalizes nothing (the model maps to
   // [-1, 1] itself); a file asking for another normalization is not this processor.
   for (const char* key : {"clip.vision.image_mean", "clip.vision.image_std"}) {
@@ -173,8 +149,8 @@ std::optional<VisionConfig> vision_config_from_mmproj(const io::GgufFile& f) {
       if (v != want) fail(f.path(), ": metadata key ", key, " has ", v, "; Gemma 4's processor uses mean 0, std 1");
   }
   // What the metadata does not carry, from the tensors.
-  c.head_dim = static_cast<int>(mm_dim(f, "v.blk.0.attn_q_norm.weight", 0));
-  c.position_embedding_size = static_cast<int>(mm_dim(f, "v.position_embd.weight", 1));
+  c.head_dim = static_cast<int>(io::mmproj_dim(f, "v.blk.0.attn_q_norm.weight", 0));
+  c.position_embedding_size = static_cast<int>(io::mmproj_dim(f, "v.position_embd.weight", 1));
   c.use_clipped_linears = f.find_tensor("v.blk.0.attn_q.input_min") != nullptr;
   c.standardize = f.find_tensor("v.std_bias") != nullptr;
   if (c.num_heads % c.num_kv_heads != 0)
