@@ -11,6 +11,7 @@
 #include "cli/common_options.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
+#include "server/connection_guard.h"
 #include "server/http_server.h"
 #include "util/error.h"
 
@@ -59,6 +60,7 @@ void run_serve(const ServeArgs& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  bound_allocator_retention();  // before the engine and the connection threads allocate
   std::unique_ptr<Backend> backend;
   if (args.fake) {
     FakeBackendOptions fo;

@@ -24,6 +24,14 @@
 
 namespace ringlm::server {
 
+void bound_allocator_retention() {
+#if defined(__GLIBC__)
+  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 using Clock = std::chrono::steady_clock;
 
 namespace {

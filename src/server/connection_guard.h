@@ -34,6 +34,16 @@ struct ConnectionLimits {
 
 class ConnectionTable;
 
+// Bounds what the C library's allocator keeps after a burst of connections: at most 4 malloc
+// arenas (glibc makes one per thread that allocates, up to 8 per core, here 16), and fixed
+// trim and mmap thresholds, so a freed large block goes back to the system at once and an
+// arena's free top is trimmed past 1 MiB. Without this, each arena that a connection thread
+// used kept ~3 MB resident with a few KB in use (glibc raises its trim threshold after every
+// large free, up to 64 MiB, and malloc_trim does not trim the top of a thread's arena), and an
+// attack run left the server ~40 MB above its heap in use (RELIABILITY.md). Process-wide and
+// glibc-only; call once before the server starts threads. A no-op elsewhere.
+void bound_allocator_retention();
+
 class GuardedServer : public httplib::Server {
  public:
   explicit GuardedServer(ConnectionLimits limits);
