@@ -3,7 +3,8 @@
 # (default 20) from its seed corpus in fuzz/corpus/<target>, RINGLM_JOBS (default 2) targets
 # at a time. New inputs go to a scratch copy, never into the repository. Prints executions
 # per target; exits non-zero on any finding (crash, sanitizer report, timeout, out-of-memory),
-# leaving the reproducer in the scratch dir.
+# leaving the reproducer in the scratch dir. RINGLM_FUZZ_BUILD_DIR=build-asan reuses the
+# sanitizer build, which test-sanitizers.sh configures with the fuzz targets in it.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +16,15 @@ build=${RINGLM_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${RINGLM_JOBS:-2}
 
 start=$(date +%s)
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DRINGLM_FUZZ=ON -DRINGLM_BUILD_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O0 -g" >/dev/null
+cache="$build/CMakeCache.txt"
+if [[ -f $cache ]] && grep -q '^RINGLM_FUZZ:BOOL=ON' "$cache" && grep -q '^RINGLM_SANITIZE:BOOL=ON' "$cache"; then
+  # The sanitizer build with the fuzz targets in it (scripts/test-sanitizers.sh; CI passes
+  # RINGLM_FUZZ_BUILD_DIR=build-asan): kept as configured, so its objects are reused.
+  :
+else
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DRINGLM_FUZZ=ON -DRINGLM_BUILD_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O0 -g" >/dev/null
+fi
 cmake --build "$build" -j"$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 built=$(date +%s)
 echo "fuzz: build took $((built - start)) s"
