@@ -54,9 +54,17 @@ TEST_F(HttpConcurrency, FullQueueGives429) {
   constexpr int kClients = 6;
   std::vector<std::thread> threads;
   std::vector<HttpReply> replies(kClients);
-  for (int i = 0; i < kClients; ++i) {
+  auto send = [&](int i) {
     threads.emplace_back([&, i] { replies[static_cast<std::size_t>(i)] = post("/v1/chat/completions", chat("q", {{"max_tokens", 40}})); });
-  }
+  };
+  // The first request is running before the others arrive: when all six came at once, a
+  // starved scheduler thread could leave the first still queued, so only it got through.
+  send(0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (backend_->active() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(backend_->active(), 1) << "the first request never started";
+  for (int i = 1; i < kClients; ++i) send(i);
   for (auto& t : threads) t.join();
   int ok = 0, busy = 0;
   for (const auto& r : replies) {
