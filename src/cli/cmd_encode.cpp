@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/environment.h"
 #include "audio/audio_decode.h"
 #include "audio/audio_features.h"
 #include "audio/audio_tower.h"
@@ -96,6 +97,7 @@ RINGLM_COMMAND(encode) {
     auto tower = vision::VisionTower::load(dir, opt->threads, opt->mmproj);
     if (!tower && !opt->mmproj.empty()) fail(opt->mmproj, ": this mmproj has no vision tower (no gemma4v projector)");
     if (!tower) fail(dir, ": this checkpoint has no vision tower (config.json has no vision_config)");
+    tower->set_reference_attention(cli::reference_attention_from_env());  // RINGLM_ATTENTION=reference: A/B
     const auto t1 = std::chrono::steady_clock::now();
     const int budget = opt->image_tokens > 0 ? opt->image_tokens : tower->config().default_soft_tokens;
     const vision::RgbImage image = vision::read_image_file(opt->image);

@@ -3,7 +3,7 @@
 // embeds it is never steered by its environment behind its back.
 //   RINGLM_THREADS=N            worker threads when --threads is not given (1..256)
 //   RINGLM_ISA=NAME             force one SIMD path (kernels/dispatch.h), for A/B checks
-//   RINGLM_ATTENTION=tiled|reference   the float reference attention, for A/B checks
+//   RINGLM_ATTENTION=tiled|reference   the float reference attention (decoder and vision tower), for A/B checks
 //   RINGLM_LM_HEAD_SUBSET=auto|always|never   the guided LM-head subset policy (generator.h)
 //   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (main.cpp)
 #pragma once

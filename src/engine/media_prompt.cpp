@@ -23,6 +23,7 @@ const vision::VisionTower& MediaEncoder::vision() {
     if (!vision_ && !mmproj.empty())
       fail(mmproj.string(), ": this mmproj has no vision tower (no gemma4v projector), so it cannot take images");
     if (!vision_) fail(dir.string(), ": this checkpoint has no vision tower (config.json has no vision_config), so it cannot take images");
+    vision_->set_reference_attention(engine_.options().reference_attention);
     if (vision_->config().text_hidden_size != engine_.model()->config().hidden_size)
       fail(dir.string(), ": the vision embedder projects to ", vision_->config().text_hidden_size,
            " but the text model's hidden size is ", engine_.model()->config().hidden_size);

@@ -212,6 +212,64 @@ void attend_rows(const AttendRow* rows, std::size_t n, int n_heads, int window, 
   else run(0, static_cast<std::int64_t>(n));
 }
 
+void attend_dense(const float* q, int n_queries, const float* k, const float* v, int n_keys, int n_heads,
+                  int n_kv_heads, int head_dim, float scale, float* out, ParallelFor* pool) {
+  if (n_queries < 0 || n_keys < 0 || head_dim < 1 || n_kv_heads < 1 || n_heads < n_kv_heads ||
+      n_heads % n_kv_heads != 0)
+    fail("attend_dense: bad shape (", n_queries, " queries, ", n_keys, " keys, ", n_heads, " heads on ", n_kv_heads,
+         " kv heads, head_dim ", head_dim, ")");
+  if (n_queries == 0) return;
+  if (q == nullptr || out == nullptr || (n_keys > 0 && (k == nullptr || v == nullptr)))
+    fail("attend_dense: null query, key, value or output pointer");
+  const AttentionKernels& kern = active_attention();
+  const int d = head_dim, tiles = (n_keys + kDenseKeys - 1) / kDenseKeys;
+  const std::int64_t kv_stride = static_cast<std::int64_t>(n_kv_heads) * d;
+  const std::size_t tile_floats = static_cast<std::size_t>(d) * kDenseKeys;
+  const std::size_t head_floats = tile_floats * static_cast<std::size_t>(tiles);
+  // K transposed per (KV head, tile): [n_kv_heads][tiles][d][kDenseKeys], zero past n_keys.
+  std::vector<float> kt(head_floats * static_cast<std::size_t>(n_kv_heads));
+  auto pack = [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t u = b; u < e; ++u) {
+      const int g = static_cast<int>(u / tiles), t = static_cast<int>(u % tiles);
+      float* dst = kt.data() + head_floats * g + tile_floats * t;
+      const int s0 = t * kDenseKeys, ts = std::min(kDenseKeys, n_keys - s0);
+      for (int s = 0; s < ts; ++s) {
+        const float* src = k + (s0 + s) * kv_stride + static_cast<std::int64_t>(g) * d;
+        for (int c = 0; c < d; ++c) dst[static_cast<std::size_t>(c) * kDenseKeys + s] = src[c];
+      }
+    }
+  };
+  const int threads = pool ? pool->size() : 1;
+  const std::int64_t pack_units = static_cast<std::int64_t>(n_kv_heads) * tiles;
+  if (threads > 1) pool->run(pack_units, pack);
+  else pack(0, pack_units);
+
+  // Units (head, query block), head-major: a participant's run of units shares one packed K.
+  const int blocks = (n_queries + kDenseQueries - 1) / kDenseQueries, group = n_heads / n_kv_heads;
+  const std::int64_t q_stride = static_cast<std::int64_t>(n_heads) * d;
+  auto run = [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t u = b; u < e; ++u) {
+      const int h = static_cast<int>(u / blocks), i0 = static_cast<int>(u % blocks) * kDenseQueries;
+      const int g = h / group;
+      DenseBlock blk;
+      blk.q = q + i0 * q_stride + static_cast<std::int64_t>(h) * d;
+      blk.kt = kt.data() + head_floats * g;
+      blk.v = v == nullptr ? nullptr : v + static_cast<std::int64_t>(g) * d;
+      blk.out = out + i0 * q_stride + static_cast<std::int64_t>(h) * d;
+      blk.rows = std::min(kDenseQueries, n_queries - i0);
+      blk.n_keys = n_keys;
+      blk.head_dim = d;
+      blk.q_stride = blk.out_stride = q_stride;
+      blk.v_stride = kv_stride;
+      blk.scale = scale;
+      kern.dense(blk);
+    }
+  };
+  const std::int64_t units = static_cast<std::int64_t>(n_heads) * blocks;
+  if (threads > 1) pool->run(units, run);
+  else run(0, units);
+}
+
 void attention_exp(const float* x, float* y, std::size_t n) { active_attention().exp_n(x, y, n); }
 
 void kv_store_f16(const float* x, std::uint16_t* y, std::size_t n) { active_attention().store_f16(x, y, n); }

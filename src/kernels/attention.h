@@ -46,6 +46,21 @@ bool attend_splits_slots(const KvSlots& kv, const ParallelFor* pool);
 // pool call of its own (E2B: one KV head, so attend's units would be a single unit).
 void attend_rows(const AttendRow* rows, std::size_t n, int n_heads, int window, float scale, ParallelFor* pool);
 
+// The towers' self-attention (vision: bidirectional over every patch of an image): every
+// query row against every key, no mask. For query row i < n_queries and head h < n_heads:
+//   out[i][h][:] = softmax_j(scale * q[i][h] . k[j][g]) x v[j][g]   over j < n_keys,
+// g = h / (n_heads / n_kv_heads); q and out are [n_queries][n_heads][head_dim], k and v
+// [n_keys][n_kv_heads][head_dim] (float32). This is what attend_one gives for each query
+// with every key in a slot at position 0, query position 0 and no window; n_keys = 0 gives
+// zeros. Blocked as flash attention: K is packed transposed once per call, then units of
+// (head, block of kDenseQueries query rows) stream K/V tiles of kDenseKeys keys with an
+// online softmax, spread over the pool (may be null). A unit's result does not depend on
+// the pool or the thread count. Allocates the packed K (n_keys x n_kv_heads x head_dim
+// floats, rounded up to whole tiles) per call. Throws ringlm::Error on inconsistent shapes.
+// Design: docs/attention.md.
+void attend_dense(const float* q, int n_queries, const float* k, const float* v, int n_keys, int n_heads,
+                  int n_kv_heads, int head_dim, float scale, float* out, ParallelFor* pool = nullptr);
+
 // y[i] = e^x[i] with the active ISA path's vectorised exp (what attend uses): relative error
 // < 1 ulp measured, <= 3 ulp asserted, for x in [-87.33, 88] (docs/attention.md); 0 below -87.3365
 // (incl. -inf); inputs above 88 give e^88. NaN in, unspecified out. Exposed for the tests.

@@ -19,6 +19,7 @@ struct VecAvx2 {
   using R = __m256;
   static constexpr int W = 8;
   static constexpr int kSlots = 2, kCols = 2;  // 4 rows x 2 = 8 accumulators of 16 registers
+  static constexpr int kDenseRows = 4, kDenseRegs = 2;  // attention_dense_impl.h: 8 accumulators
   static R zero() { return _mm256_setzero_ps(); }
   static R set1(float x) { return _mm256_set1_ps(x); }
   static R load(const float* p) { return _mm256_loadu_ps(p); }
@@ -59,12 +60,13 @@ struct VecAvx2 {
 }  // namespace ringlm::kernels
 
 #include "kernels/attention_impl.h"
+#include "kernels/attention_dense_impl.h"
 
 namespace ringlm::kernels {
 using Avx2F32 = AttnImpl<VecAvx2>;
 using Avx2F16 = AttnImpl<VecAvx2, std::uint16_t>;
 const AttentionKernels kAttnAvx2 = {Avx2F32::block, Avx2F16::block, Avx2F32::exp_n, Avx2F32::store_f16,
-                                    Avx2F32::widen_f16};
+                                    Avx2F32::widen_f16, DenseImpl<VecAvx2>::unit};
 }  // namespace ringlm::kernels
 
 #pragma GCC pop_options

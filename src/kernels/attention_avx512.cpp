@@ -24,6 +24,7 @@ struct VecAvx512 {
   using R = __m512;
   static constexpr int W = 16;
   static constexpr int kSlots = 4, kCols = 4;  // 16 accumulators of 32 registers
+  static constexpr int kDenseRows = 6, kDenseRegs = 4;  // attention_dense_impl.h: 24 accumulators
   static R zero() { return _mm512_setzero_ps(); }
   static R set1(float x) { return _mm512_set1_ps(x); }
   static R load(const float* p) { return _mm512_loadu_ps(p); }
@@ -76,12 +77,13 @@ struct VecAvx512 {
 }  // namespace ringlm::kernels
 
 #include "kernels/attention_impl.h"
+#include "kernels/attention_dense_impl.h"
 
 namespace ringlm::kernels {
 using Avx512F32 = AttnImpl<VecAvx512>;
 using Avx512F16 = AttnImpl<VecAvx512, std::uint16_t>;
 const AttentionKernels kAttnAvx512 = {Avx512F32::block, Avx512F16::block, Avx512F32::exp_n, Avx512F32::store_f16,
-                                      Avx512F32::widen_f16};
+                                      Avx512F32::widen_f16, DenseImpl<VecAvx512>::unit};
 }  // namespace ringlm::kernels
 
 #pragma GCC diagnostic pop

@@ -17,6 +17,7 @@ struct VecNeon {
   using R = float32x4_t;
   static constexpr int W = 4;
   static constexpr int kSlots = 4, kCols = 4;  // 16 accumulators of 32 registers
+  static constexpr int kDenseRows = 6, kDenseRegs = 4;  // attention_dense_impl.h: 24 accumulators
   static R zero() { return vdupq_n_f32(0.0f); }
   static R set1(float x) { return vdupq_n_f32(x); }
   static R load(const float* p) { return vld1q_f32(p); }
@@ -45,11 +46,12 @@ struct VecNeon {
 }  // namespace ringlm::kernels
 
 #include "kernels/attention_impl.h"
+#include "kernels/attention_dense_impl.h"
 
 namespace ringlm::kernels {
 using NeonF32 = AttnImpl<VecNeon>;
 using NeonF16 = AttnImpl<VecNeon, std::uint16_t>;
 const AttentionKernels kAttnNeon = {NeonF32::block, NeonF16::block, NeonF32::exp_n, NeonF32::store_f16,
-                                    NeonF32::widen_f16};
+                                    NeonF32::widen_f16, DenseImpl<VecNeon>::unit};
 }  // namespace ringlm::kernels
 #endif

@@ -26,6 +26,7 @@ struct VecScalar {
   using R = F4;
   static constexpr int W = 4;
   static constexpr int kSlots = 2, kCols = 2;  // 4 rows x 2 = 8 accumulators of 16 registers
+  static constexpr int kDenseRows = 4, kDenseRegs = 2;  // attention_dense_impl.h: 8 accumulators
   static R zero() { return set1(0.0f); }
   static R set1(float x) { return R{x, x, x, x}; }
   static R load(const float* p) {
@@ -69,10 +70,11 @@ struct VecScalar {
 }  // namespace ringlm::kernels
 
 #include "kernels/attention_impl.h"
+#include "kernels/attention_dense_impl.h"
 
 namespace ringlm::kernels {
 using ScalarF32 = AttnImpl<VecScalar>;
 using ScalarF16 = AttnImpl<VecScalar, std::uint16_t>;
 const AttentionKernels kAttnScalar = {ScalarF32::block, ScalarF16::block, ScalarF32::exp_n, ScalarF32::store_f16,
-                                      ScalarF32::widen_f16};
+                                      ScalarF32::widen_f16, DenseImpl<VecScalar>::unit};
 }  // namespace ringlm::kernels

@@ -35,12 +35,30 @@ struct AttnBlock {
 // Slots per K/V tile (attention_impl.h); the decode split cuts the slots on tile boundaries.
 constexpr int kAttnTile = 32;
 
+// One unit of the towers' dense attention (attend_dense): `rows` query rows of one head,
+// row r at q + r * q_stride (out likewise), against all n_keys keys of its KV head: kt holds
+// their keys packed tile by tile, [ceil(n_keys / kDenseKeys)][head_dim][kDenseKeys] with 0
+// past n_keys, and key s's value row is at v + s * v_stride. out = softmax(scale q.k) v,
+// normalised; zeros when n_keys is 0.
+constexpr int kDenseKeys = 64;     // keys per tile
+constexpr int kDenseQueries = 48;  // query rows per unit at most
+struct DenseBlock {
+  const float* q = nullptr;
+  const float* kt = nullptr;
+  const float* v = nullptr;
+  float* out = nullptr;
+  int rows = 0, n_keys = 0, head_dim = 0;
+  std::int64_t q_stride = 0, v_stride = 0, out_stride = 0;
+  float scale = 1.0f;
+};
+
 struct AttentionKernels {
   void (*block)(const AttnBlock& b);    // kv.type == f32
   void (*block16)(const AttnBlock& b);  // kv.type == f16
   void (*exp_n)(const float* x, float* y, std::size_t n);
   void (*store_f16)(const float* x, std::uint16_t* y, std::size_t n);  // kv_convert.h
   void (*widen_f16)(const std::uint16_t* x, float* y, std::size_t n);
+  void (*dense)(const DenseBlock& b);  // attend_dense's units
 };
 
 extern const AttentionKernels kAttnScalar;

@@ -6,6 +6,7 @@
 #include "io/mmproj.h"
 #include "io/packed_towers.h"
 #include "io/safetensors.h"
+#include "kernels/attention.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "util/error.h"
@@ -25,6 +26,24 @@ void clipped_matmul(const ClippedLinear& l, float* in, int n, float* out, Parall
   clamp_rows(in, static_cast<std::size_t>(n) * l.w.cols, l.in_min, l.in_max);
   kernels::matmul(l.w, in, n, out, pool);
   clamp_rows(out, static_cast<std::size_t>(n) * l.w.rows, l.out_min, l.out_max);
+}
+
+// Bidirectional attention of every patch over every patch, scale 1 (q and k are RMS-normed):
+// the batched attend_dense, or (reference) attend_one one patch at a time with every key in
+// a slot at position 0, the kernel the tower ran before attend_dense and its test reference.
+void self_attention(const float* q, const float* k, const float* v, int n, int NH, int NKV, int D, bool reference,
+                    float* out, ParallelFor* pool) {
+  if (!reference) {
+    kernels::attend_dense(q, n, k, v, n, NH, NKV, D, 1.0f, out, pool);
+    return;
+  }
+  const std::vector<std::int32_t> slot_pos(static_cast<std::size_t>(n), 0);
+  const kernels::KvSlots slots{k, v, slot_pos.data(), n, NKV, D};
+  const std::int64_t row = static_cast<std::int64_t>(NH) * D;
+  pool->run(n, [&](std::int64_t b, std::int64_t e) {
+    std::vector<float> scratch(kernels::attend_scratch_floats(NH, slots));
+    for (std::int64_t i = b; i < e; ++i) kernels::attend_one(q + i * row, NH, 0, slots, 0, 1.0f, scratch.data(), out + i * row);
+  });
 }
 
 }  // namespace
@@ -99,7 +118,6 @@ std::vector<float> VisionTower::encode(const PatchGrid& g) const {
     kernels::rope_angles(inv_freq_.data(), quarter, i % g.patches_w, &rope[(2 * i) * half]);
     kernels::rope_angles(inv_freq_.data(), quarter, i / g.patches_w, &rope[(2 * i + 1) * half]);
   }
-  std::vector<std::int32_t> slot_pos(N, 0);  // every patch sees every patch
 
   std::vector<float> a(N * H), q(N * NH * D), kk(N * NKV * D), v(N * NKV * D), attn(N * NH * D), o(N * H);
   constexpr int kMlpRows = 256;  // the MLP runs in row blocks to bound its scratch
@@ -137,12 +155,7 @@ std::vector<float> VisionTower::encode(const PatchGrid& g) const {
         }
       }
     });
-    const kernels::KvSlots slots{kk.data(), v.data(), slot_pos.data(), n, NKV, D};
-    pool->run(n, [&](std::int64_t b, std::int64_t e) {
-      std::vector<float> scratch(kernels::attend_scratch_floats(NH, slots));
-      for (std::int64_t i = b; i < e; ++i)
-        kernels::attend_one(&q[i * NH * D], NH, 0, slots, 0, 1.0f, scratch.data(), &attn[i * NH * D]);
-    });
+    self_attention(q.data(), kk.data(), v.data(), n, NH, NKV, D, reference_attention_, attn.data(), pool);
     clipped_matmul(L.o_proj, attn.data(), n, o.data(), pool);
     for (int i = 0; i < n; ++i) {
       kernels::rms_norm(&o[i * H], L.post_attention_norm.data(), H, eps, &o[i * H]);

@@ -39,12 +39,18 @@ class VisionTower {
   // row-major order (the order the prompt's image tokens take).
   std::vector<float> encode(const PatchGrid& grid) const;
 
+  // Run the self-attention through the reference attend_one, one patch at a time (the path
+  // before kernels::attend_dense), for A/B checks of speed and numerics; the CLI sets it from
+  // RINGLM_ATTENTION=reference, as for the text decoder.
+  void set_reference_attention(bool on) { reference_attention_ = on; }
+
  private:
   VisionConfig config_;
   std::unique_ptr<io::TensorSource> source_;
   VisionWeights weights_;
   std::unique_ptr<kernels::ParallelFor> pool_;
   std::vector<double> inv_freq_;  // [head_dim / 4]: the frequencies of each spatial half
+  bool reference_attention_ = false;
 };
 
 }  // namespace ringlm::vision

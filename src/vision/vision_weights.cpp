@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "io/mmproj.h"
 #include "util/error.h"
 
 namespace ringlm::vision {
@@ -18,15 +19,23 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
 class Binder {
  public:
   explicit Binder(const io::TensorSource& src) : src_(src) {}
+  // A tensor as errors name it: its Hugging Face name and, from an mmproj GGUF, first the
+  // name the file stores it under (io::mmproj_gguf_name), which is what a user can look up.
+  std::string shown(const std::string& name) const {
+    std::string s = "model." + name;
+    if (dynamic_cast<const io::MmprojSource*>(&src_) != nullptr)
+      if (auto g = io::mmproj_gguf_name(name)) s = *g + " (" + s + ")";
+    return s;
+  }
 
   const io::TensorView& get(const std::string& name, const std::vector<std::int64_t>& shape) const {
     const io::TensorView* t = src_.find(name);
-    if (!t) fail(src_.describe(), ": vision tensor model.", name, " is missing");
+    if (!t) fail(src_.describe(), ": vision tensor ", shown(name), " is missing");
     if (t->shape != shape)
-      fail(t->file, ": tensor model.", name, " has shape ", shape_text(t->shape), ", expected ", shape_text(shape));
+      fail(t->file, ": tensor ", shown(name), " has shape ", shape_text(t->shape), ", expected ", shape_text(shape));
     if (t->dtype != io::DType::F32 && t->dtype != io::DType::F16 && t->dtype != io::DType::BF16 &&
         t->dtype != io::DType::Q8_0)
-      fail(t->file, ": tensor model.", name, " has dtype ", io::dtype_name(t->dtype), " (vision reads F32, F16, BF16, Q8_0)");
+      fail(t->file, ": tensor ", shown(name), " has dtype ", io::dtype_name(t->dtype), " (vision reads F32, F16, BF16, Q8_0)");
     return *t;
   }
   kernels::WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) const {

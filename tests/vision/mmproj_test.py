@@ -248,7 +248,8 @@ refused(["--mmproj", write_variant("key.gguf", lambda m: m.pop("clip.vision.bloc
 refused(["--mmproj", write_variant("heads.gguf", lambda m: m.update({"clip.vision.attention.head_count_kv": (4, 3)}))],
         "heads.gguf", "head_count_kv", what="inconsistent head counts")
 refused(["--mmproj", write_variant("missing.gguf", tensor_edit=lambda ts: [x for x in ts if x[0] != "v.blk.1.ln2.weight"])],
-        "missing.gguf", "layers.1.pre_feedforward_layernorm.weight", "missing", what="missing tensor")
+        "missing.gguf", "v.blk.1.ln2.weight", "layers.1.pre_feedforward_layernorm.weight", "missing",
+        what="missing tensor (named by its GGUF and its Hugging Face name)")
 refused(["--mmproj", write_variant("extra.gguf", tensor_edit=lambda ts: ts + [("v.blk.0.out_scale.weight", 0, [1],
                                                                                   struct.pack("<f", 1.0))])],
         "extra.gguf", "v.blk.0.out_scale.weight", what="unknown tensor")
