@@ -5,7 +5,9 @@
 //
 //   bench_kernels [--isa all|scalar,avx2,...] [--threads 1,2] [--set-mb 1024] [--min-ms 300]
 //                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant] [--act int8|int8x2]
-//                 [--gemm-rows 64[,2,4,8,16]]
+//                 [--gemm-rows 64[,2,4,8,16]] [--gemm-weights cache|dram]
+// --gemm-weights dram: the GEMM's weights rotate over --set-mb like the GEMV's (a batched decode step
+// streams them from DRAM); without it one copy is reused (cache-resident, the dot-port bound).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,6 +41,7 @@ struct Options {
   std::vector<std::string> only = {"bw", "pool", "gemv", "gemm", "lmhead", "lmacc", "quant"};
   bool two_planes = false;  // --act int8x2: two-plane activations for the q4 kernels
   std::vector<std::size_t> gemm_rows = {64};  // --gemm-rows: activation rows of the GEMM section
+  bool gemm_dram = false;                      // --gemm-weights dram: rotate the GEMM's weights over set_mb
   bool wants(const char* what) const { return std::find(only.begin(), only.end(), what) != only.end(); }
 };
 
@@ -108,6 +111,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.two_planes = val == "int8x2";
+    } else if (key == "--gemm-weights") {
+      if (val != "cache" && val != "dram") {
+        std::fprintf(stderr, "--gemm-weights: cache or dram\n");
+        return 2;
+      }
+      opt.gemm_dram = val == "dram";
     } else if (key == "--gemm-rows") {
       opt.gemm_rows.clear();
       for (const auto& s : split(val)) opt.gemm_rows.push_back(std::stoul(s));
@@ -192,10 +201,10 @@ int main(int argc, char** argv) {
   }
 
   if (opt.wants("gemm")) {
-    std::printf("\n## GEMM (w4a8; 64 rows = a prefill chunk, 2-16 = a batched decode step)\n\n| shape | rows | path | threads | ms/call best | ms/call median | GOP/s best (2*M*N*K) |\n|---|---|---|---|---|---|---|\n");
+    std::printf("\n## GEMM (w4a8; 64 rows = a prefill chunk, 2-16 = a batched decode step; weights %s)\n\n| shape | rows | path | threads | ms/call best | ms/call median | GOP/s best (2*M*N*K) |\n|---|---|---|---|---|---|---|\n", opt.gemm_dram ? "from DRAM" : "cache-resident");
     for (const std::size_t M : opt.gemm_rows) {
       for (const Shape& sh : shapes) {
-        auto copies = q4_copies(arena, sh.out, sh.in, 1);
+        auto copies = q4_copies(arena, sh.out, sh.in, opt.gemm_dram ? opt.set_mb << 20 : 1);
         std::vector<float> x(M * sh.in), y(M * sh.out);
         for (std::size_t k = 0; k < x.size(); ++k) x[k] = float((k * 37) % 19) - 9.0f;
         for (Isa isa : opt.isas) {
@@ -204,8 +213,8 @@ int main(int argc, char** argv) {
           Q8ActBuffer act;
           quantize_act(x.data(), M, sh.in, sh.in, act, opt.two_planes);
           for (std::size_t ti = 0; ti < opt.threads.size(); ++ti) {
-            const Timing s = time_calls(opt.min_ms, [&](std::size_t) {
-              q4_matmul(copies[0], act.view(), y.data(), sh.out, pools[ti].get());
+            const Timing s = time_calls(opt.min_ms, [&](std::size_t c) {
+              q4_matmul(copies[c % copies.size()], act.view(), y.data(), sh.out, pools[ti].get());
             });
             std::printf("| %s | %zu | %s | %zu | %.3f | %.3f | %.1f |\n", sh.what, M, isa_name(isa), opt.threads[ti],
                         s.best * 1e3, s.median * 1e3, 2.0 * M * sh.out * sh.in / s.best / 1e9);
