@@ -79,6 +79,20 @@ void Emitter::value(const Node& n, uint32_t from, uint32_t to) { value_at(n.keyw
 void Emitter::value_at(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
   DepthGuard guard(cx_);
   Form f = norm_.normalize(s, x);
+  if (f.negated) {
+    // A form built by negation: bounded in the states it adds (copies of a branch).
+    size_t before = b_.num_states(), most = kNegationStatesPerNode * limits_.negation_size;
+    emit_form(f, from, to);
+    if (b_.num_states() - before > most) {
+      fail("unsupported keyword '", f.negated, "' (its exact form by negation needs more than ", most,
+           " grammar states)");
+    }
+    return;
+  }
+  emit_form(f, from, to);
+}
+
+void Emitter::emit_form(const Form& f, uint32_t from, uint32_t to) {
   switch (f.kind) {
     case Form::kNothing: return;  // false: no path
     case Form::kAnything: b_.call(from, any_rule(), to); return;
