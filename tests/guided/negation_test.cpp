@@ -112,16 +112,18 @@ TEST(Negation, OverlappingStringsNumbersAndArraysAreExclusive) {
 }
 
 TEST(Negation, NestedAndReferencedBranches) {
-  // Branches through $ref, with a nested property schema to negate (b.c below 0 or absent).
+  // Branches through $ref, with a nested property schema to negate (b.c below 0, not a number, or
+  // absent); b is closed in both, so "b has some other key" is never needed.
   const char* schema = R"({"$defs":{
         "p":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"number","minimum":0}},
                                                  "required":["c"],"additionalProperties":false}},
              "additionalProperties":false},
-        "q":{"type":"object","properties":{"b":{"type":"object"},"d":{"const":"x"}},"additionalProperties":false}},
+        "q":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{}},"additionalProperties":false},
+                                           "d":{"const":"x"}},"additionalProperties":false}},
       "oneOf":[{"$ref":"#/$defs/p"},{"$ref":"#/$defs/q"}]})";
   expect_exact(schema,
                {R"({})", R"({"b":{"c":1}})", R"({"b":{"c":-1}})", R"({"b":{}})", R"({"d":"x"})", R"({"b":{"c":1},"d":"x"})",
-                R"({"d":"y"})"},
+                R"({"d":"y"})", R"({"b":{"c":1,"e":2}})"},
                4);
   expect_generations_valid(schema, 4);
 }
