@@ -40,6 +40,9 @@ struct CompileLimits {
   size_t dependencies = 16;               // dependentRequired pairs of one object (at most 32: a bitmask)
   size_t finite_key_words = 64;           // additional keys listed one by one when their language is this small
   size_t declared_keys = 128;             // ... and the object's declared keys stay at most this many
+  size_t negation_size = 256;             // subschemas one negation (oneOf exclusivity, `not`) may build
+  int negation_depth = 12;                // nesting a negation is pushed through ($ref, properties, items)
+  size_t negation_cases = 16;             // alternatives a oneOf branch AND its negated rivals expands into
   RegexLimits regex;                      // automata built from pattern / format / propertyNames
 };
 

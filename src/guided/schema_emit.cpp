@@ -79,6 +79,20 @@ void Emitter::value(const Node& n, uint32_t from, uint32_t to) { value_at(n.keyw
 void Emitter::value_at(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
   DepthGuard guard(cx_);
   Form f = norm_.normalize(s, x);
+  if (f.negated) {
+    // A form built by negation: bounded in the states it adds (copies of a branch).
+    size_t before = b_.num_states(), most = kNegationStatesPerNode * limits_.negation_size;
+    emit_form(f, from, to);
+    if (b_.num_states() - before > most) {
+      fail("unsupported keyword '", f.negated, "' (its exact form by negation needs more than ", most,
+           " grammar states)");
+    }
+    return;
+  }
+  emit_form(f, from, to);
+}
+
+void Emitter::emit_form(const Form& f, uint32_t from, uint32_t to) {
   switch (f.kind) {
     case Form::kNothing: return;  // false: no path
     case Form::kAnything: b_.call(from, any_rule(), to); return;
@@ -282,6 +296,11 @@ void Emitter::apply_not(const Json& n_in, std::set<std::string>& types) {
       types.erase(t);
       if (t == "number") types.erase("integer");
     }
+    // Excluding integers leaves the numbers that are not integers, which no number rule here
+    // generates (the number rule would let 2 through `not: {type: integer}`).
+    if (types.count("number") && type_set(n).count("integer")) {
+      fail("unsupported keyword 'not' (numbers that are not integers)");
+    }
     return;
   }
   if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
@@ -293,6 +312,13 @@ void Emitter::apply_not(const Json& n_in, std::set<std::string>& types) {
   if (keys == std::set<std::string>{"pattern"} || keys == std::set<std::string>{"pattern", "type"}) {
     if (keys.count("type") && n["type"] != "string") fail("unsupported keyword 'not'");
     not_.patterns.push_back(n["pattern"].get<std::string>());
+    // A bare pattern holds for every value that is not a string, so its `not` allows strings
+    // only (with type string, the other types are allowed as they are).
+    if (!keys.count("type")) {
+      bool str = types.count("string") > 0;
+      types.clear();
+      if (str) types.insert("string");
+    }
     return;
   }
   // required names: only objects can lack them (for other values `required` holds vacuously).

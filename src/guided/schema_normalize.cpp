@@ -49,7 +49,48 @@ Form Normalizer::normalize(const Json& s, const Extras& x) {
     f.node = &cx_.keep(std::move(merged));
     return f;
   }
+  if (auto n = with_negated_nots(s, x)) {
+    f.kind = Form::kInline;
+    f.node = &cx_.keep(std::move(*n));
+    f.negated = "not";
+    return f;
+  }
   return leaf_form(s, x);
+}
+
+// `not` forms Emitter::apply_not() does not handle become their negation as a positive schema
+// (schema_negate.cpp), conjoined with the rest. With enum/const the validator decides every
+// `not` per value (Emitter::enum_values), so those are left as they are.
+std::optional<Node> Normalizer::with_negated_nots(const Json& s, const Extras& x) {
+  if (s.contains("enum") || s.contains("const")) return std::nullopt;
+  auto own = s.find("not");
+  bool rewrite_own = own != s.end() && !negatable(*own);
+  bool any = rewrite_own;
+  for (auto& n : x.nots) any = any || !negatable(n);
+  if (!any) return std::nullopt;
+  Node rest{s, x};
+  std::vector<Json> todo;
+  if (rewrite_own) {
+    todo.push_back(*own);
+    rest.keywords.erase("not");
+  }
+  rest.extras.nots.clear();
+  for (auto& n : x.nots) (negatable(n) ? rest.extras.nots : todo).push_back(n);
+  NegationContext c = negation_context({&rest.keywords});
+  std::vector<Json> negations;
+  size_t cases = 1;
+  for (auto& n : todo) {
+    std::string why;
+    std::optional<Json> neg = negation(n, c, &why);
+    if (!neg) fail("unsupported keyword 'not' (no exact negation: ", why, ")");
+    cases *= alternatives(*neg);
+    if (cases > cx_.limits.negation_cases) {
+      fail("unsupported keyword 'not' (its negation needs more than ", cx_.limits.negation_cases, " alternatives)");
+    }
+    negations.push_back(std::move(*neg));
+  }
+  for (auto& n : negations) merge_into(rest, deref_for_merge(n), no_extras());
+  return rest;
 }
 
 // anyOf / oneOf: a union of the branches, each AND the rest of the schema.
@@ -78,7 +119,7 @@ Form Normalizer::union_form(const Json& s, const Extras& x) {
   // can satisfy two of them.
   const Json& src = any_of != s.end() ? *any_of : *one_of;
   for (auto& a : src) f.alternatives.push_back(&a);
-  if (any_of == s.end()) exclusive_one_of(src, f.alternatives);
+  if (any_of == s.end() && exclusive_one_of(src, f.rest, f.alternatives)) f.negated = "oneOf";
   f.plain = !has_assertions(rest) && f.rest.extras.empty();
   return f;
 }
@@ -201,28 +242,65 @@ Json Normalizer::deref_for_merge(const Json& m) {
 // ------------------------------------------------------------------ oneOf exclusivity
 
 // oneOf as a union is exact when no two branches overlap. Branches that may overlap are made
-// exclusive by conjoining the negation of each branch they may overlap with, when that
-// negation is a `not` form the grammar expresses (negatable()); otherwise the exclusivity is
-// unenforced (strict: refused). branch[i] is replaced by the exclusive form where needed.
-void Normalizer::exclusive_one_of(const Json& alts, std::vector<const Json*>& branch) {
+// exclusive by conjoining the negation of each branch they may overlap with: `not` of it when
+// that is a form Emitter::apply_not() handles (negatable()), else its negation as a positive
+// schema (schema_negate.cpp), with the disjuncts that cannot meet branch i left out. Where a
+// negation has no exact form, or branch i would expand into more than
+// CompileLimits::negation_cases alternatives, the exclusivity is unenforced (strict: refused).
+// branch[i] is replaced by the exclusive form where needed.
+bool Normalizer::exclusive_one_of(const Json& alts, const Node& rest, std::vector<const Json*>& branch) {
   size_t n = alts.size();
   std::vector<std::vector<size_t>> overlaps(n);
   for (size_t i = 0; i < n; ++i)
     for (size_t j = i + 1; j < n; ++j)
       if (!provably_disjoint(alts[i], alts[j], 0)) overlaps[i].push_back(j), overlaps[j].push_back(i);
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j : overlaps[i])
-      if (!negatable(alts[j])) {
-        cx_.unenforced("oneOf", "branches " + std::to_string(std::min(i, j)) + " and " + std::to_string(std::max(i, j)) +
-                                    " may both match; exclusivity cannot be enforced by a grammar");
-        return;
-      }
+  auto pair = [](size_t i, size_t j) {
+    return "branches " + std::to_string(std::min(i, j)) + " and " + std::to_string(std::max(i, j)) + " may both match";
+  };
+  std::vector<Json> exclusive(n);
+  bool by_negation = false;
   for (size_t i = 0; i < n; ++i) {
     if (overlaps[i].empty()) continue;
+    NegationContext c = negation_context({&rest.keywords, &alts[i]});
     Json all = Json::array({alts[i]});
-    for (size_t j : overlaps[i]) all.push_back(Json{{"not", alts[j]}});
-    branch[i] = &cx_.keep(Json{{"allOf", std::move(all)}});
+    size_t cases = 1;
+    for (size_t j : overlaps[i]) {
+      if (negatable(alts[j])) {
+        all.push_back(Json{{"not", alts[j]}});
+        continue;
+      }
+      // Lenient mode keeps the union (noted as unenforced) rather than risk refusing a schema
+      // it compiles for a negation past the emitter's state bound.
+      if (cx_.options.mode == SchemaMode::kLenient) {
+        cx_.unenforced("oneOf", pair(i, j) + "; exclusivity is left to the validator");
+        return false;
+      }
+      std::string why;
+      std::optional<Json> neg = negation(alts[j], c, &why);
+      if (!neg) {
+        cx_.unenforced("oneOf", pair(i, j) + " and branch " + std::to_string(j) +
+                                    " has no exact negation: " + why);
+        return false;
+      }
+      by_negation = true;
+      // Disjuncts that cannot meet branch i (or the schema around the oneOf) are left out.
+      Json kept = Json::array();
+      for (auto& d : neg->is_object() && neg->contains("anyOf") ? (*neg)["anyOf"] : Json::array({*neg}))
+        if (!provably_disjoint(alts[i], d, 0) && !provably_disjoint(rest.keywords, d, 0)) kept.push_back(d);
+      Json conj = kept.empty() ? Json(false) : kept.size() == 1 ? kept[0] : Json{{"anyOf", kept}};
+      cases *= alternatives(conj);
+      if (cases > cx_.limits.negation_cases) {
+        cx_.unenforced("oneOf", pair(i, j) + " and making branch " + std::to_string(i) + " exclusive needs more than " +
+                                    std::to_string(cx_.limits.negation_cases) + " alternatives");
+        return false;
+      }
+      all.push_back(std::move(conj));
+    }
+    exclusive[i] = Json{{"allOf", std::move(all)}};
   }
+  for (size_t i = 0; i < n; ++i)
+    if (!exclusive[i].is_null()) branch[i] = &cx_.keep(std::move(exclusive[i]));
+  return by_negation;
 }
 
 // The `not` forms Emitter::apply_not() handles without error: {} / booleans, a type, string /
@@ -234,7 +312,8 @@ bool Normalizer::negatable(const Json& n_in) {
   std::set<std::string> keys;
   for (auto it = n.begin(); it != n.end(); ++it)
     if (!annotation_keywords().count(it.key())) keys.insert(it.key());
-  if (keys == std::set<std::string>{"type"}) return true;
+  // Not {type: integer} among numbers: the numbers that are not integers have no rule.
+  if (keys == std::set<std::string>{"type"}) return !(type_set(n).count("integer") && !type_set(n).count("number"));
   if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
     const Json vals = n.contains("enum") ? n["enum"] : Json::array({n["const"]});
     if (!vals.is_array()) return false;

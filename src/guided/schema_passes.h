@@ -96,7 +96,15 @@ struct Form {
   std::vector<const Json*> alternatives;
   bool plain = false;
   std::vector<Json> clauses;
+  // "oneOf" / "not" when normalisation built this form from a negation (schema_negate.cpp): the
+  // emitter refuses it, naming that keyword, past kNegationStatesPerNode x
+  // CompileLimits::negation_size grammar states.
+  const char* negated = nullptr;
 };
+
+// Grammar states one negation-built form may add, per subschema CompileLimits::negation_size
+// allows it (25,600 at the defaults): bounds the copies of a branch that exclusivity makes.
+inline constexpr size_t kNegationStatesPerNode = 100;
 
 // if/then/else clauses whose `if` only tests properties of an object (`properties` with
 // const/enum values or one other schema per property, `required`, `type: object`): the
@@ -136,6 +144,16 @@ struct ConditionalCase {
   bool negates = false;
 };
 
+// What is known of the instances a negation applies to (schema_negate.cpp): every one satisfies
+// each of `parts` (a oneOf branch and the schema around it, or the schema around a `not`), so
+// has one of `types`, and as an object has only keys from `keys` when that is set (a part with
+// `additionalProperties: false`). Disjuncts outside it are left out of the negation.
+struct NegationContext {
+  std::set<std::string> types = {"null", "boolean", "integer", "number", "string", "array", "object"};
+  std::optional<std::set<std::string>> keys;
+  std::vector<const Json*> parts;
+};
+
 class Normalizer {
  public:
   explicit Normalizer(Context& cx) : cx_(cx) {}
@@ -156,13 +174,22 @@ class Normalizer {
   std::vector<ConditionalCase> object_cases(const ConditionalGroup& g);
   std::optional<ConditionalCase> non_object_case(const ConditionalGroup& g, const Node& rest);
 
+  // schema_negate.cpp: NOT s as a schema the emitter compiles exactly (its `not`s only the forms
+  // Emitter::apply_not handles), for the instances of context c; nullopt with *why when it has
+  // no such form or would exceed CompileLimits::negation_size / negation_depth.
+  std::optional<Json> negation(const Json& s, const NegationContext& c, std::string* why);
+  NegationContext negation_context(const std::vector<const Json*>& parts);
+  // The alternatives a schema expands into at its top level (anyOf: the sum, allOf: the product).
+  static size_t alternatives(const Json& s);
+
  private:
   Form leaf_form(const Json& s, const Extras& x);
   bool is_conditional(const Json& s, const Extras& x) const;
   Form conditional_form(const Json& s, const Extras& x);
   Form union_form(const Json& s, const Extras& x);
+  std::optional<Node> with_negated_nots(const Json& s, const Extras& x);
   Json deref_for_merge(const Json& m);
-  void exclusive_one_of(const Json& alts, std::vector<const Json*>& branch);
+  bool exclusive_one_of(const Json& alts, const Node& rest, std::vector<const Json*>& branch);
   bool negatable(const Json& n);
   std::set<std::string> value_types(const Json& s);
   bool provably_disjoint(const Json& a, const Json& b, int depth);
@@ -170,6 +197,16 @@ class Normalizer {
   std::vector<ConditionalGroup::PropCase> property_cases(const std::string& p,
                                                          const std::vector<ConditionalGroup::Clause>& cs);
   bool value_set(const Json& sch, Json* out);
+  bool negate(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_keywords(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_array(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_object(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_combinators(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out,
+                          std::string& why);
+  bool negated_union(const Json& s, const NegationContext& c, int depth, Json* out, std::string& why);
+  NegationContext sub_context(const NegationContext& c, const std::string& property);
+  NegationContext items_context(const NegationContext& c);
+  size_t negation_nodes_ = 0;
 
   Context& cx_;
 };
@@ -188,6 +225,7 @@ class Emitter {
   void value(const Json& s, uint32_t from, uint32_t to);
   void value(const Node& n, uint32_t from, uint32_t to);
   void value_at(const Json& s, const Extras& x, uint32_t from, uint32_t to);
+  void emit_form(const Form& f, uint32_t from, uint32_t to);
   void emit_union(const Form& f, uint32_t from, uint32_t to);
   void emit_conditional(const Form& f, uint32_t from, uint32_t to);
   void emit_case(const Node& rest, const ConditionalCase& c, uint32_t from, uint32_t to);

@@ -1,0 +1,211 @@
+// Negation as a positive schema (src/guided/schema_negate.cpp): oneOf branches that may overlap
+// are made exclusive by conjoining the negation of the others, exactly or not at all. Every
+// instance below is checked against the validator: the grammar accepts it iff it is valid (and
+// the mask agrees with accept at every token: accepts_text throws otherwise).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "guided/validator.h"
+#include "util/error.h"
+#include "test_vocab.h"
+
+namespace ringlm::guided {
+namespace {
+
+using testing::accepts_text;
+using testing::index_for;
+using testing::mask_has;
+using testing::synthetic_vocab;
+
+std::string compile_error(const Json& schema, const CompileOptions& o = {}) {
+  try {
+    compile_schema(schema, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Each instance (compact JSON text, keys in schema order) is accepted iff the validator says it
+// is valid; `valid` counts the valid ones, so a test can assert both kinds occur.
+void expect_exact(const char* schema_text, const std::vector<const char*>& instances, int valid_expected) {
+  Json schema = Json::parse(schema_text);
+  ASSERT_EQ(compile_error(schema), "") << schema_text;
+  auto idx = index_for(schema, synthetic_vocab());
+  Validator v(schema);
+  int valid = 0;
+  for (const char* text : instances) {
+    bool ok = v.validate(Json::parse(text));
+    valid += ok;
+    EXPECT_EQ(accepts_text(idx, text), ok) << schema_text << "\n  instance " << text << " valid=" << ok;
+  }
+  EXPECT_EQ(valid, valid_expected) << schema_text;
+}
+
+// Random walks through the mask: every finished text validates.
+void expect_generations_valid(const char* schema_text, unsigned seed) {
+  Json schema = Json::parse(schema_text);
+  auto vocab = synthetic_vocab();
+  auto idx = index_for(schema, vocab);
+  Validator validator(schema);
+  std::mt19937 rng(seed);
+  int finished = 0;
+  for (int run = 0; run < 200; ++run) {
+    Matcher m(idx);
+    std::vector<uint32_t> mask(vocab->mask_words());
+    std::string text;
+    for (int step = 0; step < 200 && !m.is_stopped(); ++step) {
+      m.fill_mask(mask.data());
+      std::vector<uint32_t> allowed;
+      for (uint32_t id = 0; id < vocab->size(); ++id)
+        if (mask_has(mask, id)) allowed.push_back(id);
+      ASSERT_FALSE(allowed.empty()) << text;
+      uint32_t pick = allowed[rng() % allowed.size()];
+      if (mask_has(mask, vocab->stop_ids()[0]) && rng() % 2 == 0) pick = vocab->stop_ids()[0];
+      ASSERT_TRUE(m.accept(pick));
+      text += vocab->bytes(pick);
+    }
+    if (!m.is_stopped()) continue;
+    ++finished;
+    Json parsed;
+    try {
+      parsed = Json::parse(text);
+    } catch (const Json::out_of_range&) {
+      continue;  // a number beyond double range
+    }
+    std::string why;
+    EXPECT_TRUE(validator.validate(parsed, &why)) << schema_text << "\n  " << text << ": " << why;
+  }
+  EXPECT_GE(finished, 20) << schema_text;
+}
+
+TEST(Negation, OverlappingClosedObjectsAreExclusive) {
+  // {"a":7} matches both branches; {"a":1} only the first, {"a":7,"c":true} only the second.
+  const char* schema = R"({"oneOf":[
+      {"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["a"],
+       "additionalProperties":false},
+      {"type":"object","properties":{"a":{"type":"integer","minimum":5},"c":{"type":"boolean"}},
+       "additionalProperties":false}]})";
+  expect_exact(schema,
+               {R"({"a":7})", R"({"a":1})", R"({"a":7,"b":"x"})", R"({"a":7,"c":true})", R"({"c":true})", R"({})",
+                R"({"a":1,"c":true})", R"({"a":1,"b":"x"})", R"({"b":"x"})", R"({"a":"x"})", R"(5)"},
+               /*valid=*/6);
+  expect_generations_valid(schema, 1);
+}
+
+TEST(Negation, OverlappingStringsNumbersAndArraysAreExclusive) {
+  expect_exact(R"({"oneOf":[{"type":"string","minLength":3},{"type":"string","pattern":"^a"}]})",
+               {R"("abc")", R"("ab")", R"("xyz")", R"("xy")", R"("a")", R"("")", R"(1)"}, 3);
+  expect_exact(R"({"oneOf":[{"type":"integer","minimum":0},{"type":"integer","maximum":10}]})",
+               {R"(-5)", R"(0)", R"(5)", R"(10)", R"(11)", R"(150)", R"(-1)", R"("5")"}, 4);
+  expect_exact(R"({"oneOf":[{"type":"array","items":{"type":"string"}},{"type":"array","maxItems":1}]})",
+               {R"([])", R"(["a"])", R"([1])", R"(["a","b"])", R"(["a",1])", R"([1,2])", R"({})"}, 2);
+  // A required discriminator that only one branch declares: the other branch loses "kind".
+  expect_exact(R"({"type":"object","properties":{"kind":{"type":"string"},"n":{"type":"integer"}},
+                   "oneOf":[{"required":["n"]},{"properties":{"kind":{"enum":["x","y"]}},"required":["kind"]}]})",
+               {R"({"n":1})", R"({"kind":"x"})", R"({"kind":"z"})", R"({"kind":"x","n":1})", R"({"kind":"z","n":1})",
+                R"({})"},
+               3);
+  expect_generations_valid(R"({"oneOf":[{"type":"string","minLength":3},{"type":"string","pattern":"^a"}]})", 2);
+  expect_generations_valid(R"({"oneOf":[{"type":"array","items":{"type":"string"}},{"type":"array","maxItems":1}]})", 3);
+}
+
+TEST(Negation, NestedAndReferencedBranches) {
+  // Branches through $ref, with a nested property schema to negate (b.c below 0, not a number, or
+  // absent); b is closed in both, so "b has some other key" is never needed.
+  const char* schema = R"({"$defs":{
+        "p":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"number","minimum":0}},
+                                                 "required":["c"],"additionalProperties":false}},
+             "additionalProperties":false},
+        "q":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{}},"additionalProperties":false},
+                                           "d":{"const":"x"}},"additionalProperties":false}},
+      "oneOf":[{"$ref":"#/$defs/p"},{"$ref":"#/$defs/q"}]})";
+  expect_exact(schema,
+               {R"({})", R"({"b":{"c":1}})", R"({"b":{"c":-1}})", R"({"b":{}})", R"({"d":"x"})", R"({"b":{"c":1},"d":"x"})",
+                R"({"d":"y"})", R"({"b":{"c":1,"e":2}})"},
+               4);
+  expect_generations_valid(schema, 4);
+}
+
+TEST(Negation, NonNegatableOverlapIsRefusedNamingOneOfAndItsPointer) {
+  struct Row {
+    const char* schema;  // the schema of property "x"
+    const char* why;     // what the error says has no exact negation
+  };
+  const Row rows[] = {
+      {R"({"oneOf":[{"type":"array","items":{"type":"integer"}},{"type":"array","items":{"type":"boolean"},"uniqueItems":true}]})",
+       "uniqueItems"},
+      {R"({"oneOf":[{"type":"integer"},{"type":"number","minimum":0}]})", "numbers that are not integers"},
+      {R"({"oneOf":[{"type":"integer","minimum":1},{"type":"integer","multipleOf":3}]})", "multipleOf"},
+      // An open object against a closed one: "some other key" is not a form the grammar has.
+      {R"({"oneOf":[{"type":"object"},{"type":"object","properties":{"a":{}},"additionalProperties":false}]})",
+       "additionalProperties"},
+  };
+  for (const Row& r : rows) {
+    Json schema = {{"type", "object"}, {"properties", {{"x", Json::parse(r.schema)}}}};
+    std::string msg = compile_error(schema);
+    EXPECT_NE(msg.find("'oneOf' at /properties/x/oneOf"), std::string::npos) << r.schema << ": " << msg;
+    EXPECT_NE(msg.find(r.why), std::string::npos) << r.schema << ": " << msg;
+    // Lenient mode compiles it and says the exclusivity is left to the validator.
+    CompileOptions lenient;
+    lenient.mode = SchemaMode::kLenient;
+    CompiledSchema cs = compile_schema(schema, lenient);
+    ASSERT_EQ(cs.unenforced.size(), 1u) << r.schema;
+    EXPECT_EQ(cs.unenforced[0].rfind("oneOf at /properties/x/oneOf: ", 0), 0u) << cs.unenforced[0];
+  }
+}
+
+// Two `not` forms the emitter mishandled before: a bare pattern holds for every non-string (so
+// its `not` allows strings only), and `not: {type: integer}` among numbers leaves the
+// non-integers, which no rule generates (2 was accepted).
+TEST(Negation, NotPatternAndNotIntegerAreExact) {
+  expect_exact(R"({"not":{"pattern":"^a"}})", {R"("b")", R"("ab")", R"(null)", R"(1)", R"([])", R"({})"}, 1);
+  expect_exact(R"({"not":{"type":"string","pattern":"^a"}})", {R"("b")", R"("ab")", R"(null)", R"(1)"}, 3);
+  expect_exact(R"({"type":["integer","string"],"not":{"type":"integer"}})", {R"("x")", R"(1)", R"(2)"}, 1);
+  EXPECT_NE(compile_error(Json::parse(R"({"not":{"type":"integer"}})")).find("numbers that are not integers"),
+            std::string::npos);
+  std::string msg = compile_error(Json::parse(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})"));
+  EXPECT_NE(msg.find("'oneOf' at /oneOf"), std::string::npos) << msg;
+}
+
+// `not` forms beyond apply_not's compile as their negation, conjoined with the rest.
+TEST(Negation, GeneralNotIsCompiledExactly) {
+  expect_exact(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false,
+                   "not":{"properties":{"a":{"minimum":3}},"required":["a"]}})",
+               {R"({})", R"({"a":1})", R"({"a":3})", R"({"a":7})"}, 2);
+  expect_exact(R"({"type":"array","items":{"type":"integer"},"not":{"items":{"maximum":5}}})",
+               {R"([])", R"([1])", R"([1,9])", R"([9])"}, 2);
+  expect_exact(R"({"type":"string","not":{"anyOf":[{"minLength":4},{"pattern":"x"}]}})",
+               {R"("abc")", R"("abcd")", R"("ax")", R"("")"}, 2);
+  expect_generations_valid(R"({"type":"string","not":{"anyOf":[{"minLength":4},{"pattern":"x"}]}})", 5);
+  std::string msg = compile_error(Json::parse(R"({"type":"object","properties":{"a":{"not":{"type":"array","uniqueItems":true}}}})"));
+  EXPECT_NE(msg.find("'not' at /properties/a/not"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("uniqueItems"), std::string::npos) << msg;
+}
+
+TEST(Negation, CasesAreBoundedByCompileLimits) {
+  // Branch 0 AND NOT branch 1 AND NOT branch 2: 2 x 2 alternatives (a < 0 or b < 0; a > 9 or b > 9).
+  const char* text = R"({"oneOf":[
+      {"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"additionalProperties":false},
+      {"type":"object","properties":{"a":{"minimum":0},"b":{"minimum":0}},"additionalProperties":false},
+      {"type":"object","properties":{"a":{"maximum":9},"b":{"maximum":9}},"additionalProperties":false}]})";
+  Json schema = Json::parse(text);
+  EXPECT_EQ(compile_error(schema), "");
+  CompileOptions tight;
+  tight.limits.negation_cases = 3;
+  std::string msg = compile_error(schema, tight);
+  EXPECT_NE(msg.find("'oneOf' at /oneOf"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("more than 3 alternatives"), std::string::npos) << msg;
+  tight = {};
+  tight.limits.negation_size = 2;
+  msg = compile_error(schema, tight);
+  EXPECT_NE(msg.find("more than 2 subschemas"), std::string::npos) << msg;
+  expect_exact(text, {R"({"a":5,"b":5})", R"({"a":-1,"b":5})", R"({"a":-1,"b":-1})", R"({"a":10,"b":-1})",
+                      R"({"a":10,"b":5})", R"({"a":20,"b":20})", R"({"a":-1,"b":10})", R"({"a":"x","b":10})",
+                      R"({"a":"x"})", R"({})"},
+               3);
+}
+
+}  // namespace
+}  // namespace ringlm::guided
