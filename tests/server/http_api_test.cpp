@@ -239,7 +239,8 @@ TEST_F(HttpApi, EnableThinkingSplitsReasoningFromContent) {
   std::string reasoning;
   bool content_seen = false;
   for (std::size_t i = 0; i + 1 < payloads.size(); ++i) {
-    const json& delta = json::parse(payloads[i])["choices"][0]["delta"];
+    const json chunk = json::parse(payloads[i]);
+    const json& delta = chunk["choices"][0]["delta"];
     if (delta.contains("reasoning_content")) {
       EXPECT_FALSE(content_seen) << "reasoning after content";
       reasoning += delta["reasoning_content"].get<std::string>();
@@ -272,7 +273,8 @@ TEST_F(HttpApi, ThinkingWithToolsStreamsReasoningBeforeTheCall) {
   std::string reasoning, order;
   auto payloads = sse_payloads(r.body);
   for (std::size_t i = 0; i + 1 < payloads.size(); ++i) {
-    const json& delta = json::parse(payloads[i])["choices"][0]["delta"];
+    const json chunk = json::parse(payloads[i]);
+    const json& delta = chunk["choices"][0]["delta"];
     if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>(), order += 'r';
     if (delta.contains("tool_calls")) order += 't';
   }
