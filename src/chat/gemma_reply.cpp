@@ -237,10 +237,11 @@ void GemmaReplyStream::push(std::string_view piece, std::vector<Event>& events) 
     std::string_view buf = buffer_;
     switch (state_) {
       case State::Content: {
-        std::size_t ch = buf.find(kChannelOpen), tc = buf.find(kToolCallOpen);
+        std::size_t ch = buf.find(kChannelOpen), tc = tool_calls_ ? buf.find(kToolCallOpen) : std::string_view::npos;
         std::size_t hit = std::min(ch, tc);
         if (hit == std::string_view::npos) {
-          std::size_t hold = partial_marker_suffix(buf, {kChannelOpen, kToolCallOpen});
+          std::size_t hold = tool_calls_ ? partial_marker_suffix(buf, {kChannelOpen, kToolCallOpen})
+                                         : partial_marker_suffix(buf, {kChannelOpen});
           emit(Event::Kind::Content, buf.substr(0, buf.size() - hold), events);
           buffer_.erase(0, buf.size() - hold);
           return;

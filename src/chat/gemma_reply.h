@@ -43,6 +43,10 @@ class GemmaReplyStream {
     ToolCall tool_call;  // Kind::ToolCall
   };
 
+  // tool_calls false: `<|tool_call>` is not a marker (the reply's tool-call text stays content,
+  // verbatim); only thought channels are split off. For replies to requests without tools.
+  explicit GemmaReplyStream(bool tool_calls = true) : tool_calls_(tool_calls) {}
+
   void push(std::string_view piece, std::vector<Event>& events);
   // End of the reply: releases held-back text (an unterminated tool call becomes content,
   // an unterminated thought stays thinking).
@@ -53,6 +57,7 @@ class GemmaReplyStream {
   void emit(Event::Kind kind, std::string_view text, std::vector<Event>& events);
   void finish_tool_call(std::vector<Event>& events);
 
+  bool tool_calls_ = true;
   State state_ = State::Content;
   std::string buffer_;     // unprocessed text (may end with a partial marker)
   std::string tool_body_;  // text of the tool call being read

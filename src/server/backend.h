@@ -28,6 +28,21 @@ struct ParsedReply {
   std::vector<ToolCall> tool_calls;
 };
 
+// Splits a reply to a request with thinking on into its thought and its answer, piece by
+// piece as the tokens stream (text that may begin a marker is held back until it is certain).
+// Tool-call text is not parsed: it stays in the content.
+class ThoughtSplitter {
+ public:
+  struct Delta {
+    std::string reasoning;  // thought text (the channel markers and name removed)
+    std::string content;    // answer text
+  };
+  virtual ~ThoughtSplitter() = default;
+  virtual void push(std::string_view piece, Delta& out) = 0;
+  // End of the reply: releases what was held back.
+  virtual void finish(Delta& out) = 0;
+};
+
 // A chat prompt with its media: the ids, and the soft-token rows that replace the media
 // placeholder positions (null when there is no media).
 struct PromptWithMedia {
@@ -54,18 +69,20 @@ class Backend {
   // joined), and assistant `tool_calls[].function.arguments` are JSON objects, not strings.
   // `tools` is an array of OpenAI function tools (possibly empty). `tool_choice` is "auto",
   // "none" or "required" (a named function arrives as "required" with `tools` narrowed to it).
+  // `enable_thinking`: the template is rendered with thinking on (the model is asked to think
+  // first, in its thought channel); false leaves the template's default.
   virtual std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                                const std::string& tool_choice,
-                                                bool add_generation_prompt) = 0;
+                                                const std::string& tool_choice, bool add_generation_prompt,
+                                                bool enable_thinking) = 0;
   // render_chat for messages whose content holds media parts ({"type":"image"} and
   // {"type":"audio"}, one per entry of `media`, in order): decodes and encodes each one. Throws ringlm::Error (naming the
   // part) for media that cannot be decoded or a model that cannot take them. The default:
   // a backend without media support refuses any.
   virtual PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                             const std::string& tool_choice, bool add_generation_prompt,
-                                            const std::vector<MediaInput>& media) {
+                                            bool enable_thinking, const std::vector<MediaInput>& media) {
     if (!media.empty()) throw Error("this server's model takes no images or audio", ErrorKind::unsupported, media[0].param);
-    return {render_chat(messages, tools, tool_choice, add_generation_prompt), nullptr, 0};
+    return {render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking), nullptr, 0};
   }
   // Token ids for a raw completion prompt (/v1/completions), including BOS if the model needs it.
   virtual std::vector<std::int32_t> tokenize(std::string_view text) = 0;
@@ -81,6 +98,8 @@ class Backend {
 
   // Splits a finished reply into content, reasoning and tool calls.
   virtual ParsedReply parse_reply(std::string_view text) = 0;
+  // A fresh splitter for one reply to a request with thinking on (streamed or whole).
+  virtual std::unique_ptr<ThoughtSplitter> thought_splitter() = 0;
 
   // KV cache use for /metrics: tokens held across all slots, and their capacity.
   virtual std::int64_t kv_tokens_used() const = 0;

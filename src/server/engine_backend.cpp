@@ -32,6 +32,28 @@ void check_audio_format(const MediaInput& m, const std::string& decoded) {
   fail(m.name, ": the part says format '", m.format, "' but the data is ", decoded, " audio");
 }
 
+// Gemma 4's thought channel (`<|channel>thought\n...<channel|>`), split by the chat module's
+// reply parser with tool-call parsing off.
+class GemmaThoughtSplitter final : public ThoughtSplitter {
+ public:
+  void push(std::string_view piece, Delta& out) override {
+    stream_.push(piece, events_);
+    drain(out);
+  }
+  void finish(Delta& out) override {
+    stream_.finish(events_);
+    drain(out);
+  }
+
+ private:
+  void drain(Delta& out) {
+    for (auto& e : events_) (e.kind == chat::GemmaReplyStream::Event::Kind::Thinking ? out.reasoning : out.content) += e.text;
+    events_.clear();
+  }
+  chat::GemmaReplyStream stream_{/*tool_calls=*/false};
+  std::vector<chat::GemmaReplyStream::Event> events_;
+};
+
 class EngineBackend final : public Backend {
  public:
   explicit EngineBackend(const BackendOptions& o)
@@ -53,7 +75,8 @@ class EngineBackend final : public Backend {
   int slots() const override { return loop_->max_sequences(); }
 
   std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                        const std::string& tool_choice, bool add_generation_prompt) override {
+                                        const std::string& tool_choice, bool add_generation_prompt,
+                                        bool enable_thinking) override {
     // Templates print any role they are given; reject what no chat model was trained on.
     for (std::size_t i = 0; i < messages.size(); ++i) {
       const auto& role = messages[i].value("role", std::string());
@@ -65,13 +88,14 @@ class EngineBackend final : public Backend {
     // "none": the model must not call tools, so it is not told about them.
     if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
+    if (enable_thinking) req.enable_thinking = true;  // else the template's default, as before
     return engine_.encode_chat(req, trust_control_tokens_);
   }
 
   PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                    const std::string& tool_choice, bool add_generation_prompt,
+                                    const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking,
                                     const std::vector<MediaInput>& media) override {
-    if (media.empty()) return {render_chat(messages, tools, tool_choice, add_generation_prompt), nullptr, 0};
+    if (media.empty()) return {render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking), nullptr, 0};
     // Decoded first (cheap header checks before any pixel or sample), so a bad file fails
     // before a tower runs. The pixel limit is shared by the request's images and the duration
     // limit by its clips: one request cannot hold more decoded pixels than one image may have,
@@ -107,7 +131,7 @@ class EngineBackend final : public Backend {
       pixels_left -= static_cast<std::uint64_t>(images.back().width) * images.back().height;
       budgets.push_back(m.soft_tokens);
     }
-    const std::vector<std::int32_t> ids = render_chat(messages, tools, tool_choice, add_generation_prompt);
+    const std::vector<std::int32_t> ids = render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking);
     // The towers load here, so that a model without one names the first part of that kind.
     for (const auto& m : media) {
       try {
@@ -157,6 +181,8 @@ class EngineBackend final : public Backend {
       out.tool_calls.push_back({call.name, call.arguments});
     return out;
   }
+
+  std::unique_ptr<ThoughtSplitter> thought_splitter() override { return std::make_unique<GemmaThoughtSplitter>(); }
 
   std::int64_t kv_tokens_used() const override { return loop_->stats().kv_tokens_used; }
   std::int64_t kv_tokens_capacity() const override {

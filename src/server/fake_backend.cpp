@@ -18,6 +18,41 @@ constexpr const char* kCallOpen = "<tool_call>";
 constexpr const char* kCallClose = "</tool_call>";
 constexpr const char* kThinkOpen = "<think>";
 constexpr const char* kThinkClose = "</think>";
+constexpr const char* kThinkPrompt = "<|think|>";  // what render_chat writes with thinking on
+constexpr const char* kFakeThought = "The fake backend thinks it over.";
+
+// <think>...</think> split off as reasoning, piece by piece: text that may be the start of a
+// marker is held back until it is certain.
+class FakeThoughtSplitter final : public ThoughtSplitter {
+ public:
+  void push(std::string_view piece, Delta& out) override {
+    buffer_.append(piece);
+    for (;;) {
+      const std::string_view marker = in_thought_ ? kThinkClose : kThinkOpen;
+      const std::size_t at = buffer_.find(marker);
+      std::string& sink = in_thought_ ? out.reasoning : out.content;
+      if (at == std::string::npos) {
+        std::size_t hold = 0;  // the longest suffix that is a proper prefix of the marker
+        for (std::size_t n = std::min(buffer_.size(), marker.size() - 1); n > 0 && hold == 0; --n)
+          if (buffer_.compare(buffer_.size() - n, n, marker.substr(0, n)) == 0) hold = n;
+        sink += buffer_.substr(0, buffer_.size() - hold);
+        buffer_.erase(0, buffer_.size() - hold);
+        return;
+      }
+      sink += buffer_.substr(0, at);
+      buffer_.erase(0, at + marker.size());
+      in_thought_ = !in_thought_;
+    }
+  }
+  void finish(Delta& out) override {
+    (in_thought_ ? out.reasoning : out.content) += buffer_;
+    buffer_.clear();
+  }
+
+ private:
+  std::string buffer_;
+  bool in_thought_ = false;
+};
 
 std::uint64_t splitmix(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -109,8 +144,9 @@ FakeBackend::FakeBackend(FakeBackendOptions options)
 }
 
 std::vector<std::int32_t> FakeBackend::render_chat(const json& messages, const json& tools,
-                                                   const std::string& tool_choice, bool add_generation_prompt) {
-  std::string text;
+                                                   const std::string& tool_choice, bool add_generation_prompt,
+                                                   bool enable_thinking) {
+  std::string text = enable_thinking ? kThinkPrompt : "";
   if (tools.is_array() && !tools.empty() && tool_choice != "none") text += kToolsOpen + tools.dump() + kToolsClose;
   for (const auto& m : messages) {
     const std::string role = m.at("role").get<std::string>();
@@ -127,6 +163,7 @@ std::vector<std::int32_t> FakeBackend::render_chat(const json& messages, const j
     seen_.tools = tools;
     seen_.tool_choice = tool_choice;
     seen_.messages = messages;
+    seen_.enable_thinking = enable_thinking;
   }
   return tokenize(text);
 }
@@ -146,6 +183,11 @@ std::string FakeBackend::token_text(std::int32_t id) {
 std::string FakeBackend::reply_for(const std::vector<std::int32_t>& prompt, const engine::GenerationParams& params) const {
   std::string prompt_text;
   for (auto id : prompt) prompt_text.push_back(static_cast<char>(id));
+  // Thinking on: a thought, then the reply the request would get without it.
+  if (prompt_text.rfind(kThinkPrompt, 0) == 0) {
+    const std::vector<std::int32_t> rest(prompt.begin() + static_cast<std::ptrdiff_t>(std::string_view(kThinkPrompt).size()), prompt.end());
+    return std::string(kThinkOpen) + kFakeThought + kThinkClose + reply_for(rest, params);
+  }
   if (!params.json_schema.empty()) {
     json schema = json::parse(params.json_schema, nullptr, false);
     if (schema.is_discarded()) throw Error("json_schema: not valid JSON", ErrorKind::invalid_argument, "response_format");
@@ -290,6 +332,8 @@ ParsedReply FakeBackend::parse_reply(std::string_view text) {
   out.content = rest;
   return out;
 }
+
+std::unique_ptr<ThoughtSplitter> FakeBackend::thought_splitter() { return std::make_unique<FakeThoughtSplitter>(); }
 
 FakeBackend::Seen FakeBackend::last_seen() const {
   std::lock_guard lock(mu_);

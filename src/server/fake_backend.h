@@ -1,7 +1,8 @@
 // A deterministic stand-in for the engine, for tests and `ringlm serve --fake-backend`.
 // One token per byte of text (so multi-byte characters split across tokens, like a real BPE
 // vocabulary can); replies are built from the request: a schema instance for json_schema,
-// a tool call of the first tool when tools are offered, otherwise a seeded word sequence.
+// a tool call of the first tool when tools are offered, otherwise a seeded word sequence;
+// with thinking on, that reply follows a fixed `<think>...</think>` thought.
 // It honours max_tokens, stop strings (held back while they might still match), cancellation
 // and per-slot exclusivity, and records what it was asked for so tests can check plumbing.
 #pragma once
@@ -31,13 +32,15 @@ class FakeBackend : public Backend {
   int context_length() const override { return options_.context_length; }
   int slots() const override { return options_.slots; }
   std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                        const std::string& tool_choice, bool add_generation_prompt) override;
+                                        const std::string& tool_choice, bool add_generation_prompt,
+                                        bool enable_thinking) override;
   std::vector<std::int32_t> tokenize(std::string_view text) override;
   std::string token_text(std::int32_t id) override;
   engine::GenerationResult generate(int slot, const std::vector<std::int32_t>& prompt,
                                     const engine::GenerationParams& params,
                                     const engine::TokenCallback& on_token) override;
   ParsedReply parse_reply(std::string_view text) override;
+  std::unique_ptr<ThoughtSplitter> thought_splitter() override;
   std::int64_t kv_tokens_used() const override { return kv_used_.load(); }
   std::int64_t kv_tokens_capacity() const override {
     return static_cast<std::int64_t>(options_.slots) * options_.context_length;
@@ -49,6 +52,7 @@ class FakeBackend : public Backend {
     nlohmann::ordered_json tools;
     std::string tool_choice;
     nlohmann::ordered_json messages;
+    bool enable_thinking = false;
   };
   Seen last_seen() const;
   int cancellations() const { return cancellations_.load(); }

@@ -98,8 +98,12 @@ class StreamFormat {
 
 class ChatStreamFormat : public StreamFormat {
  public:
-  ChatStreamFormat(Backend& b, ResponseIdentity who, bool tools_active, bool logprobs, bool usage)
-      : backend_(b), who_(std::move(who)), tools_(tools_active), logprobs_(logprobs), usage_(usage) {}
+  // `thinking`: a splitter when thinking is on and no tools are active; the thought streams
+  // as delta.reasoning_content chunks, the answer as delta.content chunks.
+  ChatStreamFormat(Backend& b, ResponseIdentity who, bool tools_active, bool logprobs, bool usage,
+                   std::unique_ptr<ThoughtSplitter> thinking)
+      : backend_(b), who_(std::move(who)), tools_(tools_active), logprobs_(logprobs), usage_(usage),
+        thinking_(std::move(thinking)) {}
 
   std::string begin() override { return sse_event(chat_chunk(who_, {{"role", "assistant"}, {"content", ""}}, nullptr)); }
 
@@ -111,6 +115,11 @@ class ChatStreamFormat : public StreamFormat {
     std::string text = join_text(events);
     if (text.empty() && !logprobs_) return "";
     streamed_ += text;
+    if (thinking_) {
+      ThoughtSplitter::Delta d;
+      thinking_->push(text, d);
+      return delta_chunks(d, logprobs_for(events));
+    }
     return sse_event(chat_chunk(who_, {{"content", text}}, nullptr, logprobs_for(events)));
   }
 
@@ -119,6 +128,7 @@ class ChatStreamFormat : public StreamFormat {
     const char* finish = engine::finish_reason_name(r.finish);
     if (tools_) {
       ParsedReply parsed = backend_.parse_reply(r.text);
+      if (!parsed.reasoning.empty()) out += sse_event(chat_chunk(who_, {{"reasoning_content", parsed.reasoning}}, nullptr));
       if (!parsed.content.empty() || logprobs_) {
         out += sse_event(chat_chunk(who_, {{"content", parsed.content}}, nullptr, logprobs_for(held_)));
       }
@@ -126,6 +136,12 @@ class ChatStreamFormat : public StreamFormat {
         out += sse_event(chat_chunk(who_, {{"tool_calls", tool_calls_json(parsed.tool_calls, true)}}, nullptr));
         finish = "tool_calls";
       }
+    } else if (thinking_) {
+      ThoughtSplitter::Delta d;
+      if (r.text.size() > streamed_.size() && r.text.compare(0, streamed_.size(), streamed_) == 0)
+        thinking_->push(std::string_view(r.text).substr(streamed_.size()), d);
+      thinking_->finish(d);  // what the splitter held back (a partial marker)
+      out += delta_chunks(d, nullptr);
     } else if (r.text.size() > streamed_.size() && r.text.compare(0, streamed_.size(), streamed_) == 0) {
       // Text the engine held back (a stop-string prefix that never completed) and delivered
       // only in its result.
@@ -144,9 +160,21 @@ class ChatStreamFormat : public StreamFormat {
     return {{"content", std::move(content)}};
   }
 
+  // A reasoning_content chunk for the thought text, then a content chunk for the answer text
+  // (sent also when empty if it carries logprobs); the logprobs go on the last chunk.
+  std::string delta_chunks(const ThoughtSplitter::Delta& d, json lp) {
+    std::string out;
+    const bool content = !d.content.empty() || (d.reasoning.empty() && !lp.is_null());
+    if (!d.reasoning.empty())
+      out += sse_event(chat_chunk(who_, {{"reasoning_content", d.reasoning}}, nullptr, content ? json(nullptr) : lp));
+    if (content) out += sse_event(chat_chunk(who_, {{"content", d.content}}, nullptr, lp));
+    return out;
+  }
+
   Backend& backend_;
   ResponseIdentity who_;
   bool tools_, logprobs_, usage_;
+  std::unique_ptr<ThoughtSplitter> thinking_;
   std::string streamed_;
   std::vector<TokenEvent> held_;
 };
@@ -461,11 +489,11 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   std::vector<std::int32_t> prompt;
   try {
     if (cr.media.empty()) {
-      prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true);
+      prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true, cr.enable_thinking);
     } else {
       // Images and audio: read (data as sent, local image files only under
       // --allow-local-media), then decoded and encoded by the backend into soft-token rows.
-      PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true,
+      PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking,
                                                       load_media(cr.media, options_.media));
       prompt = std::move(pm.ids);
       cr.params.prompt_embeddings = std::move(pm.embeddings);
@@ -486,7 +514,8 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   if (cr.stream) {
     auto st = std::make_shared<Stream>();
     st->job = job;
-    st->format = std::make_unique<ChatStreamFormat>(backend_, who, tools_active, cr.params.logprobs, cr.include_usage);
+    st->format = std::make_unique<ChatStreamFormat>(backend_, who, tools_active, cr.params.logprobs, cr.include_usage,
+                                                    cr.enable_thinking && !tools_active ? backend_.thought_splitter() : nullptr);
     st->params = cr.params;
     st->fd = fd;
     st->started = started;
@@ -513,6 +542,14 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
       message["tool_calls"] = tool_calls_json(parsed.tool_calls, false);
       finish = "tool_calls";
     }
+  } else if (cr.enable_thinking) {
+    // The thought as reasoning_content, the answer alone as content (what a schema constrains).
+    std::unique_ptr<ThoughtSplitter> split = backend_.thought_splitter();
+    ThoughtSplitter::Delta d;
+    split->push(r.text, d);
+    split->finish(d);
+    message["content"] = d.content;
+    if (!d.reasoning.empty()) message["reasoning_content"] = d.reasoning;
   }
   json logprobs = nullptr;
   if (cr.params.logprobs) {

@@ -272,6 +272,26 @@ void parse_schema_mode(const json& body, engine::GenerationParams& p) {
   p.schema_mode = m->get<std::string>();
 }
 
+// Thinking: `chat_template_kwargs: {"enable_thinking": true}` (the vLLM / SGLang field; its
+// other keys are not passed to the template and are ignored) or a top-level
+// `"enable_thinking": true`; the kwargs one wins when both are given. `thinking_budget`
+// (ringlm extension) caps the thought's tokens when a grammar applies (response_format/tools).
+void parse_thinking(const json& body, ChatRequest& r) {
+  if (auto e = get_bool(body, "enable_thinking")) r.enable_thinking = *e;
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    if (const json* e = field(*kw, "enable_thinking")) {
+      if (!e->is_boolean())
+        bad("chat_template_kwargs.enable_thinking", "'chat_template_kwargs.enable_thinking' must be a boolean");
+      r.enable_thinking = e->get<bool>();
+    }
+  }
+  if (auto b = get_integer(body, "thinking_budget", 0, std::numeric_limits<int>::max())) {
+    r.params.thinking_budget = static_cast<int>(*b);
+  }
+  r.params.guided_thinking = r.enable_thinking;  // used only when a grammar applies
+}
+
 }  // namespace
 
 json parse_body(std::string_view body) {
@@ -291,6 +311,7 @@ ChatRequest parse_chat_request(const json& body) {
   parse_tools(body, r);
   parse_response_format(body, r.params);
   parse_schema_mode(body, r.params);
+  parse_thinking(body, r);
   if (auto sp = get_bool(body, "schema_in_prompt")) r.schema_in_prompt = *sp;
   if (auto lp = get_bool(body, "logprobs")) r.params.logprobs = *lp;
   if (auto tl = get_integer(body, "top_logprobs", 0, 20)) {

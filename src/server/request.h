@@ -30,6 +30,10 @@ struct ChatRequest : SamplingRequest {
   std::string tool_choice = "auto";  // auto | none | required
   std::optional<bool> schema_in_prompt;  // ringlm extension; unset: the server's --schema-in-prompt
   std::vector<MediaRef> media;       // images of the content parts, in prompt order (content_parts.h)
+  // chat_template_kwargs.enable_thinking (vLLM/SGLang) or a top-level enable_thinking: the
+  // template asks the model to think, a schema / tool grammar applies after the thought
+  // channel (params.guided_thinking), and the reply's thought is returned as reasoning_content.
+  bool enable_thinking = false;
 };
 
 struct CompletionRequest : SamplingRequest {

@@ -169,3 +169,29 @@ TEST(GemmaReply, StreamingAgreesWithWholeTextForAnySplit) {
     EXPECT_EQ(thinking, "Plan: call the tool.\nmore");
   }
 }
+
+// Without tool-call parsing (a request without tools, thinking on): only the thought channel
+// is split off; tool-call text stays in the content verbatim, whatever the split.
+TEST(GemmaReply, StreamWithoutToolCallsKeepsCallTextAsContent) {
+  const std::string reply =
+      "<|channel>thought\nweigh it<channel|>{\"a\":1}<|tool_call>call:f{x:1}<tool_call|> tail <|chan";
+  std::mt19937 rng(9);
+  for (int iter = 0; iter < 200; ++iter) {
+    GemmaReplyStream stream(/*tool_calls=*/false);
+    std::vector<GemmaReplyStream::Event> events;
+    std::size_t pos = 0;
+    while (pos < reply.size()) {
+      std::size_t n = std::min<std::size_t>(1 + rng() % 5, reply.size() - pos);
+      stream.push(std::string_view(reply).substr(pos, n), events);
+      pos += n;
+    }
+    stream.finish(events);
+    std::string content, thinking;
+    for (const auto& e : events) {
+      ASSERT_NE(e.kind, GemmaReplyStream::Event::Kind::ToolCall);
+      (e.kind == GemmaReplyStream::Event::Kind::Content ? content : thinking) += e.text;
+    }
+    EXPECT_EQ(thinking, "weigh it");
+    EXPECT_EQ(content, "{\"a\":1}<|tool_call>call:f{x:1}<tool_call|> tail <|chan");
+  }
+}

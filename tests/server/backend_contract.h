@@ -36,7 +36,7 @@ inline bool valid_utf8(const std::string& s) {
 
 inline std::vector<std::int32_t> contract_prompt(Backend& b, const std::string& text) {
   nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", text}}});
-  return b.render_chat(messages, nlohmann::json::array(), "auto", true);
+  return b.render_chat(messages, nlohmann::json::array(), "auto", true, /*enable_thinking=*/false);
 }
 
 // Streams one generation, checking each event; returns the concatenated event text.
@@ -144,8 +144,23 @@ inline void check_backend_contract(Backend& b) {
 
   // The chat template rejects what it cannot render with ringlm::Error.
   EXPECT_THROW(b.render_chat(nlohmann::json::array({{{"role", "no-such-role"}, {"content", "x"}}}), nlohmann::json::array(),
-                             "auto", true),
+                             "auto", true, false),
                Error);
+
+  // Thinking on changes the rendered prompt (the template asks the model to think).
+  nlohmann::json hi = nlohmann::json::array({{{"role", "user"}, {"content", "hi"}}});
+  EXPECT_NE(b.render_chat(hi, nlohmann::json::array(), "auto", true, true),
+            b.render_chat(hi, nlohmann::json::array(), "auto", true, false));
+
+  // The thought splitter: text without a thought is all content, whatever the pieces.
+  {
+    auto split = b.thought_splitter();
+    ThoughtSplitter::Delta d;
+    for (const char* piece : {"{\"a\"", ":1} <", "x"}) split->push(piece, d);
+    split->finish(d);
+    EXPECT_EQ(d.content, "{\"a\":1} <x");
+    EXPECT_TRUE(d.reasoning.empty());
+  }
 
   // All slots at once, from different threads.
   std::vector<std::thread> threads;

@@ -32,6 +32,15 @@ TEST(EngineBackend, MeetsTheBackendContract) {
     ASSERT_EQ(parsed.tool_calls.size(), 1u);
     EXPECT_EQ(parsed.tool_calls[0].name, "get_weather");
     EXPECT_EQ(parsed.tool_calls[0].arguments["city"], "Paris");
+    // The thought splitter knows Gemma's thought channel, fed one byte at a time; tool-call
+    // text is left in the content (requests with thinking on but no tools).
+    const std::string reply = "<|channel>thought\nweigh it<channel|>{\"a\":1}<|tool_call>call:f{}<tool_call|>";
+    auto split = backend->thought_splitter();
+    ringlm::server::ThoughtSplitter::Delta d;
+    for (char c : reply) split->push(std::string_view(&c, 1), d);
+    split->finish(d);
+    EXPECT_EQ(d.reasoning, "weigh it");
+    EXPECT_EQ(d.content, "{\"a\":1}<|tool_call>call:f{}<tool_call|>");
   }
   fs::remove_all(dir);
 }

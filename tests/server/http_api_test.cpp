@@ -218,6 +218,70 @@ TEST_F(HttpApi, StreamedToolCallsCarryIndexAndFinishReason) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+// Thinking (issue #16): chat_template_kwargs.enable_thinking renders the template with
+// thinking on and makes a schema start after the thought; the thought comes back as
+// reasoning_content, the answer alone as content (the fake backend thinks "<think>...</think>").
+TEST_F(HttpApi, EnableThinkingSplitsReasoningFromContent) {
+  json schema = {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}};
+  json rf = {{"type", "json_schema"}, {"json_schema", {{"name", "r"}, {"schema", schema}}}};
+  auto r = post("/v1/chat/completions", chat("think", {{"response_format", rf}, {"chat_template_kwargs", {{"enable_thinking", true}}}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(backend_->last_seen().enable_thinking);
+  EXPECT_TRUE(backend_->last_seen().params.guided_thinking);
+  const json& message = r.j["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "The fake backend thinks it over.");
+  EXPECT_TRUE(json::parse(content_of(r.j))["n"].is_number_integer()) << r.body;  // the thought is not in content
+
+  // Streamed: reasoning_content deltas first, then content deltas; each joins to the same text.
+  auto s = post("/v1/chat/completions", chat("think", {{"response_format", rf}, {"enable_thinking", true}, {"stream", true}}));
+  ASSERT_EQ(s.status, 200) << s.body;
+  auto payloads = sse_payloads(s.body);
+  std::string reasoning;
+  bool content_seen = false;
+  for (std::size_t i = 0; i + 1 < payloads.size(); ++i) {
+    const json chunk = json::parse(payloads[i]);
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) {
+      EXPECT_FALSE(content_seen) << "reasoning after content";
+      reasoning += delta["reasoning_content"].get<std::string>();
+    }
+    if (delta.contains("content") && !delta["content"].get<std::string>().empty()) content_seen = true;
+  }
+  EXPECT_EQ(reasoning, message["reasoning_content"]);
+  EXPECT_EQ(streamed_content(payloads), content_of(r.j));
+
+  // Without it nothing changes: no thinking in the template, no reasoning_content.
+  auto off = post("/v1/chat/completions", chat("think", {{"response_format", rf}}));
+  ASSERT_EQ(off.status, 200) << off.body;
+  EXPECT_FALSE(backend_->last_seen().enable_thinking);
+  EXPECT_FALSE(backend_->last_seen().params.guided_thinking);
+  EXPECT_FALSE(off.j["choices"][0]["message"].contains("reasoning_content"));
+  EXPECT_EQ(content_of(off.j), content_of(r.j));
+
+  auto bad = post("/v1/chat/completions", chat("think", {{"chat_template_kwargs", {{"enable_thinking", "yes"}}}}));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.j["error"]["param"], "chat_template_kwargs.enable_thinking");
+}
+
+// With tools active and thinking on, the streamed reply carries the thought as
+// reasoning_content before the tool call.
+TEST_F(HttpApi, ThinkingWithToolsStreamsReasoningBeforeTheCall) {
+  auto r = post("/v1/chat/completions",
+                chat("weather?", {{"tools", weather_tools()}, {"tool_choice", "required"}, {"enable_thinking", true}, {"stream", true}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(backend_->last_seen().params.guided_thinking);
+  std::string reasoning, order;
+  auto payloads = sse_payloads(r.body);
+  for (std::size_t i = 0; i + 1 < payloads.size(); ++i) {
+    const json chunk = json::parse(payloads[i]);
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>(), order += 'r';
+    if (delta.contains("tool_calls")) order += 't';
+  }
+  EXPECT_EQ(reasoning, "The fake backend thinks it over.");
+  EXPECT_EQ(order, "rt");
+}
+
 TEST_F(HttpApi, AssistantToolCallHistoryIsNormalised) {
   json messages = json::array(
       {{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "weather "}}, {{"type", "text"}, {"text", "please"}}})}},

@@ -84,6 +84,55 @@ TEST(RequestParse, BadToolCallArgumentsAreRefused) {
   }
 }
 
+// Thinking (issue #16): chat_template_kwargs.enable_thinking (vLLM / SGLang) or a top-level
+// enable_thinking turns it on and makes a grammar start after the thought channel.
+TEST(RequestParse, EnableThinkingFromKwargsOrTopLevel) {
+  ChatRequest off = parse_chat_request(base());
+  EXPECT_FALSE(off.enable_thinking);
+  EXPECT_FALSE(off.params.guided_thinking);
+  EXPECT_EQ(off.params.thinking_budget, 0);
+  json b = base();
+  b["chat_template_kwargs"] = {{"enable_thinking", true}, {"other_template_key", 3}};
+  b["thinking_budget"] = 40;
+  ChatRequest on = parse_chat_request(b);
+  EXPECT_TRUE(on.enable_thinking);
+  EXPECT_TRUE(on.params.guided_thinking);
+  EXPECT_EQ(on.params.thinking_budget, 40);
+  json t = base();
+  t["enable_thinking"] = true;
+  EXPECT_TRUE(parse_chat_request(t).enable_thinking);
+  t["chat_template_kwargs"] = {{"enable_thinking", false}};  // the kwargs field wins
+  EXPECT_FALSE(parse_chat_request(t).params.guided_thinking);
+  json n = base();
+  n["chat_template_kwargs"] = nullptr;  // null = absent
+  n["enable_thinking"] = nullptr;
+  EXPECT_FALSE(parse_chat_request(n).enable_thinking);
+}
+
+TEST(RequestParse, ThinkingFieldsOfTheWrongTypeNameTheField) {
+  auto param_of = [](const char* key, json value, json inner = nullptr) -> std::string {
+    json b = base();
+    if (inner.is_null()) b[key] = std::move(value);
+    else b[key] = {{inner.get<std::string>(), std::move(value)}};
+    try {
+      parse_chat_request(b);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_NE(std::string(e.what()).find(e.param()), std::string::npos) << e.what();
+      return e.param();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(param_of("chat_template_kwargs", "enable_thinking"), "chat_template_kwargs");
+  EXPECT_EQ(param_of("chat_template_kwargs", json::array({true})), "chat_template_kwargs");
+  EXPECT_EQ(param_of("chat_template_kwargs", "yes", "enable_thinking"), "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(param_of("chat_template_kwargs", 1, "enable_thinking"), "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(param_of("enable_thinking", "true"), "enable_thinking");
+  EXPECT_EQ(param_of("enable_thinking", 1), "enable_thinking");
+  EXPECT_EQ(param_of("thinking_budget", -1), "thinking_budget");
+  EXPECT_EQ(param_of("thinking_budget", 2.5), "thinking_budget");
+}
+
 TEST(RequestParse, HostileBodiesGive400) {
   EXPECT_EQ(status_of(""), 400);
   EXPECT_EQ(status_of("null"), 400);
