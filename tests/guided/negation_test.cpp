@@ -8,6 +8,7 @@
 
 #include "guided/validator.h"
 #include "util/error.h"
+#include "random_walks.h"
 #include "test_vocab.h"
 
 namespace ringlm::guided {
@@ -45,39 +46,7 @@ void expect_exact(const char* schema_text, const std::vector<const char*>& insta
 
 // Random walks through the mask: every finished text validates.
 void expect_generations_valid(const char* schema_text, unsigned seed) {
-  Json schema = Json::parse(schema_text);
-  auto vocab = synthetic_vocab();
-  auto idx = index_for(schema, vocab);
-  Validator validator(schema);
-  std::mt19937 rng(seed);
-  int finished = 0;
-  for (int run = 0; run < 200; ++run) {
-    Matcher m(idx);
-    std::vector<uint32_t> mask(vocab->mask_words());
-    std::string text;
-    for (int step = 0; step < 200 && !m.is_stopped(); ++step) {
-      m.fill_mask(mask.data());
-      std::vector<uint32_t> allowed;
-      for (uint32_t id = 0; id < vocab->size(); ++id)
-        if (mask_has(mask, id)) allowed.push_back(id);
-      ASSERT_FALSE(allowed.empty()) << text;
-      uint32_t pick = allowed[rng() % allowed.size()];
-      if (mask_has(mask, vocab->stop_ids()[0]) && rng() % 2 == 0) pick = vocab->stop_ids()[0];
-      ASSERT_TRUE(m.accept(pick));
-      text += vocab->bytes(pick);
-    }
-    if (!m.is_stopped()) continue;
-    ++finished;
-    Json parsed;
-    try {
-      parsed = Json::parse(text);
-    } catch (const Json::out_of_range&) {
-      continue;  // a number beyond double range
-    }
-    std::string why;
-    EXPECT_TRUE(validator.validate(parsed, &why)) << schema_text << "\n  " << text << ": " << why;
-  }
-  EXPECT_GE(finished, 20) << schema_text;
+  testing::expect_random_walks_valid(Json::parse(schema_text), seed, 200, 20);
 }
 
 TEST(Negation, OverlappingClosedObjectsAreExclusive) {

@@ -8,6 +8,7 @@
 
 #include "guided/validator.h"
 #include "util/error.h"
+#include "random_walks.h"
 #include "test_vocab.h"
 
 namespace ringlm::guided {
@@ -100,40 +101,8 @@ TEST(SchemaMode, ParseSchemaMode) {
 }
 
 // Random walks through the mask: every finished text validates (oneOf exclusivity included).
-// min_finished: strings under a pattern rarely close on a random walk, so some callers ask less.
 void expect_generations_valid(const Json& schema, unsigned seed, int min_finished = 100) {
-  auto vocab = synthetic_vocab();
-  auto idx = index_for(schema, vocab);
-  Validator validator(schema);
-  std::mt19937 rng(seed);
-  int finished = 0;
-  for (int run = 0; run < 200; ++run) {
-    Matcher m(idx);
-    std::vector<uint32_t> mask(vocab->mask_words());
-    std::string text;
-    for (int step = 0; step < 300 && !m.is_stopped(); ++step) {
-      m.fill_mask(mask.data());
-      std::vector<uint32_t> allowed;
-      for (uint32_t id = 0; id < vocab->size(); ++id)
-        if (mask_has(mask, id)) allowed.push_back(id);
-      ASSERT_FALSE(allowed.empty()) << text;
-      uint32_t pick = allowed[rng() % allowed.size()];
-      if (mask_has(mask, vocab->stop_ids()[0]) && rng() % 2 == 0) pick = vocab->stop_ids()[0];
-      ASSERT_TRUE(m.accept(pick));
-      text += vocab->bytes(pick);
-    }
-    if (!m.is_stopped()) continue;
-    ++finished;
-    Json parsed;
-    try {
-      parsed = Json::parse(text);
-    } catch (const Json::out_of_range&) {
-      continue;  // a number beyond double range
-    }
-    std::string why;
-    EXPECT_TRUE(validator.validate(parsed, &why)) << text << ": " << why;
-  }
-  EXPECT_GE(finished, min_finished);
+  testing::expect_random_walks_valid(schema, seed, 300, min_finished);
 }
 
 TEST(SchemaMode, DisjointOneOfCompilesStrictlyAndIsExclusive) {
