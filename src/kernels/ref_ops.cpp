@@ -82,8 +82,9 @@ void attend_heads(const float* q, int n_heads, int head_begin, int head_end, std
   const std::int64_t stride = static_cast<std::int64_t>(kv.n_kv_heads) * d;
   const std::int64_t n_slots = kv.n_slots;
   const bool half = kv.type == KvType::f16;
-  float* k_wide = scores + static_cast<std::int64_t>(std::max(1, group)) * n_slots;  // f16 only
-  float* v_wide = k_wide + d;
+  // f16 only (an f32 cache with no slots may pass an empty, null scratch).
+  float* k_wide = half ? scores + static_cast<std::int64_t>(std::max(1, group)) * n_slots : nullptr;
+  float* v_wide = half ? k_wide + d : nullptr;
   for (int h0 = head_begin; h0 < head_end;) {
     // The run of heads [h0, h1) that read the same KV head g.
     const int g = h0 / group;
