@@ -20,24 +20,14 @@
 #include "kernels/ref_ops.h"
 #include "kernels/ref_parallel.h"
 #include "util/error.h"
+#include "attention_io_common.h"
 
 using namespace ringlm::kernels;
 
 namespace {
 
-template <typename T>
-void read_into(std::ifstream& in, std::vector<T>& v, std::size_t n, const char* what, const std::string& path) {
-  v.resize(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T)));
-  if (!in) ringlm::fail(path, ": truncated while reading ", what, " (", n, " values)");
-}
-
-void write_path(std::ofstream& out, const char* name, const std::vector<float>& y) {
-  char buf[16] = {};
-  std::strncpy(buf, name, sizeof buf - 1);
-  out.write(buf, sizeof buf);
-  out.write(reinterpret_cast<const char*>(y.data()), static_cast<std::streamsize>(y.size() * sizeof(float)));
-}
+using ringlm::tools::read_into;
+using ringlm::tools::write_path;
 
 int run(const std::string& in_path, const std::string& out_path) {
   std::ifstream in(in_path, std::ios::binary);
