@@ -60,8 +60,9 @@ bool spin_until(Done&& done, unsigned spin_us) {
 
 ThreadPool::ThreadPool(std::size_t threads, unsigned spin_us) : spin_us_(spin_us) {
   if (threads == 0) fail("thread pool: needs at least 1 thread");
+  if (threads > 0xffff) fail("thread pool: at most 65535 threads");
   workers_.reserve(threads - 1);
-  for (std::size_t p = 1; p < threads; ++p) workers_.emplace_back([this, p] { worker_loop(p); });
+  for (std::size_t p = 1; p < threads; ++p) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -90,6 +91,24 @@ struct InJob {
 };
 }  // namespace
 
+void ThreadPool::run_claimed_shares(bool worker) {
+  InJob guard;
+  for (std::uint64_t t = ticket_.load(std::memory_order_acquire);;) {
+    if (worker && hold_.load(std::memory_order_relaxed)) return;
+    const std::uint32_t index = static_cast<std::uint32_t>(t);
+    // The word carries the job's share count (bits 16-31) next to the next index (bits
+    // 0-15), so "none left" is decided from the word alone; the job's other fields are read
+    // only after a successful claim, which synchronises with the caller's release store, and
+    // they cannot change until that share is reported done.
+    if ((index & 0xffff) >= ((t >> 16) & 0xffff)) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    do_share(index & 0xffff);
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == shares_ && caller_parked_.load(std::memory_order_seq_cst))
+      done_.notify_one();
+    t = ticket_.load(std::memory_order_acquire);
+  }
+}
+
 void ThreadPool::run(std::size_t n, Thunk thunk, void* ctx) {
   if (workers_.empty() || n <= 1 || t_in_job) {
     if (n > 0) {
@@ -99,22 +118,27 @@ void ThreadPool::run(std::size_t n, Thunk thunk, void* ctx) {
     return;
   }
   std::lock_guard<std::mutex> serial(run_mu_);
-  InJob guard;
   thunk_ = thunk;
   ctx_ = ctx;
   n_ = n;
-  pending_.store(static_cast<std::uint32_t>(workers_.size()), std::memory_order_relaxed);
+  shares_ = static_cast<std::uint32_t>(std::min(n, size()));
+  done_.store(0, std::memory_order_relaxed);
   caller_parked_.store(false, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job
+  ++job_;
+  // Publishes the job: a claim's acquire sees every field written above.
+  ticket_.store((static_cast<std::uint64_t>(job_) << 32) | (static_cast<std::uint64_t>(shares_) << 16),
+                std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_seq_cst);  // wakes spinning and parked workers
   if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
-  do_share(0);
-  if (spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_)) return;
-  // Park until the last worker reports (same store-then-check pairing as the workers').
+  run_claimed_shares(false);
+  const auto all_done = [this] { return done_.load(std::memory_order_acquire) == shares_; };
+  if (spin_until(all_done, spin_us_)) return;
+  // Park until the last share reports (same store-then-check pairing as run_claimed_shares).
   caller_parked_.store(true, std::memory_order_seq_cst);
-  for (std::uint32_t p; (p = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(p);
+  for (std::uint32_t d; (d = done_.load(std::memory_order_seq_cst)) != shares_;) done_.wait(d);
 }
 
-void ThreadPool::worker_loop(std::size_t participant) {
+void ThreadPool::worker_loop() {
   std::uint32_t seen = 0;
   for (;;) {
     // Spin first: during decode the next job usually arrives within microseconds.
@@ -129,12 +153,7 @@ void ThreadPool::worker_loop(std::size_t participant) {
     }
     seen = gen;
     if (stop_.load()) return;
-    {
-      InJob guard;
-      do_share(participant);
-    }
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_parked_.load(std::memory_order_seq_cst))
-      pending_.notify_one();
+    run_claimed_shares(true);
   }
 }
 
