@@ -1,5 +1,6 @@
 #include "guided/number_regex.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -339,6 +340,112 @@ CpDfa number_dfa(const NumberBounds& b) {
   }
   result.prune_dead();
   return result;
+}
+
+std::optional<DecimalMultiple> decimal_multiple(double m) {
+  if (!(m > 0) || !std::isfinite(m)) return std::nullopt;
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, m);  // shortest round-trip form
+  std::string t(buf, res.ptr);
+  int exp = 0;
+  if (auto e = t.find_first_of("eE"); e != std::string::npos) {
+    exp = std::stoi(t.substr(e + 1));
+    t = t.substr(0, e);
+  }
+  std::string digits;
+  int frac = 0;
+  bool after_point = false;
+  for (char c : t) {
+    if (c == '.') {
+      after_point = true;
+    } else {
+      digits += c;
+      if (after_point) ++frac;
+    }
+  }
+  int f = frac - exp;
+  while (f < 0) digits += '0', ++f;
+  size_t nz = digits.find_first_not_of('0');
+  if (nz == std::string::npos) return std::nullopt;
+  digits = digits.substr(nz);
+  while (f > 0 && digits.size() > 1 && digits.back() == '0') digits.pop_back(), --f;
+  if (digits.size() > 15 || f > 20) return std::nullopt;
+  return DecimalMultiple{std::stoll(digits), f};
+}
+
+std::optional<DecimalMultiple> lcm_multiple(DecimalMultiple x, DecimalMultiple y) {
+  int f = std::max(x.f, y.f);
+  __int128 nx = x.a, ny = y.a;
+  for (int i = x.f; i < f; ++i) nx *= 10;
+  for (int i = y.f; i < f; ++i) ny *= 10;
+  __int128 g = nx, h = ny;
+  while (h != 0) {
+    __int128 r = g % h;
+    g = h;
+    h = r;
+  }
+  __int128 l = nx / g * ny;
+  while (f > 0 && l % 10 == 0) l /= 10, --f;
+  if (l > __int128(1'000'000'000'000'000)) return std::nullopt;
+  return DecimalMultiple{int64_t(l), f};
+}
+
+CpDfa multiple_dfa(DecimalMultiple m) {
+  const int64_t a = m.a;
+  const int f = m.f;
+  if (a < 1 || f < 0) fail("multipleOf automaton: bad multiple");
+  // pow10[i] = 10^i mod a.
+  std::vector<int64_t> pow10(size_t(f) + 1, 1 % a);
+  for (int i = 1; i <= f; ++i) pow10[size_t(i)] = pow10[size_t(i) - 1] * 10 % a;
+  // States: 0 start, 1 after '-', 2 integer part "0", then I[q] (integer digits, remainder q
+  // of their value), F[i][q] (i < f fraction digits read, remainder of the digits so far), and
+  // T[q] (f or more fraction digits read, at least one; only zeros may follow).
+  const size_t A = size_t(a), nF = size_t(std::max(f, 1));
+  auto I = [&](int64_t q) { return int(3 + size_t(q)); };
+  auto F = [&](int i, int64_t q) { return int(3 + A + size_t(i) * A + size_t(q)); };
+  auto T = [&](int64_t q) { return int(3 + A + nF * A + size_t(q)); };
+  CpDfa d;
+  d.states.resize(3 + A * (nF + 2));
+  auto edge = [&](int from, uint32_t lo, uint32_t hi, int to) { d.states[size_t(from)].edges.push_back({lo, hi, to}); };
+  auto digits_from = [&](int from, int64_t q, bool integer_part, int i) {
+    // digit d from remainder q -> (10q + d) mod a, to the state for the next position.
+    for (uint32_t dg = '0'; dg <= '9'; ++dg) {
+      int64_t r = (q * 10 + int64_t(dg - '0')) % a;
+      int to = integer_part ? I(r) : (i + 1 < f ? F(i + 1, r) : T(r));
+      edge(from, dg, dg, to);
+    }
+  };
+  auto accept_int = [&](int64_t q) { return q * pow10[size_t(f)] % a == 0; };
+  // start / sign
+  for (int s : {0, 1}) {
+    if (s == 0) edge(0, '-', '-', 1);
+    edge(s, '0', '0', 2);
+    for (uint32_t dg = '1'; dg <= '9'; ++dg) edge(s, dg, dg, I(int64_t(dg - '0') % a));
+    std::sort(d.states[size_t(s)].edges.begin(), d.states[size_t(s)].edges.end(),
+              [](const CpDfa::Edge& x, const CpDfa::Edge& y) { return x.lo < y.lo; });
+  }
+  d.states[2].accept = true;
+  edge(2, '.', '.', F(0, 0));
+  for (int64_t q = 0; q < a; ++q) {
+    int s = I(q);
+    edge(s, '.', '.', F(0, q));
+    digits_from(s, q, true, 0);
+    d.states[size_t(s)].accept = accept_int(q);
+    for (int i = 0; i < f; ++i) {
+      digits_from(F(i, q), q, false, i);
+      // i >= 1 fraction digits read: the value times 10^f is q * 10^(f - i).
+      d.states[size_t(F(i, q))].accept = i >= 1 && q * pow10[size_t(f - i)] % a == 0;
+    }
+    edge(T(q), '0', '0', T(q));
+    d.states[size_t(T(q))].accept = q == 0;
+  }
+  if (f == 0) {
+    // With no fraction digits allowed, '.' must be followed by zeros only: F(0, q) is T(q)'s
+    // entry, which needs one digit (a zero) before it accepts.
+    for (int64_t q = 0; q < a; ++q) edge(F(0, q), '0', '0', T(q));
+  }
+  d.prune_dead();
+  return d;
 }
 
 }  // namespace ringlm::guided

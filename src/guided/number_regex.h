@@ -42,4 +42,22 @@ std::string number_regex(const NumberBounds& b);
 // ones included); the empty automaton when no number fits.
 CpDfa number_dfa(const NumberBounds& b);
 
+// A positive `multipleOf` value as written, a / 10^f exactly (a > 0 an integer, f >= 0 fraction
+// digits, a not divisible by 10 when f > 0): 0.01 -> (1, 2), 0.25 -> (25, 2), 12 -> (12, 0),
+// 1e-05 -> (1, 5). Read from the shortest decimal that round-trips the double (what the schema
+// wrote for any value with up to 15 significant digits). nullopt when a > 10^15 or f > 20.
+struct DecimalMultiple {
+  int64_t a = 1;
+  int f = 0;
+};
+std::optional<DecimalMultiple> decimal_multiple(double m);
+// The least common multiple of two such values (nullopt past the same limits).
+std::optional<DecimalMultiple> lcm_multiple(DecimalMultiple x, DecimalMultiple y);
+
+// The JSON numbers without exponent notation that are exact multiples of a / 10^f: x * 10^f is
+// an integer divisible by a, i.e. fraction digits past the f-th are zeros and the digits read
+// as an integer (fraction padded to f digits) are 0 mod a. A remainder automaton of about
+// a * (f + 2) states; the caller bounds a and f.
+CpDfa multiple_dfa(DecimalMultiple m);
+
 }  // namespace ringlm::guided

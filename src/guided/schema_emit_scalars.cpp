@@ -139,17 +139,70 @@ void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer) {
   if (auto m = s.find("multipleOf"); m != s.end()) {
     if (!m->is_number() || m->get<double>() <= 0) fail("keyword 'multipleOf' must be a positive number");
     double k = m->get<double>();
-    if (integer && std::floor(k) == k && k == 1) {
+    auto dm = decimal_multiple(k);
+    if (!dm) fail("unsupported keyword 'multipleOf' (", k, ": more than 15 significant or 20 fraction digits)");
+    // 10^f mod a == 0: every integer is a multiple (multipleOf 1, 0.5, 0.01 on integers).
+    int64_t p10 = 1 % dm->a;
+    for (int i = 0; i < dm->f; ++i) p10 = p10 * 10 % dm->a;
+    if (integer && p10 == 0) {
       // every integer
-    } else if (!integer && k == 1 && false) {
-    } else if (integer && std::floor(k) == k && k <= 1000 && !nb.lower && !nb.upper) {
+    } else if (integer && dm->f == 0 && k <= 1000 && !nb.lower && !nb.upper) {
       b_.call(from, multiple_rule(int64_t(k)), to);
       return;
     } else {
-      fail("unsupported keyword 'multipleOf' (", k, ")");
+      b_.call(from, multiple_number_rule(integer, nb, *dm), to);
+      return;
     }
   }
   b_.call(from, number_rule(integer, nb), to);
+}
+
+// Numbers (or integers) in the bounds that are exact multiples of a / 10^f, without exponent
+// notation: the bounds' language intersected with a remainder automaton (multiple_dfa) and the
+// digit cap. Limits: a * (f + 2) <= kMultipleStates, and the product within limits_.regex.
+uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm) {
+  constexpr int64_t kMultipleStates = 20000;
+  auto refuse = [&](const std::string& why) {
+    fail("unsupported keyword 'multipleOf' (", dm.a, "e-", dm.f, ": ", why, ")");
+  };
+  if (dm.a > kMultipleStates / (std::max(dm.f, 1) + 2)) refuse("its remainder automaton needs more than 20000 states");
+  std::string key = "multiple:" + std::to_string(dm.a) + "e-" + std::to_string(dm.f) + (integer ? "i" : "n") + ":" +
+                    (nb.lower ? Json(*nb.lower).dump() : "") + (nb.lower_exclusive ? "x" : "i") + ":" +
+                    (nb.upper ? Json(*nb.upper).dump() : "") + (nb.upper_exclusive ? "x" : "i");
+  if (nb.lower_exact) key += ":L" + std::to_string(int64_t(*nb.lower_exact));
+  if (nb.upper_exact) key += ":U" + std::to_string(int64_t(*nb.upper_exact));
+  if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
+  // The same language number_rule generates for these bounds (exponent forms included where it
+  // has them; the multiple automaton has none, so the intersection drops them).
+  bool bounded = nb.lower || nb.upper;
+  auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
+  auto zero = [](const std::optional<double>& v) { return !v || *v == 0; };
+  CpDfa base;
+  if (integer) {
+    std::string re = bounded ? integer_regex(nb) : "^-?(?:0|[1-9][0-9]*)$";
+    if (!re.empty()) base = compile_regex(re, false);
+  } else if (bounded && zero(nb.lower) && zero(nb.upper) && !(nb.lower && nb.upper)) {
+    bool positive = nb.lower.has_value();
+    base = compile_regex(signed_number_regex(positive, positive ? !nb.lower_exclusive : !nb.upper_exclusive), false);
+  } else if (bounded && (!integral(nb.lower) || !integral(nb.upper))) {
+    base = number_dfa(nb);
+  } else {
+    std::string re = bounded ? number_regex(nb) : "^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?$";
+    if (!re.empty()) base = compile_regex(re, false);
+  }
+  uint32_t r = b_.new_rule();
+  number_rules_[key] = r;
+  uint32_t end = b_.new_state();
+  b_.set_final(end);
+  if (base.states.empty()) return r;
+  CpDfa d;
+  try {
+    d = dfa_intersect(dfa_intersect(base, multiple_dfa(dm), limits_.regex), digit_cap(false), limits_.regex);
+  } catch (const Error& e) {
+    refuse(e.what());
+  }
+  emit_ascii_dfa(d, b_.rule_start(r), end);
+  return r;
 }
 
 // Integers that are multiples of k: a remainder automaton over the decimal digits.

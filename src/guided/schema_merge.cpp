@@ -1,6 +1,7 @@
 // The allOf meet of two schemas (schema_ir.h merge_into): part of the normalisation pass.
 #include <algorithm>
 
+#include "guided/number_regex.h"
 #include "guided/schema_ir.h"
 #include "guided/schema_keywords.h"
 #include "guided/validator.h"
@@ -128,6 +129,20 @@ void merge_keyword(Node& node, const std::string& k, const Json& v) {
     Json all = a.contains("allOf") ? a["allOf"] : Json::array();
     all.push_back(Json{{k, v}});
     a["allOf"] = all;
+  } else if (k == "multipleOf" && cur.is_number() && v.is_number() && cur != v) {
+    // Multiples of both: multiples of their least common multiple (exact, as decimals).
+    auto x = decimal_multiple(cur.get<double>()), y = decimal_multiple(v.get<double>());
+    auto l = x && y ? lcm_multiple(*x, *y) : std::nullopt;
+    if (!l) fail("unsupported keyword 'multipleOf' with different values inside allOf (no exact common multiple)");
+    if (l->f == 0) {
+      cur = Json(l->a);
+    } else {
+      double d = double(l->a);
+      for (int i = 0; i < l->f; ++i) d /= 10;
+      cur = Json(d);
+      auto back = decimal_multiple(d);
+      if (!back || back->a != l->a || back->f != l->f) fail("unsupported keyword 'multipleOf' with different values inside allOf");
+    }
   } else if (k == "uniqueItems") {
     cur = cur.is_boolean() && v.is_boolean() ? Json(cur.get<bool>() || v.get<bool>()) : v;
   } else if (cur != v) {

@@ -250,6 +250,7 @@ class Emitter {
   void emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to);
   void number(const Json& s, uint32_t from, uint32_t to, bool integer);
   uint32_t multiple_rule(int64_t k);
+  uint32_t multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm);
   uint32_t plain_string_rule();
   CpDfa string_dfa(const Json& s, const Extras& x, int64_t* min_len, int64_t* max_len);
   void string_value(const Json& s, const Extras& x, uint32_t from, uint32_t to);

@@ -45,7 +45,7 @@ TEST(SchemaMode, RefusedKeywordsNameKeywordAndPointer) {
   };
   const Row rows[] = {
       {"uniqueItems", R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"},
-      {"multipleOf", R"({"type":"number","multipleOf":0.3})"},
+      {"multipleOf", R"({"type":"number","multipleOf":1234.567})"},
       {"not", R"({"not":{"type":"array","uniqueItems":true}})"},
       {"pattern", R"({"type":"string","pattern":"(?=a)b"})"},
       {"patternProperties", R"({"type":"object","patternProperties":{"^a":{},"b$":{}}})"},
