@@ -159,7 +159,7 @@ void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer) {
 
 // Numbers (or integers) in the bounds that are exact multiples of a / 10^f, without exponent
 // notation: the bounds' language intersected with a remainder automaton (multiple_dfa) and the
-// digit cap. Limits: a * (f + 2) <= kMultipleStates, and the product within limits_.regex.
+// digit cap. Limits: a * (max(f, 1) + 2) <= kMultipleStates, and the product within limits_.regex.
 uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm) {
   constexpr int64_t kMultipleStates = 20000;
   auto refuse = [&](const std::string& why) {

@@ -100,10 +100,13 @@ void ThreadPool::run_claimed_shares(bool worker) {
     // 0-15), so "none left" is decided from the word alone; the job's other fields are read
     // only after a successful claim, which synchronises with the caller's release store, and
     // they cannot change until that share is reported done.
-    if ((index & 0xffff) >= ((t >> 16) & 0xffff)) return;
+    const std::uint32_t shares = static_cast<std::uint32_t>(t >> 16) & 0xffff;
+    if ((index & 0xffff) >= shares) return;
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     do_share(index & 0xffff);
-    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == shares_ && caller_parked_.load(std::memory_order_seq_cst))
+    // The share count comes from the claimed word, not shares_: once this share is reported
+    // the caller may start the next job and rewrite shares_.
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == shares && caller_parked_.load(std::memory_order_seq_cst))
       done_.notify_one();
     t = ticket_.load(std::memory_order_acquire);
   }

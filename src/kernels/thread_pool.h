@@ -68,8 +68,9 @@ class ThreadPool {
   std::uint32_t shares_ = 0;  // non-empty shares of the job: min(n, size())
   std::uint32_t job_ = 0;     // the caller's job counter (under run_mu_)
   alignas(64) std::atomic<std::uint32_t> generation_{0};
-  // (job << 32) | (shares << 16) | next unclaimed share; the job bits make a claim by a worker that loaded
-  // the word during an earlier job fail instead of taking a share of the wrong job.
+  // (job << 32) | (shares << 16) | next unclaimed share; the job bits make a claim by a
+  // worker that loaded the word during an earlier job fail instead of taking a share of the
+  // wrong job.
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint32_t> done_{0};  // shares of the current job finished
   std::atomic<bool> hold_{false};
