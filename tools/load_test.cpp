@@ -175,15 +175,42 @@ struct AttackStats {
   }
 };
 
+// Paces one flooding attacker at a fixed number of new connections per second, so two runs (two
+// server builds) face the same attack volume; unpaced, the volume follows how fast the server
+// answers and how much CPU the scheduler leaves the attacker, and runs cannot be compared.
+class Pacer {
+ public:
+  explicit Pacer(double per_second)
+      : step_(per_second > 0 ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / per_second))
+                             : Clock::duration::zero()),
+        next_(Clock::now()) {}
+  // Waits for the next slot (at most 100 ms at a time, so a stop is seen); false once stopped.
+  bool wait(const std::atomic<bool>& stop) {
+    if (step_ == Clock::duration::zero()) return !stop;
+    next_ += step_;
+    // Behind by more than a second (the server held a connection): drop the backlog, not burst.
+    if (Clock::now() - next_ > std::chrono::seconds(1)) next_ = Clock::now();
+    while (!stop && Clock::now() < next_)
+      std::this_thread::sleep_for(std::min<Clock::duration>(next_ - Clock::now(), std::chrono::milliseconds(100)));
+    return !stop;
+  }
+  bool paced() const { return step_ != Clock::duration::zero(); }
+
+ private:
+  Clock::duration step_;
+  Clock::time_point next_;
+};
+
 std::vector<std::thread> start_attacks(const std::string& host, int port, std::size_t max_body, int idle_connections,
-                                       const std::atomic<bool>& stop, AttackStats& stats) {
+                                       double rate, const std::atomic<bool>& stop, AttackStats& stats) {
   const std::string src = "127.0.0.2";
   std::vector<std::thread> threads;
   const std::string chat_head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
   // Chunked bodies 4x over the limit.
   threads.emplace_back([=, &stop, &stats] {
     const std::string piece = "4000\r\n" + std::string(0x4000, 'a') + "\r\n";
-    while (!stop) {
+    Pacer pace(rate);
+    while (pace.wait(stop)) {
       int fd = connect_from(src, host, port);
       if (fd < 0) continue;
       stats.add("chunked_over_limit", send_and_read_status(fd, chat_head + "Transfer-Encoding: chunked\r\n\r\n", piece,
@@ -194,20 +221,22 @@ std::vector<std::thread> start_attacks(const std::string& host, int port, std::s
   // A gzip body (a real gzip header; the server must not inflate it).
   threads.emplace_back([=, &stop, &stats] {
     const std::string body = std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10) + std::string(300000, '\0');
-    while (!stop) {
+    Pacer pace(rate);
+    while (pace.wait(stop)) {
       int fd = connect_from(src, host, port);
       if (fd < 0) continue;
       stats.add("gzip_body", send_and_read_status(fd, chat_head + "Content-Encoding: gzip\r\nContent-Length: " +
                                                          std::to_string(body.size()) + "\r\n\r\n",
                                                   body, 1, stop));
       close(fd);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!pace.paced()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
   // Endless 8 KB header lines.
   threads.emplace_back([=, &stop, &stats] {
     const std::string line = "X-Endless: " + std::string(8000, 'e') + "\r\n";
-    while (!stop) {
+    Pacer pace(rate);
+    while (pace.wait(stop)) {
       int fd = connect_from(src, host, port);
       if (fd < 0) continue;
       stats.add("endless_headers", send_and_read_status(fd, chat_head, line, 100000, stop));
@@ -386,6 +415,10 @@ int main(int argc, char** argv) {
   app.add_flag("--attacks", attacks, "Mix hostile clients into the load (from 127.0.0.2): chunked and gzip bodies "
                "over the limit, endless and dripping headers, idle connections");
   app.add_option("--idle-connections", idle_connections, "Idle connections the attack keeps open");
+  double attack_rate = 0;
+  app.add_option("--attack-rate", attack_rate,
+                 "With --attacks: new connections per second for each flooding attacker (chunked, gzip, endless "
+                 "headers), so runs face the same volume (0: as fast as the server answers; gzip every 20 ms)");
   app.add_option("--settle", settle, "Seconds to wait idle after the load before a last RSS reading (0: none)");
   bool throughput = false, disconnect_check = false;
   int max_tokens = 32;
@@ -420,10 +453,12 @@ int main(int argc, char** argv) {
   std::vector<long> rss_rounds;
   const std::string oversized = "{\"messages\":[{\"role\":\"user\",\"content\":\"" + std::string(max_body + 1024, 'a') + "\"}]}";
   std::atomic<bool> stop_attacks{false};
+  Clock::time_point attack_start{}, attack_end{};
   AttackStats attack_stats;
   std::vector<std::thread> attackers;
   if (attacks) {
-    attackers = start_attacks(host, port, max_body, idle_connections, stop_attacks, attack_stats);
+    attackers = start_attacks(host, port, max_body, idle_connections, attack_rate, stop_attacks, attack_stats);
+    attack_start = Clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let the attacks take hold first
   }
   const auto t0 = Clock::now();
@@ -475,6 +510,7 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   stop_attacks = true;
   for (auto& th : attackers) th.join();
+  attack_end = Clock::now();
   if (attacks) std::this_thread::sleep_for(std::chrono::seconds(1));
 
   // Let cancelled generations wind down, then look for anything left held.
@@ -557,14 +593,25 @@ int main(int argc, char** argv) {
   std::printf("after: %s; %s; %s; %s\n", health.dump().c_str(), kv_line.c_str(), cancelled_line.c_str(),
               rejected_line.c_str());
   if (attacks) {
-    std::printf("attacks (status:count, 0 = connection closed by the server):\n");
+    // Attempts per second show the volume each attacker reached (paced or not), so two runs
+    // can be checked for like-for-like before their latencies are compared.
+    const double attack_s = std::chrono::duration<double>(attack_end - attack_start).count();
+    std::printf("attacks over %.1f s (status:count, 0 = connection closed by the server; attempts/s):\n", attack_s);
+    report["attack_seconds"] = attack_s;
+    report["attack_rate"] = attack_rate;
     for (auto& [attack, statuses] : attack_stats.outcomes) {
       std::string s;
-      for (auto& [code, n] : statuses) s += std::to_string(code) + ":" + std::to_string(n) + " ";
-      std::printf("  %-20s %s\n", attack.c_str(), s.c_str());
+      long attempts = 0;
+      for (auto& [code, n] : statuses) {
+        s += std::to_string(code) + ":" + std::to_string(n) + " ";
+        attempts += n;
+      }
+      const double per_s = attack_s > 0 ? static_cast<double>(attempts) / attack_s : 0.0;
+      std::printf("  %-20s %-40s %.1f/s\n", attack.c_str(), s.c_str(), per_s);
       json st;
       for (auto& [code, n] : statuses) st[std::to_string(code)] = n;
       report["attacks"][attack] = st;
+      report["attacks_per_second"][attack] = per_s;
     }
   }
   std::printf("unexpected statuses: %d\n", unexpected);
