@@ -148,7 +148,12 @@ void attend(const float* q, int n_tokens, const std::int64_t* q_pos, int n_heads
   // A chunk (or a short decode): units are (KV head, token) pairs, token-major within a KV
   // head, so a participant's share is a run of tokens that reuse each K/V tile it loads.
   const std::size_t rows = static_cast<std::size_t>(n_tokens) * n_heads;
-  float* ml = scratch_floats(2 * rows);
+  // A decode row's running max and sum (2 floats a head) live on the stack: attend_rows runs
+  // each row on whichever pool thread claims it, where a per-thread buffer could first grow
+  // in the middle of decoding (tests/model/decode_allocation_test.cpp).
+  constexpr std::size_t kStackRows = 256;
+  float ml_stack[2 * kStackRows];
+  float* ml = rows <= kStackRows ? ml_stack : scratch_floats(2 * rows);
   base.acc = out;
   base.m = ml;
   base.l = ml + rows;

@@ -18,7 +18,9 @@ void q4_matmul(const Q4Packed& w, const Q8ActView& x, float* y, std::size_t ldy,
   if (ldy < w.rows) fail("q4_matmul: output row stride ", ldy, " < weight rows ", w.rows);
   const KernelTable& k = active_kernels();
   if (pool == nullptr) return k.q4_matmul_groups(w, 0, w.groups(), x, y, ldy);
-  auto run = [&](std::size_t g0, std::size_t g1, std::size_t) { k.q4_matmul_groups(w, g0, g1, x, y, ldy); };
+  Q8ActView xs = x;
+  if (x.rows >= 2 && k.prepack_act != nullptr && x.tile_pack == nullptr) xs.tile_pack = k.prepack_act(x);
+  auto run = [&](std::size_t g0, std::size_t g1, std::size_t) { k.q4_matmul_groups(w, g0, g1, xs, y, ldy); };
   // One row (decode): balanced by stealing (work_split.h); several rows keep the even split.
   if (x.rows == 1)
     parallel_for_stealing(*pool, w.groups(), gemv_chunk_groups(w.groups(), Q4Packed::group_bytes(w.cols), pool->size()), run);

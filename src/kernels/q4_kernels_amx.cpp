@@ -195,6 +195,11 @@ void q4_matmul_groups_amx(const Q4Packed& w, std::size_t g0, std::size_t g1, con
   else amx_matmul<false>(w, g0, g1, x, y, ldy);
 }
 
+// Below kAmxMinRows rows the VNNI tile runs, and reads the caller's packed rows.
+const void* prepack_act_amx(const Q8ActView& x) {
+  return x.rows < kAmxMinRows ? prepack_act_avx512vnni(x) : nullptr;
+}
+
 }  // namespace
 
 bool amx_os_ready() {
@@ -217,6 +222,7 @@ const KernelTable kAmxKernels = {
     i8_gemv_q8_avx512vnni,
     gelu_mul_avx512,
     soft_cap_avx512,
+    prepack_act_amx,
 };
 
 }  // namespace ringlm::kernels

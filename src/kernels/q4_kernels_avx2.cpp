@@ -217,6 +217,7 @@ const KernelTable kAvx2Kernels = {
     i8_gemv_q8_avx2,
     gelu_mul_avx2,
     soft_cap_avx2,
+    nullptr,  // prepack_act: rows read in place
 };
 }  // namespace ringlm::kernels
 #endif

@@ -22,6 +22,7 @@ const KernelTable kAvx512Kernels = {
     i8_gemv_q8_avx512,
     gelu_mul_avx512,
     soft_cap_avx512,
+    nullptr,  // prepack_act: rows read in place
 };
 }  // namespace ringlm::kernels
 #endif

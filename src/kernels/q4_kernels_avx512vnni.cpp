@@ -34,6 +34,8 @@ void i8_gemv_q8_avx512vnni(const std::int8_t* w, const float* scale, std::size_t
   i8_gemv_q8_avx512(w, scale, cols, r0, r1, x, y);
 }
 
+const void* prepack_act_avx512vnni(const Q8ActView& x) { return prepack_vnni_tiles(x); }
+
 const KernelTable kAvx512VnniKernels = {
     quantize_act_row_avx512,
     q4_matmul_groups_avx512,
@@ -41,6 +43,7 @@ const KernelTable kAvx512VnniKernels = {
     i8_gemv_q8_avx512,
     gelu_mul_avx512,
     soft_cap_avx512,
+    prepack_act_avx512vnni,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -167,6 +167,7 @@ namespace ringlm::kernels {
 const KernelTable kAvxVnniKernels = {
     kAvx2Kernels.quantize_act_row, q4_matmul_groups_avxvnni, kAvx2Kernels.i8_gemv_f32,
     kAvx2Kernels.i8_gemv_q8,       kAvx2Kernels.gelu_mul,    kAvx2Kernels.soft_cap,
+    nullptr,  // prepack_act: rows read in place
 };
 }  // namespace ringlm::kernels
 #endif

@@ -164,6 +164,7 @@ const KernelTable kNeonKernels = {
     i8_gemv_q8_neon,
     gelu_mul_scalar,
     soft_cap_scalar,
+    nullptr,  // prepack_act: rows read in place
 };
 }  // namespace ringlm::kernels
 #endif

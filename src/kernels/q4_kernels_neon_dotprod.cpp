@@ -216,6 +216,7 @@ const KernelTable kNeonDotprodKernels = {
     i8_gemv_q8_neon_dotprod,
     gelu_mul_scalar,
     soft_cap_scalar,
+    nullptr,  // prepack_act: rows read in place
 };
 }  // namespace ringlm::kernels
 #endif

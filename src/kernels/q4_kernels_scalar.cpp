@@ -80,6 +80,7 @@ const KernelTable kScalarKernels = {
     i8_gemv_q8_scalar,
     gelu_mul_scalar,
     soft_cap_scalar,
+    nullptr,  // prepack_act: rows read in place
 };
 
 }  // namespace ringlm::kernels

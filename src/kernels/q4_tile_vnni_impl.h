@@ -139,19 +139,34 @@ inline void q4_group_tile_vnni_n(int rows, const Q4Packed& w, std::size_t g, std
   if constexpr (MT > 1) q4_group_tile_vnni_n<MT - 1>(rows, w, g, b0, b1, accumulate, two_planes, pk, m0, y, ldy);
 }
 
-// Groups [g0, g1) times all x.rows (>= 2) activation rows.
-inline void q4_matmul_groups_vnni_tiles(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
-                                        float* y, std::size_t ldy) {
-  const std::size_t nb = w.blocks_per_row();
+// All rows of x, tile after tile (tile t at blocks [t * nb, (t + 1) * nb)), into `pack`
+// (per thread, grown once to the largest rows x cols seen: no allocation per call after).
+inline const TilePackBlock* tile_pack_all(const Q8ActView& x, std::vector<TilePackBlock>& pack) {
+  const std::size_t nb = x.cols / 32;
   const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
-  // Per thread, grown once to the largest rows x cols seen (no allocation per call after).
-  thread_local std::vector<TilePackBlock> pack;
   if (pack.size() < tiles * nb) pack.resize(tiles * nb);
   for (std::size_t t = 0; t < tiles; ++t) {
     const std::size_t m0 = t * kVnniTileRows;
     const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
     tile_pack(x, m0, mt, pack.data() + t * nb);
   }
+  return pack.data();
+}
+
+// KernelTable::prepack_act: packed once on the pool's calling thread, read by every share.
+inline const void* prepack_vnni_tiles(const Q8ActView& x) {
+  thread_local std::vector<TilePackBlock> caller_pack;
+  return x.rows >= 2 ? tile_pack_all(x, caller_pack) : nullptr;
+}
+
+// Groups [g0, g1) times all x.rows (>= 2) activation rows.
+inline void q4_matmul_groups_vnni_tiles(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
+                                        float* y, std::size_t ldy) {
+  const std::size_t nb = w.blocks_per_row();
+  const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
+  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
+  const TilePackBlock* pack =
+      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
   // With several tiles, a group's weights are re-read once per tile: cut K into chunks of
   // 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
   const std::size_t kchunk = tiles > 1 ? 64 : nb;
@@ -162,7 +177,7 @@ inline void q4_matmul_groups_vnni_tiles(const Q4Packed& w, std::size_t g0, std::
       for (std::size_t t = 0; t < tiles; ++t) {
         const std::size_t m0 = t * kVnniTileRows;
         const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
-        q4_group_tile_vnni_n<kVnniTileRows>(mt, w, g, b0, b1, b0 != 0, two, pack.data() + t * nb, m0, y, ldy);
+        q4_group_tile_vnni_n<kVnniTileRows>(mt, w, g, b0, b1, b0 != 0, two, pack + t * nb, m0, y, ldy);
       }
     }
   }

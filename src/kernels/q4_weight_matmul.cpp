@@ -41,8 +41,9 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(ws[0]->cols),
                static_cast<std::size_t>(ws[0]->cols), act, ws[0]->activations == Q4Activations::int8x2);
-  const Q8ActView x = act.view();
+  Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
+  if (n_tokens >= 2 && k.prepack_act != nullptr) x.tile_pack = k.prepack_act(x);  // see Q8ActView::tile_pack
   // Groups [g0, g1) of the concatenation, cut at matrix boundaries.
   auto run = [&](std::size_t g0, std::size_t g1, std::size_t) {
     for (std::size_t i = 0; i < count && g0 < g1; ++i) {

@@ -29,6 +29,12 @@ struct Q8ActView {
   const std::int8_t* qs2 = nullptr;
   const float* d2 = nullptr;           // d / 254
   const std::int32_t* bias2 = nullptr;
+  // The rows already interleaved in the kernel's tile layout by KernelTable::prepack_act, on
+  // the thread that calls the pool (null: each share packs them itself). Shares are claimed
+  // by whichever thread comes first, so a per-thread buffer grown inside a share could first
+  // grow on a worker long after warm-up, on the decode path; the caller's is sized by the
+  // same thread every step.
+  const void* tile_pack = nullptr;
 };
 
 // Owns the storage; resize() allocates only when the capacity grows, so a buffer sized once
