@@ -145,9 +145,11 @@ void merge_keyword(Node& node, const std::string& k, const Json& v) {
     }
   } else if (k == "uniqueItems") {
     cur = cur.is_boolean() && v.is_boolean() ? Json(cur.get<bool>() || v.get<bool>()) : v;
-  } else if (cur != v) {
+  } else if (cur != v && is_known_assertion(k)) {
     fail("unsupported keyword '", k, "' with different values inside allOf");
   }
+  // An unknown keyword ("help", "x-order", ...) asserts nothing, here as anywhere else in a
+  // schema: two members of an allOf may give it different values, and the first one is kept.
 }
 
 }  // namespace

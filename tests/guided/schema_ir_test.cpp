@@ -50,6 +50,19 @@ TEST(SchemaIr, UserPrivateKeywordsAreUnknownKeywords) {
                 {{R"("a")", true}, {R"("b")", true}});
 }
 
+TEST(SchemaIr, UnknownKeywordsWithDifferentValuesInAllOfAreIgnored) {
+  // Unknown keywords are annotations: an allOf whose members describe themselves with different
+  // "help" texts was refused ("unsupported keyword 'help' with different values inside allOf").
+  const Json schema = Json::parse(R"({"allOf": [{"type": "object", "help": "one", "properties": {"a": {"type": "integer"}},
+      "required": ["a"]}, {"help": "two", "x-order": 1, "properties": {"a": {"maximum": 3}}}]})");
+  EXPECT_EQ(compile_error(schema, CompileOptions{}), "no error");
+  expect_agrees(schema, {{R"({"a":1})", true}, {R"({"a":4})", false}, {R"({})", false}, {R"("x")", false}});
+  // A known assertion that differs still cannot be merged blindly.
+  EXPECT_NE(compile_error(Json::parse(R"({"allOf": [{"dependentRequired": {"a": ["b"]}}, {"dependentRequired": {"a": ["c"]}}]})"),
+                          CompileOptions{}),
+            "no error");
+}
+
 TEST(SchemaIr, MergedAssertionsStayEnforced) {
   expect_agrees(Json::parse(R"({"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "b$"}]})"),
                 {{R"("ab")", true}, {R"("axb")", true}, {R"("ax")", false}, {R"("xb")", false}});
