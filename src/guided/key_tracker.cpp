@@ -35,7 +35,7 @@ void KeyTracker::reset() {
 }
 
 const std::vector<std::string>* KeyTracker::current_keys() const {
-  return frames_.empty() || !frames_.back().object ? nullptr : &frames_.back().keys;
+  return frames_.empty() || !(frames_.back().object || frames_.back().unique) ? nullptr : &frames_.back().keys;
 }
 
 bool KeyTracker::any_keys() const {
@@ -44,8 +44,9 @@ bool KeyTracker::any_keys() const {
   return false;
 }
 
-void KeyTracker::feed(std::string_view bytes) {
-  for (char ch : bytes) {
+void KeyTracker::feed(std::string_view bytes, const UniqueFn& unique) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    char ch = bytes[i];
     auto c = static_cast<uint8_t>(ch);
     // A thought channel (reply_grammar.h markers) is free text before the answer: skipped.
     if (c >= 0xF8 || in_thought_) {
@@ -72,8 +73,8 @@ void KeyTracker::feed(std::string_view bytes) {
     ++state_version_;
     if (c == '{' || c == '[' || c == '}' || c == ']') ++keys_version_;
     switch (c) {
-      case '{': frames_.push_back({true, true, {}}); break;
-      case '[': frames_.push_back({false, false, {}}); break;
+      case '{': frames_.push_back({true, true, false, {}}); break;
+      case '[': frames_.push_back({false, false, unique && unique(i), {}}); break;
       case '}':
       case ']':
         if (!frames_.empty()) frames_.pop_back();
@@ -86,7 +87,7 @@ void KeyTracker::feed(std::string_view bytes) {
         break;
       case '"':
         in_string_ = true;
-        is_key_ = !frames_.empty() && frames_.back().object && frames_.back().expect_key;
+        is_key_ = !frames_.empty() && ((frames_.back().object && frames_.back().expect_key) || frames_.back().unique);
         esc_ = 0;
         key_.clear();
         break;
@@ -95,11 +96,11 @@ void KeyTracker::feed(std::string_view bytes) {
   }
 }
 
-KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
+KeyTracker::Probe KeyTracker::probe(std::string_view bytes, const UniqueFn& unique) const {
   // The open frames are frames_[0, base) then the frames this probe opened (local). Only the
   // innermost frame's expect_key changes, so a base frame's flag is overridden while on top.
   struct Local {
-    bool object, expect_key;
+    bool object, expect_key, unique;
     size_t first_key;
   };
   thread_local std::vector<Local> local;
@@ -113,7 +114,9 @@ KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
   scratch_key_ = key_;
   Probe out;
   auto top_object = [&] { return local.empty() ? base > 0 && frames_[base - 1].object : local.back().object; };
-  for (char ch : bytes) {
+  auto top_unique = [&] { return local.empty() ? base > 0 && frames_[base - 1].unique : local.back().unique; };
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    char ch = bytes[i];
     auto c = static_cast<uint8_t>(ch);
     if (c >= 0xF8 || in_thought_) return out;  // a marker or thought text: no key involved
     if (in_string) {
@@ -142,8 +145,8 @@ KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
       continue;
     }
     switch (c) {
-      case '{': local.push_back({true, true, local_keys.size()}); break;
-      case '[': local.push_back({false, false, local_keys.size()}); break;
+      case '{': local.push_back({true, true, false, local_keys.size()}); break;
+      case '[': local.push_back({false, false, unique && unique(i), local_keys.size()}); break;
       case '}':
       case ']':
         if (!local.empty()) {
@@ -163,7 +166,7 @@ KeyTracker::Probe KeyTracker::probe(std::string_view bytes) const {
         break;
       case '"':
         in_string = true;
-        is_key = top_object() && (local.empty() ? base_expect : local.back().expect_key);
+        is_key = (top_object() && (local.empty() ? base_expect : local.back().expect_key)) || top_unique();
         esc = 0;
         scratch_key_.clear();
         break;

@@ -7,6 +7,13 @@
 //
 // Keys are compared as written (raw bytes between the quotes): the grammar emits one canonical
 // escape per code point, so equal texts are equal keys.
+//
+// The same holds for the string items of an array that must have distinct items (uniqueItems
+// over strings, Grammar::distinct_items): such an array is a frame whose "keys" are its items,
+// and everything below (probe, key(), current_keys(), the versions) covers them too. Whether a
+// '[' opens such an array is the grammar's to say: feed and probe ask `unique(i)` for each '['
+// outside a string (i = its index in the bytes given).
+#include <functional>
 #pragma once
 
 #include <cstdint>
@@ -27,9 +34,11 @@ class KeyTracker {
     const std::vector<std::string>* used = nullptr;
   };
 
+  using UniqueFn = std::function<bool(size_t)>;
+
   void reset();
-  void feed(std::string_view bytes);
-  Probe probe(std::string_view bytes) const;
+  void feed(std::string_view bytes, const UniqueFn& unique = {});
+  Probe probe(std::string_view bytes, const UniqueFn& unique = {}) const;
   // The key bytes of the last probe that ended inside a key.
   const std::string& probe_key() const { return scratch_key_; }
   // Current position (after feed): inside a key, its bytes so far and its object's keys.
@@ -49,6 +58,7 @@ class KeyTracker {
   struct Frame {
     bool object = false;
     bool expect_key = false;
+    bool unique = false;  // an array whose string items are tracked (in `keys`)
     std::vector<std::string> keys;
   };
   std::vector<Frame> frames_;
