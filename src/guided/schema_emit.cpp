@@ -127,8 +127,10 @@ void Emitter::emit_union(const Form& f, uint32_t from, uint32_t to) {
 
 void Emitter::emit_conditional(const Form& f, uint32_t from, uint32_t to) {
   for (const Json& c : f.clauses) {
-    if (tracked_unique_inside(c))
-      fail("unsupported keyword 'uniqueItems' (an array of distinct strings under if / then / else or dependentSchemas)");
+    if (auto* hit = tracked_unique_inside(c)) {
+      fail("unsupported keyword 'uniqueItems'", unique_at(hit),
+           " (an array of distinct strings under if / then / else or dependentSchemas)");
+    }
   }
   ConditionalGroup g = norm_.conditional_group(f.clauses);
   for (const ConditionalCase& c : norm_.object_cases(g)) emit_case(f.rest, c, from, to);

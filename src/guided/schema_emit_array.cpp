@@ -49,7 +49,8 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
       std::vector<const Json*> forms{&*c, rest};
       forms.insert(forms.end(), prefix.begin(), prefix.end());
       for (const Json* f : forms)
-        if (tracked_unique_inside(*f)) fail("unsupported keyword 'uniqueItems' (string items of an array under contains)");
+        if (auto* hit = tracked_unique_inside(*f))
+          fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under contains)");
       if (mx >= 0 && mx < need) return;
       if (need > limits_.count) fail("minContains above ", limits_.count, " is not supported");
       contains = &*c;
@@ -279,6 +280,7 @@ bool Emitter::string_items(const std::vector<const Json*>& prefix, const Json& r
 bool Emitter::tracked_unique(const Json& s) {
   auto u = s.find("uniqueItems");
   if (u == s.end() || !u->is_boolean() || !u->get<bool>()) return false;
+  if (s.contains("type") && !type_set(s).count("array")) return false;
   if (auto m = s.find("maxItems"); m != s.end() && m->is_number() && m->get<double>() <= 1) return false;
   std::vector<const Json*> positions;
   for (const char* k : {"items", "prefixItems", "additionalItems"}) {
@@ -305,8 +307,8 @@ bool Emitter::tracked_unique(const Json& s) {
   return false;
 }
 
-// `s` (through $ref) holds somewhere a tracked uniqueItems array.
-bool Emitter::tracked_unique_inside(const Json& s) {
+// `s` (through $ref) holds somewhere a tracked uniqueItems array: the first one found, else null.
+const Json* Emitter::tracked_unique_inside(const Json& s) {
   if (doc_has_unique_ < 0) {
     // Schemas the compiler builds come from the document: without uniqueItems in it, none.
     doc_has_unique_ = 0;
@@ -322,30 +324,37 @@ bool Emitter::tracked_unique_inside(const Json& s) {
     };
     scan(scan, cx_.root);
   }
-  if (!doc_has_unique_) return false;
+  if (!doc_has_unique_) return nullptr;
   std::set<const Json*> seen;
-  auto walk = [&](auto&& self, const Json& j) -> bool {
-    if (!seen.insert(&j).second) return false;
+  auto walk = [&](auto&& self, const Json& j) -> const Json* {
+    if (!seen.insert(&j).second) return nullptr;
     if (j.is_array()) {
       for (auto& x : j)
-        if (self(self, x)) return true;
-      return false;
+        if (auto* hit = self(self, x)) return hit;
+      return nullptr;
     }
-    if (!j.is_object()) return false;
-    if (tracked_unique(j)) return true;
+    if (!j.is_object()) return nullptr;
+    if (tracked_unique(j)) return &j;
     if (auto r = j.find("$ref"); r != j.end() && r->is_string()) {
       try {
         const Json& t = norm_.deref(Json::object({{"$ref", *r}}));
-        if (self(self, t)) return true;
+        if (auto* hit = self(self, t)) return hit;
       } catch (const Error&) {
-        return true;  // unresolvable here: assume the worst (the emitter reports it anyway)
+        return &j;  // unresolvable here: assume the worst (the emitter reports it anyway)
       }
     }
     for (auto it = j.begin(); it != j.end(); ++it)
-      if (it.key() != "enum" && it.key() != "const" && self(self, it.value())) return true;
-    return false;
+      if (it.key() != "enum" && it.key() != "const")
+        if (auto* hit = self(self, it.value())) return hit;
+    return nullptr;
   };
   return walk(walk, s);
+}
+
+// "at /pointer/uniqueItems " for an array of the document (built schemas have no pointer).
+std::string Emitter::unique_at(const Json* array) {
+  auto p = array ? cx_.pointers.find(array) : cx_.pointers.end();
+  return p == cx_.pointers.end() ? "" : " at " + p->second + "/uniqueItems";
 }
 
 // The JSON types a schema may take (all seven when not evident from type / enum / const).
@@ -373,15 +382,16 @@ static std::set<std::string> value_types(const Json& s_in, Normalizer& norm) {
 
 void Emitter::check_tracked_alternatives(const std::vector<const Json*>& alts) {
   if (alts.size() < 2) return;
-  std::vector<char> tracked(alts.size());
+  std::vector<const Json*> tracked(alts.size());
   bool any = false;
-  for (size_t i = 0; i < alts.size(); ++i) any |= bool(tracked[i] = tracked_unique_inside(*alts[i]));
+  for (size_t i = 0; i < alts.size(); ++i) any |= (tracked[i] = tracked_unique_inside(*alts[i])) != nullptr;
   if (!any) return;
   for (size_t i = 0; i < alts.size(); ++i)
     for (size_t j = i + 1; j < alts.size(); ++j) {
       if (!tracked[i] && !tracked[j]) continue;
       if (type_meet(value_types(*alts[i], norm_), value_types(*alts[j], norm_)).empty()) continue;
-      fail("unsupported keyword 'uniqueItems' (an array of distinct strings in alternatives ", i, " and ", j,
+      fail("unsupported keyword 'uniqueItems'", unique_at(tracked[i] ? tracked[i] : tracked[j]),
+           " (an array of distinct strings in alternatives ", i, " and ", j,
            " that may both match: the distinct-items check cannot tell them apart)");
     }
 }

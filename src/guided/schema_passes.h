@@ -264,7 +264,8 @@ class Emitter {
   int64_t distinct_strings(const Json& sch, int64_t need);
   bool string_items(const std::vector<const Json*>& prefix, const Json& rest, int64_t& mx);
   bool tracked_unique(const Json& s);
-  bool tracked_unique_inside(const Json& s);
+  const Json* tracked_unique_inside(const Json& s);
+  std::string unique_at(const Json* array);
   // Alternatives that may share a position (anyOf / oneOf branches, if cases, contains) must not
   // mix an array whose items the Matcher keeps distinct with one whose items it does not.
   void check_tracked_alternatives(const std::vector<const Json*>& alts);
