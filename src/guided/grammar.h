@@ -68,6 +68,7 @@ struct Grammar {
   // Some array must have distinct string items (states marked unique_array): the Matcher
   // refuses tokens that would close an item equal to an earlier item of the same array.
   bool distinct_items = false;
+  bool distinct_literals = false;  // ... and some such array may hold true / false / null
   // Lenient compilation: what the grammar leaves to the validator (CompiledSchema::unenforced).
   std::vector<std::string> unenforced;
   std::vector<uint32_t> rule_start;
@@ -101,6 +102,7 @@ class GrammarBuilder {
   void set_final(uint32_t s) { g_->states[s].final = true; }
   void set_plain(uint32_t s, int32_t remaining) { g_->states[s].plain_remaining = remaining; }
   void require_distinct_keys() { g_->distinct_keys = true; }
+  void mark_unique_literals() { g_->distinct_literals = true; }
   void mark_unique_array(uint32_t s) {
     g_->states[s].unique_array = true;
     g_->distinct_items = true;

@@ -375,6 +375,7 @@ GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vo
   initial_ = impl_->close({root});
   distinct_keys_ = impl_->g.distinct_keys;
   distinct_items_ = impl_->g.distinct_items;
+  distinct_literals_ = impl_->g.distinct_literals;
   unenforced_ = impl_->g.unenforced;
   note_memory();
 }
@@ -639,6 +640,12 @@ void Matcher::filter_repeated_keys(uint32_t* bitset) {
       if (std::count(b.begin(), b.end(), '"') < 2) continue;
     }
     check(id);
+  }
+  // true / false / null items of a unique array: outside a string any allowed token may close
+  // or enter one (the mask there is small).
+  if (index_->distinct_literals() && !keys_.in_string()) {
+    for (size_t w = 0; w < v.mask_words(); ++w)
+      for (uint32_t bits = bitset[w]; bits; bits &= bits - 1) check(uint32_t(w * 32 + __builtin_ctz(bits)));
   }
   // Inside a key: tokens without a quote matter only when they keep it a prefix of a used key.
   if (keys_.in_key()) {

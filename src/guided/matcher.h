@@ -60,6 +60,7 @@ class GrammarIndex {
   bool distinct_keys() const { return distinct_keys_; }
   // Some array must have distinct string items (Grammar::distinct_items): Matchers filter those.
   bool distinct_items() const { return distinct_items_; }
+  bool distinct_literals() const { return distinct_literals_; }
   // Lenient schemas: the assertions only the validator checks (Grammar::unenforced).
   const std::vector<std::string>& unenforced() const { return unenforced_; }
 
@@ -88,6 +89,7 @@ class GrammarIndex {
   int32_t initial_;
   bool distinct_keys_ = false;
   bool distinct_items_ = false;
+  bool distinct_literals_ = false;
   std::vector<std::string> unenforced_;
 };
 

@@ -205,11 +205,14 @@ void Emitter::unique_array(const std::vector<const Json*>& prefix, const Json& r
 
 namespace ringlm::guided::schema {
 
-// uniqueItems over strings the grammar does not count: how many distinct strings the position
-// schema `sch_in` allows (past `need` only for enum / const: `need` when there are more); -1 when it may allow something other than a string
-// or is not a plain string schema (type string with length / pattern / format, or string
-// enum / const values).
-int64_t Emitter::distinct_strings(const Json& sch_in, int64_t need) {
+// uniqueItems over items the grammar does not count: how many distinct values the position
+// schema `sch_in` allows (past `need` only for enum / const: `need` when there are more); -1
+// when it may allow something other than a string, true, false or null, or is not a plain
+// schema of those (type with length / pattern / format, or enum / const values). `literals`:
+// it may allow true, false or null; `finite`: no string language (enum / const, or no string).
+int64_t Emitter::distinct_strings(const Json& sch_in, int64_t need, bool* literals, bool* finite) {
+  *literals = false;
+  *finite = true;
   if (is_false_schema(sch_in)) return 0;
   if (!sch_in.is_object()) return -1;
   const Json& sch = norm_.deref(sch_in);
@@ -220,24 +223,33 @@ int64_t Emitter::distinct_strings(const Json& sch_in, int64_t need) {
   if (sch.contains("enum") || sch.contains("const")) {
     Json values = sch.contains("const") ? Json::array({sch["const"]}) : sch["enum"];
     if (!values.is_array()) return -1;
-    std::vector<std::string> distinct;
+    std::vector<Json> distinct;
     for (auto& v : values) {
       if (!cx_.validator.validate_subschema(sch, v)) continue;
-      if (!v.is_string()) return -1;
-      if (std::find(distinct.begin(), distinct.end(), v.get<std::string>()) == distinct.end())
-        distinct.push_back(v.get<std::string>());
+      if (!v.is_string() && !v.is_boolean() && !v.is_null()) return -1;
+      *literals |= !v.is_string();
+      if (std::find(distinct.begin(), distinct.end(), v) == distinct.end()) distinct.push_back(v);
     }
     return int64_t(distinct.size());
   }
-  auto types = type_set(sch);
-  if (types.size() != 1 || !types.count("string")) return -1;
+  int64_t n = 0;
+  bool strings = false;
+  for (auto& t : type_set(sch)) {
+    if (t == "boolean") n += 2;
+    else if (t == "null") n += 1;
+    else if (t == "string") strings = true;
+    else return -1;
+  }
+  *literals = n > 0;
+  if (!strings) return n;
+  *finite = false;
   int64_t mn, mx;
   CpDfa dfa = string_dfa(sch, no_extras(), &mn, &mx);
   auto words = dfa_words(dfa, mn, mx, size_t(need));
-  return words ? std::min<int64_t>(int64_t(words->size()), need) : need;
+  return std::min<int64_t>(n + (words ? int64_t(words->size()) : need), std::max<int64_t>(n, need));
 }
 
-// uniqueItems whose items are all strings, with enough distinct values that the array can never
+// uniqueItems whose items are all strings (or true / false / null), with enough distinct values that the array can never
 // run out of fresh ones (position i, after i items, needs i + 1; the rest positions need
 // maxItems, or CompileLimits::count when unbounded): the array is emitted as usual and the
 // Matcher keeps its items distinct. Items from one finite language of n strings (no prefix
@@ -246,21 +258,23 @@ int64_t Emitter::distinct_strings(const Json& sch_in, int64_t need) {
 // unique_array, which refuses what it cannot count). Too few strings is an error.
 bool Emitter::string_items(const std::vector<const Json*>& prefix, const Json& rest, int64_t& mx) {
   int64_t cap = mx >= 0 ? mx : int64_t(limits_.count);
-  bool all_finite = true;
+  bool all_finite = true, literals = false;
   size_t finite_values = 0;
   std::vector<int64_t> counts, needs;
   for (size_t i = 0; i <= prefix.size(); ++i) {
     const Json& sch = i < prefix.size() ? *prefix[i] : rest;
     int64_t need = i < prefix.size() ? std::min<int64_t>(int64_t(i) + 1, cap) : cap;
-    int64_t n = distinct_strings(sch, std::max<int64_t>(need, 1));
+    bool lits = false, finite = true;
+    int64_t n = distinct_strings(sch, std::max<int64_t>(need, 1), &lits, &finite);
     if (n < 0) return false;
     counts.push_back(n);
     needs.push_back(need);
-    const Json& d = sch.is_object() ? norm_.deref(sch) : sch;
-    if (d.is_object() && (d.contains("enum") || d.contains("const"))) finite_values += size_t(n);
-    else if (!is_false_schema(d)) all_finite = false;
+    literals |= lits;
+    if (finite) finite_values += size_t(n);
+    else all_finite = false;
   }
   if (all_finite && finite_values <= std::min<size_t>(limits_.unique_values, 31)) return false;
+  if (literals) b_.mark_unique_literals();
   if (prefix.empty() && counts[0] < cap) {
     mx = counts[0];  // every valid array: at most that many distinct items
     return true;

@@ -261,7 +261,7 @@ class Emitter {
   void array(const Json& s, uint32_t from, uint32_t to);
   void unique_array(const std::vector<const Json*>& prefix, const Json& rest, int64_t mn, int64_t mx,
                     uint32_t from, uint32_t to);
-  int64_t distinct_strings(const Json& sch, int64_t need);
+  int64_t distinct_strings(const Json& sch, int64_t need, bool* literals, bool* finite);
   bool string_items(const std::vector<const Json*>& prefix, const Json& rest, int64_t& mx);
   bool tracked_unique(const Json& s);
   const Json* tracked_unique_inside(const Json& s);

@@ -217,6 +217,34 @@ TEST(UniqueItems, StringItemsNeverRepeat) {
   EXPECT_TRUE(mask_has(mask, uint32_t('d')));
 }
 
+// Items that are strings, true, false or null: the literals are tracked like string items
+// (also without quotes, inside longer tokens, and from their first letter).
+TEST(UniqueItems, StringAndLiteralItemsNeverRepeat) {
+  Json schema = Json::parse(R"({"type":"array","items":{"type":["string","boolean","null"]},"uniqueItems":true})");
+  expect_agrees(schema, {R"([true,false,null,"true"])", "[true,true]", R"([null,"a",null])", R"(["null",null])",
+                         R"([false,"x",false])", "[[true]]", R"(["",false,true])", "[null]"});
+  EXPECT_GT(generate_and_validate(schema, 60, 12), 15);
+  auto base = synthetic_vocab();
+  std::vector<std::string> t;
+  for (uint32_t id = 0; id + 2 < base->size(); ++id) t.push_back(base->bytes(id));
+  for (const char* x : {"true,true", ",true]", "nu", "[true,true]", "l,\"", "[null"}) t.push_back(x);
+  t.push_back("");
+  auto vocab = std::make_shared<Vocabulary>(t, std::vector<uint32_t>{uint32_t(t.size() - 1)});
+  auto idx = index_for(schema, vocab);
+  EXPECT_TRUE(idx->distinct_literals());
+  EXPECT_FALSE(accepts_text(idx, "[true,true]"));
+  EXPECT_FALSE(accepts_text(idx, R"(["a",true,true])"));
+  EXPECT_FALSE(accepts_text(idx, "[null,null]"));
+  EXPECT_TRUE(accepts_text(idx, R"([null,"a",true])"));
+  Matcher m(idx);
+  for (uint32_t tok : testing::greedy_tokenize(*vocab, "[true,")) ASSERT_TRUE(m.accept(tok));
+  std::vector<uint32_t> mask(vocab->mask_words());
+  m.fill_mask(mask.data());
+  EXPECT_FALSE(mask_has(mask, uint32_t('t')));  // can only become true again
+  EXPECT_TRUE(mask_has(mask, uint32_t('f')));
+  EXPECT_TRUE(mask_has(mask, testing::greedy_tokenize(*vocab, "nu")[0]));
+}
+
 // A prefix whose only completions are used items is refused where it would start (no dead end).
 TEST(UniqueItems, StringItemsNoDeadEnd) {
   Json schema = Json::parse(R"({"type":"array","items":{"type":"string","pattern":"^(a|b+)$"},"uniqueItems":true,
