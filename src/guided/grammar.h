@@ -43,6 +43,9 @@ struct Grammar {
     int32_t lazy_body = -1;
     int32_t lazy_d = 0;
     int64_t lazy_k = 0;
+    // A state between the brackets of an array whose string items must be distinct
+    // (uniqueItems that the grammar cannot count): the Matcher tracks and compares its items.
+    bool unique_array = false;
   };
   // A JSON string body: code points in `dfa`'s language with a length in [min, max] (max < 0:
   // unbounded), followed by the closing quote into state `to`. Expanded per (length, DFA state)
@@ -62,6 +65,10 @@ struct Grammar {
   // patternProperties), which a grammar cannot keep distinct; the Matcher then refuses tokens
   // that would repeat a key of the same object (matcher.h).
   bool distinct_keys = false;
+  // Some array must have distinct string items (states marked unique_array): the Matcher
+  // refuses tokens that would close an item equal to an earlier item of the same array.
+  bool distinct_items = false;
+  bool distinct_literals = false;  // ... and some such array may hold true / false / null
   // Lenient compilation: what the grammar leaves to the validator (CompiledSchema::unenforced).
   std::vector<std::string> unenforced;
   std::vector<uint32_t> rule_start;
@@ -95,6 +102,11 @@ class GrammarBuilder {
   void set_final(uint32_t s) { g_->states[s].final = true; }
   void set_plain(uint32_t s, int32_t remaining) { g_->states[s].plain_remaining = remaining; }
   void require_distinct_keys() { g_->distinct_keys = true; }
+  void mark_unique_literals() { g_->distinct_literals = true; }
+  void mark_unique_array(uint32_t s) {
+    g_->states[s].unique_array = true;
+    g_->distinct_items = true;
+  }
   // new_state() refuses (Error) to grow the grammar past this many states (compile_schema
   // sets CompileLimits::grammar_states; the reply grammars keep the default).
   void set_max_states(size_t n) { max_states_ = n; }

@@ -7,6 +7,15 @@
 //
 // Keys are compared as written (raw bytes between the quotes): the grammar emits one canonical
 // escape per code point, so equal texts are equal keys.
+//
+// The same holds for the string items of an array that must have distinct items (uniqueItems
+// over strings, Grammar::distinct_items): such an array is a frame whose "keys" are its items,
+// and everything below (probe, key(), current_keys(), the versions) covers them too. Whether a
+// '[' opens such an array is the grammar's to say: feed and probe ask `unique(i)` for each '['
+// outside a string (i = its index in the bytes given). Items true / false / null of such an array
+// are tracked too (one spelling each); a probe that closes a used one, or ends inside one whose
+// word is used, repeats.
+#include <functional>
 #pragma once
 
 #include <cstdint>
@@ -27,13 +36,16 @@ class KeyTracker {
     const std::vector<std::string>* used = nullptr;
   };
 
+  using UniqueFn = std::function<bool(size_t)>;
+
   void reset();
-  void feed(std::string_view bytes);
-  Probe probe(std::string_view bytes) const;
+  void feed(std::string_view bytes, const UniqueFn& unique = {});
+  Probe probe(std::string_view bytes, const UniqueFn& unique = {}) const;
   // The key bytes of the last probe that ended inside a key.
   const std::string& probe_key() const { return scratch_key_; }
   // Current position (after feed): inside a key, its bytes so far and its object's keys.
   bool in_key() const { return in_string_ && is_key_; }
+  bool in_string() const { return in_string_; }
   const std::string& key() const { return key_; }
   const std::vector<std::string>* current_keys() const;
   // True when some open object already has a key (otherwise nothing can repeat).
@@ -49,6 +61,7 @@ class KeyTracker {
   struct Frame {
     bool object = false;
     bool expect_key = false;
+    bool unique = false;  // an array whose string items are tracked (in `keys`)
     std::vector<std::string> keys;
   };
   std::vector<Frame> frames_;
@@ -56,6 +69,7 @@ class KeyTracker {
   bool in_thought_ = false;  // between the thought-channel markers (reply_grammar.h)
   int esc_ = 0;  // -1: after '\', > 0: hex digits of \uXXXX still to come
   std::string key_;
+  std::string lit_;  // a true / false / null item of a unique array so far
   mutable std::string scratch_key_;
   uint64_t state_version_ = 0, keys_version_ = 0;
 };

@@ -106,6 +106,7 @@ struct GrammarIndex::Impl {
     CachedMask mask;
     // plain_remaining of the single kernel state (string-body fast path), else kNotPlain.
     int32_t plain = Grammar::kNotPlain;
+    int8_t unique = -1;  // in_unique_array: -1 not computed yet, else 0 / 1
     // Mask LRU links (configuration ids; -1 = none). Head = most recently used.
     int32_t lru_prev = -1, lru_next = -1;
   };
@@ -373,6 +374,8 @@ GrammarIndex::GrammarIndex(Grammar grammar, std::shared_ptr<const Vocabulary> vo
   uint32_t root = impl_->node(impl_->g.rule_start[impl_->g.root_rule], kBottom);
   initial_ = impl_->close({root});
   distinct_keys_ = impl_->g.distinct_keys;
+  distinct_items_ = impl_->g.distinct_items;
+  distinct_literals_ = impl_->g.distinct_literals;
   unenforced_ = impl_->g.unenforced;
   note_memory();
 }
@@ -409,6 +412,20 @@ int32_t GrammarIndex::step_bytes(int32_t config, const std::string& bytes) {
 }
 
 void GrammarIndex::note_memory() { memory_bytes_.store(impl_->memory_bytes(), std::memory_order_relaxed); }
+
+bool GrammarIndex::in_unique_array(int32_t config) {
+  if (config < 0) return false;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl::Config& c = impl_->configs[size_t(config)];
+  if (c.unique < 0) {
+    c.unique = 0;
+    for (uint32_t n : c.kernel) {
+      for (uint32_t m = n; m != kBottom && !c.unique; m = impl_->nodes[m].second)
+        if (impl_->g.states[impl_->nodes[m].first].unique_array) c.unique = 1;
+    }
+  }
+  return c.unique == 1;
+}
 
 bool GrammarIndex::accepting(int32_t config) {
   if (config < 0) return false;
@@ -462,6 +479,7 @@ void Matcher::reset() {
   history_.assign(1, index_->initial());
   stopped_depth_ = 0;
   keys_.reset();
+  bracket_flags_.clear();
   text_.clear();
   text_end_.assign(1, 0);
   thought_.assign(1, -1);
@@ -489,7 +507,13 @@ void Matcher::fill_mask(uint32_t* bitset) {
     return;
   }
   index_->fill_mask(history_.back(), bitset);
-  if (index_->distinct_keys() && keys_.any_keys()) filter_repeated_keys(bitset);
+  // Without keys so far nothing can repeat, except a token holding two items of a unique array.
+  if (tracking() && (keys_.any_keys() || index_->distinct_items())) filter_repeated_keys(bitset);
+}
+
+bool Matcher::opens_unique(int32_t config, std::string_view bytes, size_t i) {
+  for (size_t j = 0; j <= i && config != GrammarIndex::kDead; ++j) config = index_->step(config, uint8_t(bytes[j]));
+  return index_->in_unique_array(config);
 }
 
 namespace {
@@ -525,7 +549,9 @@ bool starts_any(const std::vector<std::string>& used, const std::string& prefix)
 
 bool Matcher::key_token_ok(uint32_t token) {
   const std::string& bytes = vocab().bytes(token);
-  KeyTracker::Probe p = keys_.probe(bytes);
+  KeyTracker::UniqueFn unique;
+  if (index_->distinct_items()) unique = [&](size_t i) { return opens_unique(history_.back(), bytes, i); };
+  KeyTracker::Probe p = keys_.probe(bytes, unique);
   if (p.repeats) return false;
   if (!p.in_key || !p.used || !starts_any(*p.used, keys_.probe_key())) return true;
   // The token ends inside a key that is still a prefix of an earlier key: allowed only if some
@@ -615,6 +641,12 @@ void Matcher::filter_repeated_keys(uint32_t* bitset) {
     }
     check(id);
   }
+  // true / false / null items of a unique array: outside a string any allowed token may close
+  // or enter one (the mask there is small).
+  if (index_->distinct_literals() && !keys_.in_string()) {
+    for (size_t w = 0; w < v.mask_words(); ++w)
+      for (uint32_t bits = bitset[w]; bits; bits &= bits - 1) check(uint32_t(w * 32 + __builtin_ctz(bits)));
+  }
   // Inside a key: tokens without a quote matter only when they keep it a prefix of a used key.
   if (keys_.in_key()) {
     if (const auto* used = keys_.current_keys()) {
@@ -646,9 +678,18 @@ bool Matcher::accept(uint32_t token) {
     return false;  // the same rule as fill_mask
   int32_t next = index_->step_bytes(cur, bytes);
   if (next == GrammarIndex::kDead) return false;
-  if (index_->distinct_keys()) {
-    if (keys_.any_keys() && !key_token_ok(token)) return false;
-    keys_.feed(bytes);
+  if (tracking()) {
+    if ((keys_.any_keys() || index_->distinct_items()) && !key_token_ok(token)) return false;
+    KeyTracker::UniqueFn unique;
+    size_t at = text_.size();
+    if (index_->distinct_items()) {
+      unique = [&](size_t i) {
+        bool u = opens_unique(cur, bytes, i);
+        bracket_flags_.push_back({at + i, u});
+        return u;
+      };
+    }
+    keys_.feed(bytes, unique);
     text_ += bytes;
   }
   history_.push_back(next);
@@ -670,10 +711,16 @@ void Matcher::rollback(size_t n) {
   text_end_.resize(history_.size());
   thought_.resize(history_.size());
   if (stopped_depth_ > history_.size()) stopped_depth_ = 0;
-  if (index_->distinct_keys() && text_.size() != text_end_.back()) {
+  if (tracking() && text_.size() != text_end_.back()) {
     text_.resize(text_end_.back());
+    while (!bracket_flags_.empty() && bracket_flags_.back().first >= text_.size()) bracket_flags_.pop_back();
     keys_.reset();
-    keys_.feed(text_);
+    // The same '[' bytes ask again, in order: answer from what accept recorded.
+    size_t k = 0;
+    keys_.feed(text_, [&](size_t i) {
+      while (k < bracket_flags_.size() && bracket_flags_[k].first < i) ++k;
+      return k < bracket_flags_.size() && bracket_flags_[k].first == i && bracket_flags_[k].second;
+    });
   }
 }
 

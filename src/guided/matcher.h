@@ -58,12 +58,19 @@ class GrammarIndex {
   int32_t initial() const { return initial_; }
   // The grammar lets some object repeat a key (Grammar::distinct_keys): Matchers filter those.
   bool distinct_keys() const { return distinct_keys_; }
+  // Some array must have distinct string items (Grammar::distinct_items): Matchers filter those.
+  bool distinct_items() const { return distinct_items_; }
+  bool distinct_literals() const { return distinct_literals_; }
   // Lenient schemas: the assertions only the validator checks (Grammar::unenforced).
   const std::vector<std::string>& unenforced() const { return unenforced_; }
 
   // The following take the index lock; safe from any thread.
   int32_t step(int32_t config, uint8_t byte);
   int32_t step_bytes(int32_t config, const std::string& bytes);  // kDead if rejected
+  // Some parse stack of `config` is inside an array marked Grammar::State::unique_array. Right
+  // after a '[' outside a string this says whether that array needs distinct items (the
+  // compiler keeps such an array from sharing a position with an array that does not).
+  bool in_unique_array(int32_t config);
   bool accepting(int32_t config);
   // Copies the allowed-token bitset of `config` (bit id set = allowed) into out (mask_words()).
   void fill_mask(int32_t config, uint32_t* out);
@@ -81,6 +88,8 @@ class GrammarIndex {
   std::shared_ptr<const Vocabulary> vocab_;
   int32_t initial_;
   bool distinct_keys_ = false;
+  bool distinct_items_ = false;
+  bool distinct_literals_ = false;
   std::vector<std::string> unenforced_;
 };
 
@@ -114,6 +123,11 @@ class Matcher {
   // Distinct keys (GrammarIndex::distinct_keys): a token is refused when it would close a key
   // already present in the same object, or end inside a key whose every completion is one.
   bool key_token_ok(uint32_t token);
+  // Distinct keys or distinct string items (GrammarIndex::distinct_items, uniqueItems): the
+  // same filter, the tracker's frames for unique arrays holding their items as "keys".
+  bool tracking() const { return index_->distinct_keys() || index_->distinct_items(); }
+  // The '[' at bytes[i], fed from `config`, opens an array that needs distinct items.
+  bool opens_unique(int32_t config, std::string_view bytes, size_t i);
   bool has_fresh_completion(int32_t config, const std::string& prefix, int escape,
                             const std::vector<std::string>& used);
   bool search_fresh_completion(int32_t config, const std::string& prefix, int escape,
@@ -124,7 +138,9 @@ class Matcher {
   std::vector<int32_t> history_;  // configuration after each accepted token (front: initial)
   size_t stopped_depth_ = 0;      // history size when the stop token was accepted, 0 if none
   KeyTracker keys_;               // only fed when the grammar needs distinct keys
-  std::string text_;              // accepted bytes (distinct keys only: rollback re-feeds keys_)
+  std::string text_;              // accepted bytes (tracking() only: rollback re-feeds keys_)
+  // Text position of each '[' the tracker asked about, and the answer (distinct_items only).
+  std::vector<std::pair<size_t, bool>> bracket_flags_;
   std::vector<size_t> text_end_;  // text_ size after each history_ entry
   // Per history_ entry: tokens accepted inside an open thought channel, -1 outside one.
   std::vector<int32_t> thought_;

@@ -25,6 +25,8 @@ uint32_t append_grammar(Grammar& dst, Grammar src) {
   for (auto& [key, state] : src.body_states)
     dst.body_states.emplace(std::make_tuple(std::get<0>(key) + B, std::get<1>(key), std::get<2>(key)), state + S);
   dst.distinct_keys = dst.distinct_keys || src.distinct_keys;
+  dst.distinct_items = dst.distinct_items || src.distinct_items;
+  dst.distinct_literals = dst.distinct_literals || src.distinct_literals;
   dst.unenforced.insert(dst.unenforced.end(), src.unenforced.begin(), src.unenforced.end());
   return src.root_rule + R;
 }

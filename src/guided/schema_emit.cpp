@@ -108,6 +108,7 @@ void Emitter::emit_form(const Form& f, uint32_t from, uint32_t to) {
 }
 
 void Emitter::emit_union(const Form& f, uint32_t from, uint32_t to) {
+  check_tracked_alternatives(f.alternatives);
   for (const Json* alt : f.alternatives) {
     if (f.plain) {
       b_.call(from, rule_for(*alt), to);
@@ -125,6 +126,12 @@ void Emitter::emit_union(const Form& f, uint32_t from, uint32_t to) {
 // ------------------------------------------------------------------ if / then / else
 
 void Emitter::emit_conditional(const Form& f, uint32_t from, uint32_t to) {
+  for (const Json& c : f.clauses) {
+    if (auto* hit = tracked_unique_inside(c)) {
+      fail("unsupported keyword 'uniqueItems'", unique_at(hit),
+           " (an array of distinct strings under if / then / else or dependentSchemas)");
+    }
+  }
   ConditionalGroup g = norm_.conditional_group(f.clauses);
   for (const ConditionalCase& c : norm_.object_cases(g)) emit_case(f.rest, c, from, to);
   if (auto c = norm_.non_object_case(g, f.rest)) emit_case(f.rest, *c, from, to);

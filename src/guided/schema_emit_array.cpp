@@ -1,7 +1,9 @@
 // The emission pass for arrays: prefix / tuple items, items, min/maxItems, contains and
-// min/maxContains as counted states, uniqueItems over finitely many item values.
+// min/maxContains as counted states, uniqueItems over finitely many item values (counted by the
+// grammar) or over string items (kept distinct by the Matcher: Grammar::distinct_items).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "guided/schema_passes.h"
@@ -44,17 +46,26 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
     if (most >= 0 && (mx < 0 || mx > most)) fail("unsupported keyword 'maxContains'");
     if (need > 0) {
       if (is_false_schema(*c)) return;
+      std::vector<const Json*> forms{&*c, rest};
+      forms.insert(forms.end(), prefix.begin(), prefix.end());
+      for (const Json* f : forms)
+        if (auto* hit = tracked_unique_inside(*f))
+          fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under contains)");
       if (mx >= 0 && mx < need) return;
       if (need > limits_.count) fail("minContains above ", limits_.count, " is not supported");
       contains = &*c;
     }
   }
-  bool unique = false;
+  bool unique = false, track = false;
   if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) unique = mx < 0 || mx > 1;
   if (unique) {
     if (contains) fail("unsupported keyword 'uniqueItems' (with contains)");
-    unique_array(prefix, *rest, mn, mx, from, to);
-    return;
+    track = string_items(prefix, *rest, mx);
+    if (track && mx >= 0 && mn > mx) return;
+    if (!track) {
+      unique_array(prefix, *rest, mn, mx, from, to);
+      return;
+    }
   }
 
   // States after i elements with j contains-matches so far (j saturates at need); with no
@@ -70,6 +81,8 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
   auto at = [&](int64_t i, int64_t j) -> uint32_t& { return after[size_t(i * (need + 1) + j)]; };
   at(0, 0) = open;
   for (size_t k = 1; k < after.size(); ++k) after[k] = b_.new_state();
+  if (track)
+    for (uint32_t st : after) b_.mark_unique_array(st);
   std::map<const Json*, uint32_t> with_contains;  // element schema -> rule of (it AND contains)
   auto matching_rule = [&](const Json& sch) {
     auto it = with_contains.find(&sch);
@@ -90,6 +103,7 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
       uint32_t start = st;
       if (i > 0) {
         start = b_.new_state();
+        if (track) b_.mark_unique_array(start);
         b_.literal(st, start, comma);
       }
       b_.call(start, rule_for(sch), at(ni, j));
@@ -185,6 +199,215 @@ void Emitter::unique_array(const std::vector<const Json*>& prefix, const Json& r
       b_.call(start, literal_rule[k], it->second);
     }
   }
+}
+
+}  // namespace ringlm::guided::schema
+
+namespace ringlm::guided::schema {
+
+// uniqueItems over items the grammar does not count: how many distinct values the position
+// schema `sch_in` allows (past `need` only for enum / const: `need` when there are more); -1
+// when it may allow something other than a string, true, false or null, or is not a plain
+// schema of those (type with length / pattern / format, or enum / const values). `literals`:
+// it may allow true, false or null; `finite`: no string language (enum / const, or no string).
+int64_t Emitter::distinct_strings(const Json& sch_in, int64_t need, bool* literals, bool* finite) {
+  *literals = false;
+  *finite = true;
+  if (is_false_schema(sch_in)) return 0;
+  if (!sch_in.is_object()) return -1;
+  const Json& sch = norm_.deref(sch_in);
+  if (!sch.is_object() || sch.contains("$ref")) return is_false_schema(sch) ? 0 : -1;
+  static const std::set<std::string> kAllowed{"type", "enum", "const", "minLength", "maxLength", "pattern", "format"};
+  for (auto it = sch.begin(); it != sch.end(); ++it)
+    if (is_known_assertion(it.key()) && !kAllowed.count(it.key())) return -1;
+  if (sch.contains("enum") || sch.contains("const")) {
+    Json values = sch.contains("const") ? Json::array({sch["const"]}) : sch["enum"];
+    if (!values.is_array()) return -1;
+    std::vector<Json> distinct;
+    for (auto& v : values) {
+      if (!cx_.validator.validate_subschema(sch, v)) continue;
+      if (!v.is_string() && !v.is_boolean() && !v.is_null()) return -1;
+      *literals |= !v.is_string();
+      if (std::find(distinct.begin(), distinct.end(), v) == distinct.end()) distinct.push_back(v);
+    }
+    return int64_t(distinct.size());
+  }
+  int64_t n = 0;
+  bool strings = false;
+  for (auto& t : type_set(sch)) {
+    if (t == "boolean") n += 2;
+    else if (t == "null") n += 1;
+    else if (t == "string") strings = true;
+    else return -1;
+  }
+  *literals = n > 0;
+  if (!strings) return n;
+  *finite = false;
+  int64_t mn, mx;
+  CpDfa dfa = string_dfa(sch, no_extras(), &mn, &mx);
+  auto words = dfa_words(dfa, mn, mx, size_t(need));
+  return std::min<int64_t>(n + (words ? int64_t(words->size()) : need), std::max<int64_t>(n, need));
+}
+
+// uniqueItems whose items are all strings (or true / false / null), with enough distinct values that the array can never
+// run out of fresh ones (position i, after i items, needs i + 1; the rest positions need
+// maxItems, or CompileLimits::count when unbounded): the array is emitted as usual and the
+// Matcher keeps its items distinct. Items from one finite language of n strings (no prefix
+// positions) cannot number more than n, so maxItems becomes n (`mx` is updated). False: few
+// enough enum / const values for unique_array, or items that may be other than strings (left to
+// unique_array, which refuses what it cannot count). Too few strings is an error.
+bool Emitter::string_items(const std::vector<const Json*>& prefix, const Json& rest, int64_t& mx) {
+  int64_t cap = mx >= 0 ? mx : int64_t(limits_.count);
+  bool all_finite = true, literals = false;
+  size_t finite_values = 0;
+  std::vector<int64_t> counts, needs;
+  for (size_t i = 0; i <= prefix.size(); ++i) {
+    const Json& sch = i < prefix.size() ? *prefix[i] : rest;
+    int64_t need = i < prefix.size() ? std::min<int64_t>(int64_t(i) + 1, cap) : cap;
+    bool lits = false, finite = true;
+    int64_t n = distinct_strings(sch, std::max<int64_t>(need, 1), &lits, &finite);
+    if (n < 0) return false;
+    counts.push_back(n);
+    needs.push_back(need);
+    literals |= lits;
+    if (finite) finite_values += size_t(n);
+    else all_finite = false;
+  }
+  if (all_finite && finite_values <= std::min<size_t>(limits_.unique_values, 31)) return false;
+  if (literals) b_.mark_unique_literals();
+  if (prefix.empty() && counts[0] < cap) {
+    mx = counts[0];  // every valid array: at most that many distinct items
+    return true;
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (i < prefix.size() && int64_t(i) >= cap) break;
+    if (counts[i] > 0 && counts[i] < needs[i]) {
+      fail("unsupported keyword 'uniqueItems' (string items with only ", counts[i], " distinct values where ",
+           needs[i], " may be needed)");
+    }
+  }
+  return true;
+}
+
+// An array schema whose uniqueItems the Matcher would track (conservative: any item schema that
+// may allow more than booleans, null and a few enum values).
+bool Emitter::tracked_unique(const Json& s) {
+  auto u = s.find("uniqueItems");
+  if (u == s.end() || !u->is_boolean() || !u->get<bool>()) return false;
+  if (s.contains("type") && !type_set(s).count("array")) return false;
+  if (auto m = s.find("maxItems"); m != s.end() && m->is_number() && m->get<double>() <= 1) return false;
+  std::vector<const Json*> positions;
+  for (const char* k : {"items", "prefixItems", "additionalItems"}) {
+    auto it = s.find(k);
+    if (it == s.end()) continue;
+    if (it->is_array())
+      for (auto& x : *it) positions.push_back(&x);
+    else positions.push_back(&*it);
+  }
+  if (!s.contains("items")) return true;
+  for (const Json* p : positions) {
+    if (is_false_schema(*p)) continue;
+    if (!p->is_object()) return true;
+    const Json& d = norm_.deref(*p);
+    if (!d.is_object()) return true;
+    if (d.contains("const")) continue;
+    if (auto e = d.find("enum"); e != d.end()) {
+      if (!e->is_array() || e->size() > limits_.unique_values) return true;
+      continue;
+    }
+    for (auto& t : type_set(d))
+      if (t != "boolean" && t != "null") return true;
+  }
+  return false;
+}
+
+// `s` (through $ref) holds somewhere a tracked uniqueItems array: the first one found, else null.
+const Json* Emitter::tracked_unique_inside(const Json& s) {
+  if (doc_has_unique_ < 0) {
+    // Schemas the compiler builds come from the document: without uniqueItems in it, none.
+    doc_has_unique_ = 0;
+    auto scan = [&](auto&& self, const Json& j) -> void {
+      if (doc_has_unique_) return;
+      if (j.is_object()) {
+        if (auto u = j.find("uniqueItems"); u != j.end() && *u == true) doc_has_unique_ = 1;
+        for (auto& [k, v] : j.items())
+          if (k != "enum" && k != "const") self(self, v);
+      } else if (j.is_array()) {
+        for (auto& v : j) self(self, v);
+      }
+    };
+    scan(scan, cx_.root);
+  }
+  if (!doc_has_unique_) return nullptr;
+  std::set<const Json*> seen;
+  auto walk = [&](auto&& self, const Json& j) -> const Json* {
+    if (!seen.insert(&j).second) return nullptr;
+    if (j.is_array()) {
+      for (auto& x : j)
+        if (auto* hit = self(self, x)) return hit;
+      return nullptr;
+    }
+    if (!j.is_object()) return nullptr;
+    if (tracked_unique(j)) return &j;
+    if (auto r = j.find("$ref"); r != j.end() && r->is_string()) {
+      try {
+        const Json& t = norm_.deref(Json::object({{"$ref", *r}}));
+        if (auto* hit = self(self, t)) return hit;
+      } catch (const Error&) {
+        return &j;  // unresolvable here: assume the worst (the emitter reports it anyway)
+      }
+    }
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.key() != "enum" && it.key() != "const")
+        if (auto* hit = self(self, it.value())) return hit;
+    return nullptr;
+  };
+  return walk(walk, s);
+}
+
+// "at /pointer/uniqueItems " for an array of the document (built schemas have no pointer).
+std::string Emitter::unique_at(const Json* array) {
+  auto p = array ? cx_.pointers.find(array) : cx_.pointers.end();
+  return p == cx_.pointers.end() ? "" : " at " + p->second + "/uniqueItems";
+}
+
+// The JSON types a schema may take (all seven when not evident from type / enum / const).
+static std::set<std::string> value_types(const Json& s_in, Normalizer& norm) {
+  if (is_false_schema(s_in)) return {};
+  if (!s_in.is_object()) return type_set(Json::object());
+  const Json& s = norm.deref(s_in);
+  if (is_false_schema(s)) return {};
+  if (!s.is_object() || s.contains("$ref")) return type_set(Json::object());
+  auto of = [](const Json& v) -> std::string {
+    if (v.is_string()) return "string";
+    if (v.is_number()) return "number";
+    if (v.is_boolean()) return "boolean";
+    if (v.is_null()) return "null";
+    return v.is_array() ? "array" : "object";
+  };
+  std::set<std::string> out;
+  if (auto c = s.find("const"); c != s.end()) return {of(*c)};
+  if (auto e = s.find("enum"); e != s.end() && e->is_array()) {
+    for (auto& v : *e) out.insert(of(v));
+    return out;
+  }
+  return type_set(s);
+}
+
+void Emitter::check_tracked_alternatives(const std::vector<const Json*>& alts) {
+  if (alts.size() < 2) return;
+  std::vector<const Json*> tracked(alts.size());
+  bool any = false;
+  for (size_t i = 0; i < alts.size(); ++i) any |= (tracked[i] = tracked_unique_inside(*alts[i])) != nullptr;
+  if (!any) return;
+  for (size_t i = 0; i < alts.size(); ++i)
+    for (size_t j = i + 1; j < alts.size(); ++j) {
+      if (!tracked[i] && !tracked[j]) continue;
+      if (type_meet(value_types(*alts[i], norm_), value_types(*alts[j], norm_)).empty()) continue;
+      fail("unsupported keyword 'uniqueItems'", unique_at(tracked[i] ? tracked[i] : tracked[j]),
+           " (an array of distinct strings in alternatives ", i, " and ", j,
+           " that may both match: the distinct-items check cannot tell them apart)");
+    }
 }
 
 }  // namespace ringlm::guided::schema

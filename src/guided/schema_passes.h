@@ -261,6 +261,14 @@ class Emitter {
   void array(const Json& s, uint32_t from, uint32_t to);
   void unique_array(const std::vector<const Json*>& prefix, const Json& rest, int64_t mn, int64_t mx,
                     uint32_t from, uint32_t to);
+  int64_t distinct_strings(const Json& sch, int64_t need, bool* literals, bool* finite);
+  bool string_items(const std::vector<const Json*>& prefix, const Json& rest, int64_t& mx);
+  bool tracked_unique(const Json& s);
+  const Json* tracked_unique_inside(const Json& s);
+  std::string unique_at(const Json* array);
+  // Alternatives that may share a position (anyOf / oneOf branches, if cases, contains) must not
+  // mix an array whose items the Matcher keeps distinct with one whose items it does not.
+  void check_tracked_alternatives(const std::vector<const Json*>& alts);
 
   // schema_emit_object.cpp
   struct ObjectShape;
@@ -290,6 +298,7 @@ class Emitter {
   uint32_t any_ = kNone, plain_string_ = kNone;
   int64_t extra_min_ = 0, extra_max_ = -1;
   NotInfo not_;  // exclusions of the schema whose typed alternatives are being emitted
+  int8_t doc_has_unique_ = -1;  // the document has some uniqueItems: true (-1: not looked yet)
   std::vector<std::vector<std::string>> order_;
   std::unordered_set<std::string> order_seen_;
 };

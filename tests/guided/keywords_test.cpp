@@ -1,5 +1,5 @@
 // Keywords compiled by case analysis or counting: format ipv6, contains / minContains /
-// maxContains, uniqueItems over finite item values, if / then / else and dependentSchemas.
+// maxContains, uniqueItems (finite item values; string items), if / then / else and dependentSchemas.
 // Each is checked both ways against the validator: random generations through the mask always
 // validate, and hand-written instances are accepted exactly when they validate.
 #include <gtest/gtest.h>
@@ -162,12 +162,129 @@ TEST(UniqueItems, FiniteItemValuesNeverRepeat) {
   EXPECT_GT(generate_and_validate(schema, 80, 4), 20);
   Json bools = Json::parse(R"({"type":"array","items":{"type":"boolean"},"uniqueItems":true,"minItems":2})");
   expect_agrees(bools, {"[true,false]", "[false,true]", "[true,true]", "[true]", "[true,false,true]"});
+}
+
+std::string unique_error(const char* schema) {
   try {
-    compile_schema(Json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"));
-    ADD_FAILURE() << "uniqueItems over strings compiled";
+    compile_schema(Json::parse(schema));
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'uniqueItems'"), std::string::npos) << e.what();
+    return e.what();
   }
+  return "compiled";
+}
+
+// Items are strings: the Matcher refuses any token that would close an item equal to an earlier
+// one of the same array (also inside tokens spanning the quote and the next `,` / `]`).
+TEST(UniqueItems, StringItemsNeverRepeat) {
+  Json schema = Json::parse(R"({"type":"object","properties":{
+    "t":{"type":"array","items":{"type":"string"},"uniqueItems":true},
+    "u":{"type":"array","items":{"type":"string"}},
+    "n":{"type":"array","items":{"type":"array","items":{"type":"string"},"uniqueItems":true}}}})");
+  expect_agrees(schema, {R"({"t":["a","b"]})", R"({"t":["a","a"]})", R"({"t":["ab","abc","ab"]})",
+                         R"({"t":["x\n","x\n"]})", R"({"t":["x\n","x"]})", R"({"t":[],"u":["a","a"]})",
+                         R"({"t":["a"],"u":["a","a"],"n":[["a","b"],["a","b"]]})", R"({"n":[["a","b","a"]]})",
+                         R"({"t":["hello world","hello world"]})", R"({"t":["\"","\"",""]})", R"({"t":["",""]})"});
+  EXPECT_GT(generate_and_validate(schema, 60, 8), 15);
+  // Tokens that hold a whole repeated item, or close one and open the next.
+  auto base = synthetic_vocab();
+  std::vector<std::string> t;
+  for (uint32_t id = 0; id + 2 < base->size(); ++id) t.push_back(base->bytes(id));
+  for (const char* x : {"[\"ab\",\"ab\"]", "\"ab\",\"ab\"", "ab\",\"ab\"]", "\",\"ab"}) t.push_back(x);
+  t.push_back("");
+  auto vocab = std::make_shared<Vocabulary>(t, std::vector<uint32_t>{uint32_t(t.size() - 1)});
+  Json arr = Json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})");
+  auto idx = index_for(arr, vocab);
+  EXPECT_TRUE(idx->distinct_items());
+  EXPECT_FALSE(accepts_text(idx, R"(["ab","ab"])"));
+  EXPECT_FALSE(accepts_text(idx, R"(["x","ab","ab"])"));
+  EXPECT_TRUE(accepts_text(idx, R"(["ab","abc"])"));
+  EXPECT_TRUE(accepts_text(idx, R"(["abc","ab"])"));
+  // Rollback re-reads the items.
+  auto id_of = [&](const std::string& b) {
+    for (uint32_t id = 0; id < vocab->size(); ++id)
+      if (vocab->bytes(id) == b) return id;
+    return UINT32_MAX;
+  };
+  Matcher m(idx);
+  for (uint32_t tok : testing::greedy_tokenize(*vocab, R"(["ab","c")")) ASSERT_TRUE(m.accept(tok));
+  m.rollback(3);  // back to `["ab",`: "c" is no longer an item
+  for (uint32_t tok : testing::greedy_tokenize(*vocab, R"("c",)")) ASSERT_TRUE(m.accept(tok));
+  EXPECT_FALSE(m.accept(id_of(R"("ab","ab")")));
+  for (uint32_t tok : testing::greedy_tokenize(*vocab, R"("c)")) ASSERT_TRUE(m.accept(tok));
+  std::vector<uint32_t> mask(vocab->mask_words());
+  m.fill_mask(mask.data());
+  EXPECT_FALSE(mask_has(mask, uint32_t('"')));  // would close "c" again
+  EXPECT_TRUE(mask_has(mask, uint32_t('d')));
+}
+
+// Items that are strings, true, false or null: the literals are tracked like string items
+// (also without quotes, inside longer tokens, and from their first letter).
+TEST(UniqueItems, StringAndLiteralItemsNeverRepeat) {
+  Json schema = Json::parse(R"({"type":"array","items":{"type":["string","boolean","null"]},"uniqueItems":true})");
+  expect_agrees(schema, {R"([true,false,null,"true"])", "[true,true]", R"([null,"a",null])", R"(["null",null])",
+                         R"([false,"x",false])", "[[true]]", R"(["",false,true])", "[null]"});
+  EXPECT_GT(generate_and_validate(schema, 60, 12), 15);
+  auto base = synthetic_vocab();
+  std::vector<std::string> t;
+  for (uint32_t id = 0; id + 2 < base->size(); ++id) t.push_back(base->bytes(id));
+  for (const char* x : {"true,true", ",true]", "nu", "[true,true]", "l,\"", "[null"}) t.push_back(x);
+  t.push_back("");
+  auto vocab = std::make_shared<Vocabulary>(t, std::vector<uint32_t>{uint32_t(t.size() - 1)});
+  auto idx = index_for(schema, vocab);
+  EXPECT_TRUE(idx->distinct_literals());
+  EXPECT_FALSE(accepts_text(idx, "[true,true]"));
+  EXPECT_FALSE(accepts_text(idx, R"(["a",true,true])"));
+  EXPECT_FALSE(accepts_text(idx, "[null,null]"));
+  EXPECT_TRUE(accepts_text(idx, R"([null,"a",true])"));
+  Matcher m(idx);
+  for (uint32_t tok : testing::greedy_tokenize(*vocab, "[true,")) ASSERT_TRUE(m.accept(tok));
+  std::vector<uint32_t> mask(vocab->mask_words());
+  m.fill_mask(mask.data());
+  EXPECT_FALSE(mask_has(mask, uint32_t('t')));  // can only become true again
+  EXPECT_TRUE(mask_has(mask, uint32_t('f')));
+  EXPECT_TRUE(mask_has(mask, testing::greedy_tokenize(*vocab, "nu")[0]));
+}
+
+// A prefix whose only completions are used items is refused where it would start (no dead end).
+TEST(UniqueItems, StringItemsNoDeadEnd) {
+  Json schema = Json::parse(R"({"type":"array","items":{"type":"string","pattern":"^(a|b+)$"},"uniqueItems":true,
+                                "minItems":2})");
+  expect_agrees(schema, {R"(["a","b"])", R"(["a","a"])", R"(["bb","a","b"])", R"(["b","b"])", R"(["a"])"});
+  EXPECT_GT(generate_and_validate(schema, 60, 9), 15);
+  Json few = Json::parse(R"({"type":"array","items":{"pattern":"^[abc]$","type":"string"},"uniqueItems":true,
+                             "maxItems":3,"minItems":3,"prefixItems":[{"const":"b"}]})");
+  // One finite language of n strings: at most n items (an implied maxItems), so no dead end.
+  expect_agrees(Json::parse(R"({"type":"array","items":{"type":"string","maxLength":0},"uniqueItems":true})"),
+                {R"([""])", R"(["",""])", "[]"});
+  Json two = Json::parse(R"({"type":"array","items":{"type":"string","pattern":"^[ab]$"},"uniqueItems":true})");
+  expect_agrees(two, {R"(["a","b"])", R"(["b","a","b"])", R"(["a","a"])", R"(["b"])"});
+  EXPECT_GT(generate_and_validate(two, 30, 11), 10);
+  expect_agrees(few, {R"(["b","a","c"])", R"(["b","c","a"])", R"(["b","b","a"])", R"(["a","b","c"])",
+                      R"(["b","a","a"])"});
+  EXPECT_GT(generate_and_validate(few, 30, 10), 5);
+}
+
+// What stays refused names uniqueItems: too few distinct strings for the array, items that may
+// be objects or numbers, and alternatives mixing such an array with one that is not unique.
+TEST(UniqueItems, StringItemsRefusals) {
+  EXPECT_NE(unique_error(R"({"type":"array","prefixItems":[{"type":"string"}],"uniqueItems":true,"maxItems":4,
+                            "items":{"type":"string","pattern":"^[ab]$"}})").find("'uniqueItems' at /uniqueItems"),
+            std::string::npos);
+  EXPECT_NE(unique_error(R"({"type":"array","items":{"type":["string","integer"]},"uniqueItems":true})")
+                .find("'uniqueItems' at /uniqueItems"),
+            std::string::npos);
+  std::string mixed = unique_error(R"({"anyOf":[{"type":"array","items":{"type":"string"},"uniqueItems":true},
+                                                 {"type":"array","maxItems":4}]})");
+  EXPECT_NE(mixed.find("'uniqueItems'"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("'uniqueItems' at /anyOf/0/uniqueItems ("), std::string::npos) << mixed;
+  // uniqueItems on a string is no array: alternatives with it are not checked.
+  EXPECT_EQ(unique_error(R"({"anyOf":[{"type":"string","uniqueItems":true},{"type":"string","maxLength":3}]})"),
+            "compiled");
+  EXPECT_NE(unique_error(R"({"anyOf":[{"type":"object","properties":{"t":{"type":"array","items":{"type":"string"},
+                             "uniqueItems":true}}},{"type":"object"}]})").find("'uniqueItems'"),
+            std::string::npos);
+  EXPECT_EQ(unique_error(R"({"anyOf":[{"type":"array","items":{"type":"string"},"uniqueItems":true},{"type":"null"}]})"),
+            "compiled");
 }
 
 // ---------------------------------------------------------------- if / then / else

@@ -44,7 +44,7 @@ TEST(SchemaMode, RefusedKeywordsNameKeywordAndPointer) {
     const char* schema;  // the schema of property "a"
   };
   const Row rows[] = {
-      {"uniqueItems", R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"},
+      {"uniqueItems", R"({"type":"array","items":{"type":"number"},"uniqueItems":true})"},
       {"multipleOf", R"({"type":"number","multipleOf":1234.567})"},
       {"not", R"({"not":{"type":"array","uniqueItems":true}})"},
       {"pattern", R"({"type":"string","pattern":"(?=a)b"})"},
