@@ -49,6 +49,13 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
       contains = &*c;
     }
   }
+  // The internal "some item" keyword (NOT items in draft 4): contains with minContains 1.
+  if (auto c = s.find(kSomeItemKeyword); c != s.end()) {
+    if (contains) fail("unsupported keyword 'contains' (with a negated 'items')");
+    if (is_false_schema(*c) || mx == 0) return;
+    need = 1;
+    contains = &*c;
+  }
   bool unique = false;
   if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) unique = mx < 0 || mx > 1;
   if (unique) {

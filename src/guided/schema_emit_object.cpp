@@ -38,7 +38,20 @@ struct Emitter::ObjectShape {
   std::vector<Entry> entries;       // declared entries, in emission order
   std::vector<Dep> deps;
   std::vector<Extra> extras;        // additional key languages
+  const Json* some_key = nullptr;   // kSomeKeyKeyword: some key outside a list, valued so
 };
+
+// One way to write an additional key: its key language, its value's schema, and whether it is
+// a key the some-key keyword asks for (setting the "seen" flag).
+struct Emitter::KeyStep {
+  uint32_t key_rule;
+  const Json* schema;
+  bool seen;
+};
+
+namespace {
+constexpr uint32_t kSeenBit = 1u << 31;  // object state flag: the some-key key was written
+}
 
 void Emitter::object(const Json& s, uint32_t from, uint32_t to) {
   ObjectShape o;
@@ -76,6 +89,55 @@ void Emitter::read_object(const Json& s, ObjectShape& o) {
     }
   }
   if (auto pn = s.find("propertyNames"); pn != s.end()) o.names = &*pn;
+  if (auto k = s.find(kSomeKeyKeyword); k != s.end()) {
+    if (!k->is_object()) fail("internal keyword '", kSomeKeyKeyword, "' must be an object");
+    o.some_key = &*k;
+  }
+}
+
+// A key of the kind the some-key keyword asks for: not listed, matching none of its patterns.
+bool Emitter::outside_some_key(const ObjectShape& o, const std::string& name) {
+  const Json& spec = *o.some_key;
+  if (auto e = spec.find("except"); e != spec.end())
+    for (auto& x : *e)
+      if (x == name) return false;
+  if (auto e = spec.find("exceptPatterns"); e != spec.end())
+    for (auto& p : *e)
+      if (pattern_dfa(p.get<std::string>()).matches(utf8_to_u32(name))) return false;
+  return true;
+}
+
+// The additional key languages as steps; with the some-key keyword each splits into the keys
+// it lists (no flag) and the others, once with the plain value and once, setting the flag, with
+// a value also valid under its `value` schema.
+std::vector<Emitter::KeyStep> Emitter::extra_steps(const ObjectShape& o) {
+  std::vector<KeyStep> out;
+  if (!o.some_key) {
+    for (auto& x : o.extras) out.push_back({key_rule(x.keys), x.schema, false});
+    return out;
+  }
+  const RegexLimits& rl = limits_.regex;
+  const Json& spec = *o.some_key;
+  std::vector<std::u32string> names;
+  if (auto e = spec.find("except"); e != spec.end())
+    for (auto& x : *e) names.push_back(utf8_to_u32(x.get<std::string>()));
+  CpDfa listed = dfa_literals(names);
+  if (auto e = spec.find("exceptPatterns"); e != spec.end())
+    for (auto& p : *e) listed = dfa_union(listed, pattern_dfa(p.get<std::string>()), rl);
+  CpDfa others = dfa_complement(listed);
+  static const Json kTrue = true;
+  auto v = spec.find("value");
+  const Json& value = v != spec.end() ? *v : kTrue;
+  for (auto& x : o.extras) {
+    CpDfa in = dfa_intersect(x.keys, listed, rl), out_keys = dfa_intersect(x.keys, others, rl);
+    if (!in.is_empty_language()) out.push_back({key_rule(in), x.schema, false});
+    if (out_keys.is_empty_language()) continue;
+    uint32_t r = key_rule(out_keys);
+    if (!is_true_schema(value)) out.push_back({r, x.schema, false});
+    const Json* both = is_true_schema(value) ? x.schema : &cx_.keep(all_of2(*x.schema, value));
+    out.push_back({r, both, true});
+  }
+  return out;
 }
 
 // The schema of property `name`: its declared schema AND every matching patternProperties
@@ -267,8 +329,8 @@ void Emitter::object_states(const Json& s, ObjectShape& o, uint32_t from, uint32
   };
   get(0, 0, 0);
   auto next_count = [&](int64_t k) { return max_p >= 0 ? k + 1 : std::min(k + 1, cap); };
-  std::vector<uint32_t> extra_key_rules;
-  for (auto& x : o.extras) extra_key_rules.push_back(key_rule(x.keys));
+  if (o.some_key && o.deps.size() > 31) fail("unsupported keyword 'dependentRequired' (more than 31 dependencies)");
+  std::vector<KeyStep> steps = extra_steps(o);
   for (size_t w = 0; w < work.size(); ++w) {
     auto [i, k, f] = work[w];
     uint32_t st = ids[{i, k, f}];
@@ -295,21 +357,31 @@ void Emitter::object_states(const Json& s, ObjectShape& o, uint32_t from, uint32
         std::string key = (k > 0 ? comma : "") + "\"" + json_escape(e.name) + "\"" + colon;
         uint32_t after_key = b_.new_state();
         b_.literal(st, after_key, key);
-        b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k), f_emit));
+        bool seen = o.some_key && outside_some_key(o, e.name);
+        const Json* value = nullptr;  // the some-key value schema, when not `true`
+        if (seen) {
+          auto v = o.some_key->find("value");
+          if (v != o.some_key->end() && !is_true_schema(*v)) value = &*v;
+        }
+        if (!seen || value) b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k), f_emit));
+        if (seen) {
+          const Json* both = value ? &cx_.keep(all_of2(*e.schema, *value)) : e.schema;
+          b_.call(after_key, rule_for(*both), get(i + 1, next_count(k), f_emit | kSeenBit));
+        }
       }
     } else {
-      if (k >= min_p) b_.literal(st, to, "}");
+      if (k >= min_p && (!o.some_key || (f & kSeenBit))) b_.literal(st, to, "}");
       if (!can_add) continue;
-      for (size_t x = 0; x < o.extras.size(); ++x) {
+      for (auto& step : steps) {
         uint32_t key_start = st;
         if (k > 0) {
           key_start = b_.new_state();
           b_.literal(st, key_start, comma);
         }
         uint32_t after_key = b_.new_state(), after_colon = b_.new_state();
-        b_.call(key_start, extra_key_rules[x], after_key);
+        b_.call(key_start, step.key_rule, after_key);
         b_.literal(after_key, after_colon, colon);
-        b_.call(after_colon, rule_for(*o.extras[x].schema), get(n, next_count(k), f));
+        b_.call(after_colon, rule_for(*step.schema), get(n, next_count(k), step.seen ? f | kSeenBit : f));
       }
     }
   }
