@@ -285,8 +285,8 @@ bool Normalizer::negate_array(const Json& s, const NegationContext& c, int depth
     std::vector<Json> d;
     if (!negate(*rest, items_context(c), depth + 1, d, why)) return false;
     if (!d.empty()) {
-      if (cx_.draft < 6) return refuse(why, "keyword 'items' (its negation needs 'contains', from draft 6 on)");
-      out.push_back(Json{{"type", "array"}, {"contains", union_of(std::move(d))}});
+      // Before draft 6 `contains` is no keyword: the internal some-item keyword says the same.
+      out.push_back(Json{{"type", "array"}, {cx_.draft < 6 ? kSomeItemKeyword : "contains", union_of(std::move(d))}});
     }
   }
   if (auto ct = s.find("contains"); ct != s.end() && cx_.draft >= 6) {
@@ -362,17 +362,15 @@ bool Normalizer::negate_object(const Json& s, const NegationContext& c, int dept
   bool open_keys = add != nullptr;
   if (pats)
     for (auto it = pats->begin(); it != pats->end(); ++it) open_keys = open_keys || !is_true_schema(it.value());
-  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
-    if (!c.keys) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
-    for (auto& k : *c.keys)
-      if (!cx_.validator.validate_subschema(*pn, Json(k))) out.push_back(Json{{"type", "object"}, {"required", Json::array({k})}});
+  if (!c.keys) {
+    if (!negate_other_keys(s, depth, out, why)) return false;
+  } else {
+    if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn))
+      for (auto& k : *c.keys)
+        if (!cx_.validator.validate_subschema(*pn, Json(k))) out.push_back(Json{{"type", "object"}, {"required", Json::array({k})}});
   }
-  if (open_keys) {
-    // Keys beyond `properties`: only listable when the context's objects have finitely many keys.
-    if (!c.keys) {
-      return refuse(why, std::string("keyword '") + (add ? "additionalProperties" : "patternProperties") +
-                             "' (an object with some other key)");
-    }
+  if (open_keys && c.keys) {
+    // Keys beyond `properties`, when the context's objects have finitely many: listed.
     for (auto& k : *c.keys) {
       if (props && props->contains(k)) continue;
       Json sch = applying(k, ok);
@@ -417,6 +415,54 @@ bool Normalizer::negate_object(const Json& s, const NegationContext& c, int dept
   return true;
 }
 
+// Without a finite key set in the context: "some key the schema does not declare" failing it,
+// as the internal some-key keyword. propertyNames with only a pattern fails as "some key not
+// matching it"; additionalProperties as "some key outside `properties` and the patterns, with a
+// value in NOT additionalProperties" (any such key when it is false). patternProperties with a
+// schema of their own have no such form (a key matching one pattern with a failing value).
+bool Normalizer::negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why) {
+  auto checked = [&](const Json& pattern, const char* kw) {
+    try {
+      cx_.regex(pattern.get<std::string>());
+    } catch (const Error& e) {
+      return refuse(why, std::string("keyword '") + kw + "': " + e.what());
+    }
+    return true;
+  };
+  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
+    auto pat = pn->is_object() ? pn->find("pattern") : pn->end();
+    bool only_pattern = pn->is_object() && pat != pn->end() && pat->is_string();
+    for (auto it = only_pattern ? pn->begin() : pn->end(); it != pn->end(); ++it) {
+      bool string_type = it.key() == "type" && it.value() == "string";
+      if (it.key() != "pattern" && !string_type && is_known_assertion(it.key())) only_pattern = false;
+    }
+    if (!only_pattern) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
+    if (!checked(*pat, "propertyNames")) return false;
+    out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, Json{{"exceptPatterns", Json::array({*pat})}}}});
+  }
+  Json except = Json::array(), patterns = Json::array();
+  if (auto ps = s.find("properties"); ps != s.end() && ps->is_object())
+    for (auto it = ps->begin(); it != ps->end(); ++it) except.push_back(it.key());
+  if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
+    for (auto it = pp->begin(); it != pp->end(); ++it) {
+      if (!is_true_schema(it.value())) return refuse(why, "keyword 'patternProperties' (an object with some other key)");
+      if (!checked(Json(it.key()), "patternProperties")) return false;
+      patterns.push_back(it.key());
+    }
+  }
+  auto add = s.find("additionalProperties");
+  if (add == s.end() || is_true_schema(*add)) return true;
+  Json spec = Json{{"except", except}, {"exceptPatterns", patterns}};
+  if (!is_false_schema(*add)) {
+    std::vector<Json> d;
+    if (!negate(*add, NegationContext{}, depth + 1, d, why)) return false;
+    if (d.empty()) return true;
+    spec["value"] = union_of(std::move(d));
+  }
+  out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}});
+  return true;
+}
+
 // NOT (B1 OR B2 ...) as one disjunct: the allOf of each member's negation (none when some
 // member accepts everything).
 bool Normalizer::negated_union(const Json& members, const NegationContext& c, int depth, Json* out, std::string& why) {
@@ -444,10 +490,11 @@ bool Normalizer::negate_combinators(const Json& s, const NegationContext& c, int
     auto a = s.find(kw);
     if (a == s.end() || !a->is_array()) continue;
     if (std::string(kw) == "oneOf") {
-      // NOT oneOf is "none, or two or more": only "none" when the branches are disjoint.
+      // NOT oneOf is "none, or two or more": "two or more" is the union of "i and j" over the
+      // pairs of branches that may overlap (a positive schema: nothing to negate).
       for (size_t i = 0; i < a->size(); ++i)
         for (size_t j = i + 1; j < a->size(); ++j)
-          if (!provably_disjoint((*a)[i], (*a)[j], 0)) return refuse(why, "keyword 'oneOf' with overlapping branches");
+          if (!provably_disjoint((*a)[i], (*a)[j], 0)) out.push_back(Json{{"allOf", Json::array({(*a)[i], (*a)[j]})}});
     }
     Json d;
     if (!negated_union(*a, c, depth, &d, why)) return false;
