@@ -280,7 +280,9 @@ class Emitter {
   uint32_t key_rule(const CpDfa& keys);
   struct KeyStep;
   std::vector<KeyStep> extra_steps(const ObjectShape& o);
-  bool outside_some_key(const ObjectShape& o, const std::string& name);
+  bool outside_some_key(const ObjectShape& o, size_t i, const std::string& name);
+  void seen_variants(const ObjectShape& o, uint32_t applicable, const Json* schema,
+                     std::vector<std::pair<const Json*, uint32_t>>& out);
   const CpDfa& pattern_dfa(const std::string& p);
   CpDfa names_dfa(const Json& pn, int64_t* mn, int64_t* mx);
 

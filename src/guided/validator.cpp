@@ -351,8 +351,9 @@ struct Validator::Impl {
       if (auto d = s.find("dependentSchemas"); d != s.end() && d->is_object() && !dependent(*d, true, false)) return false;
     }
     if (auto d = s.find("dependencies"); d != s.end() && d->is_object() && !dependent(*d, true, true)) return false;
-    if (auto k = s.find(kSomeKeyKeyword); k != s.end() && k->is_object() && !some_key(*k, v, path, depth)) {
-      return fail_at(why, path, "no key of the internal some-key schema");
+    if (auto k = s.find(kSomeKeyKeyword); k != s.end()) {
+      for (auto& spec : k->is_array() ? *k : Json::array({*k}))
+        if (spec.is_object() && !some_key(spec, v, path, depth)) return fail_at(why, path, "no key of the internal some-key schema");
     }
     return true;
   }

@@ -36,7 +36,8 @@ int schema_draft(const Json& root);
 //                              without draft 6, for NOT items in draft 4);
 //   "$ringlm:someKey": {"except": [names], "exceptPatterns": [patterns], "value": S}
 //                           -- an object with at least one key not among the names, matching
-//                              none of the patterns, whose value is valid under S.
+//                              none of the patterns, whose value is valid under S (or an
+//                              array of such objects: each needs its key).
 inline constexpr const char* kSomeItemKeyword = "$ringlm:someItem";
 inline constexpr const char* kSomeKeyKeyword = "$ringlm:someKey";
 

@@ -145,6 +145,14 @@ TEST(Negation, SomeOtherKeyIsExact) {
                {R"({})", R"({"x1":1})", R"({"y":1})", R"({"x1":1,"y":2})"}, 2);
   expect_exact(R"({"oneOf":[{"type":"object","propertyNames":{"pattern":"^a"}},{"type":"object","maxProperties":1}]})",
                {R"({})", R"({"ab":1})", R"({"b":1})", R"({"ab":1,"ac":2})", R"({"b":1,"c":2})", R"({"ab":1,"b":2})"}, 2);
+  // Branch 0 AND NOT 1 AND NOT 2 needs a key outside {a} and one outside {b}: two keys, or
+  // one ("c") that is both.
+  expect_exact(R"({"oneOf":[{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}},
+                            {"type":"object","properties":{"a":{}},"additionalProperties":false},
+                            {"type":"object","properties":{"b":{}},"additionalProperties":false}]})",
+               {R"({})", R"({"a":"s"})", R"({"a":1})", R"({"a":"s","b":"t"})", R"({"c":1})", R"({"b":1})",
+                R"({"b":"t"})", R"({"a":1,"b":1})"},
+               4);
   expect_generations_valid(valued, 6);
 }
 
