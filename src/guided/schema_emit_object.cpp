@@ -142,6 +142,9 @@ bool Emitter::outside_some_key(const ObjectShape& o, size_t i, const std::string
   if (auto e = spec.find("exceptPatterns"); e != spec.end())
     for (auto& p : *e)
       if (pattern_dfa(p.get<std::string>()).matches(utf8_to_u32(name))) return false;
+  if (auto e = spec.find("withinPatterns"); e != spec.end())
+    for (auto& p : *e)
+      if (!pattern_dfa(p.get<std::string>()).matches(utf8_to_u32(name))) return false;
   return true;
 }
 
@@ -158,6 +161,8 @@ std::vector<Emitter::KeyStep> Emitter::extra_steps(const ObjectShape& o) {
     CpDfa l = dfa_literals(names);
     if (auto e = spec->find("exceptPatterns"); e != spec->end())
       for (auto& p : *e) l = dfa_union(l, pattern_dfa(p.get<std::string>()), rl);
+    if (auto e = spec->find("withinPatterns"); e != spec->end())
+      for (auto& p : *e) l = dfa_union(l, dfa_complement(pattern_dfa(p.get<std::string>())), rl);
     listed.push_back(std::move(l));
   }
   const size_t m = o.some_keys.size();

@@ -415,52 +415,102 @@ bool Normalizer::negate_object(const Json& s, const NegationContext& c, int dept
   return true;
 }
 
-// Without a finite key set in the context: "some key the schema does not declare" failing it,
-// as the internal some-key keyword. propertyNames with only a pattern fails as "some key not
-// matching it"; additionalProperties as "some key outside `properties` and the patterns, with a
-// value in NOT additionalProperties" (any such key when it is false). patternProperties with a
-// schema of their own have no such form (a key matching one pattern with a failing value).
-bool Normalizer::negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why) {
-  auto checked = [&](const Json& pattern, const char* kw) {
+// NOT propertyNames: N as "some key failing N", one disjunct per keyword of N: `pattern` as a
+// key not matching it, minLength / maxLength as a key shorter / longer (a length pattern),
+// const / enum as a key not among the strings, `not: {const / enum}` as one of those keys
+// present, a type without string (or `false`) as any key.
+bool Normalizer::negate_property_names(const Json& pn, std::vector<Json>& out, std::string& why) {
+  auto some_key = [&](Json spec) { out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}}); };
+  auto any_key = [&] { out.push_back(Json{{"type", "object"}, {"minProperties", 1}}); };
+  auto except_pattern = [&](const std::string& p) {
     try {
-      cx_.regex(pattern.get<std::string>());
+      cx_.regex(p);
     } catch (const Error& e) {
-      return refuse(why, std::string("keyword '") + kw + "': " + e.what());
+      return refuse(why, std::string("keyword 'propertyNames': ") + e.what());
     }
+    some_key(Json{{"exceptPatterns", Json::array({p})}});
     return true;
   };
-  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
-    auto pat = pn->is_object() ? pn->find("pattern") : pn->end();
-    bool only_pattern = pn->is_object() && pat != pn->end() && pat->is_string();
-    for (auto it = only_pattern ? pn->begin() : pn->end(); it != pn->end(); ++it) {
-      bool string_type = it.key() == "type" && it.value() == "string";
-      if (it.key() != "pattern" && !string_type && is_known_assertion(it.key())) only_pattern = false;
+  auto strings = [](const Json& n) {
+    Json out = Json::array();
+    for (auto& v : n.contains("const") ? Json::array({n["const"]}) : n["enum"])
+      if (v.is_string()) out.push_back(v);
+    return out;
+  };
+  auto values_only = [](const Json& n) {
+    if (!n.is_object() || (n.contains("const") == n.contains("enum"))) return false;
+    if (n.contains("enum") && !n["enum"].is_array()) return false;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (it.key() != "const" && it.key() != "enum" && is_known_assertion(it.key())) return false;
+    return true;
+  };
+  if (is_false_schema(pn)) return any_key(), true;
+  if (!pn.is_object()) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
+  if (values_only(pn)) return some_key(Json{{"except", strings(pn)}}), true;
+  for (auto it = pn.begin(); it != pn.end(); ++it) {
+    const std::string& k = it.key();
+    const Json& v = it.value();
+    if (!is_known_assertion(k)) continue;
+    if (k == "type") {
+      if (!type_set(pn).count("string")) any_key();
+      continue;
     }
-    if (!only_pattern) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
-    if (!checked(*pat, "propertyNames")) return false;
-    out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, Json{{"exceptPatterns", Json::array({*pat})}}}});
+    if (k == "pattern" && v.is_string()) {
+      if (!except_pattern(v.get<std::string>())) return false;
+      continue;
+    }
+    auto w = whole(v);
+    if ((k == "minLength" || k == "maxLength") && w && *w <= 1000) {
+      if (k == "minLength" && *w > 0 && !except_pattern("^[\\s\\S]{" + std::to_string(*w) + ",}$")) return false;
+      if (k == "maxLength" && !except_pattern("^[\\s\\S]{0," + std::to_string(*w) + "}$")) return false;
+      continue;
+    }
+    if (k == "not" && values_only(v)) {
+      for (auto& name : strings(v)) out.push_back(Json{{"type", "object"}, {"required", Json::array({name})}});
+      continue;
+    }
+    return refuse(why, "keyword 'propertyNames' (an object with some other key)");
   }
+  return true;
+}
+
+// Without a finite key set in the context: "some key the schema does not declare" failing it,
+// as the internal some-key keyword: propertyNames as above; additionalProperties as "some key
+// outside `properties` and the patterns, with a value in NOT additionalProperties" (any such
+// key when it is false); each patternProperties entry p: P as "some key outside `properties`
+// matching p, with a value in NOT P" (exact with overlapping patterns too: a key fails the
+// allOf of the patterns it matches iff it fails one of them).
+bool Normalizer::negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why) {
+  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
+    if (!negate_property_names(*pn, out, why)) return false;
+  }
+  auto some_key = [&](Json spec, const Json& value) {
+    std::vector<Json> d;
+    if (!negate(value, NegationContext{}, depth + 1, d, why)) return false;
+    if (d.empty()) return true;
+    Json v = union_of(std::move(d));
+    if (!is_true_schema(v)) spec["value"] = std::move(v);
+    out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}});
+    return true;
+  };
   Json except = Json::array(), patterns = Json::array();
   if (auto ps = s.find("properties"); ps != s.end() && ps->is_object())
     for (auto it = ps->begin(); it != ps->end(); ++it) except.push_back(it.key());
   if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
     for (auto it = pp->begin(); it != pp->end(); ++it) {
-      if (!is_true_schema(it.value())) return refuse(why, "keyword 'patternProperties' (an object with some other key)");
-      if (!checked(Json(it.key()), "patternProperties")) return false;
+      try {
+        cx_.regex(it.key());
+      } catch (const Error& e) {
+        return refuse(why, std::string("keyword 'patternProperties': ") + e.what());
+      }
       patterns.push_back(it.key());
+      if (is_true_schema(it.value())) continue;
+      if (!some_key(Json{{"except", except}, {"withinPatterns", Json::array({it.key()})}}, it.value())) return false;
     }
   }
   auto add = s.find("additionalProperties");
   if (add == s.end() || is_true_schema(*add)) return true;
-  Json spec = Json{{"except", except}, {"exceptPatterns", patterns}};
-  if (!is_false_schema(*add)) {
-    std::vector<Json> d;
-    if (!negate(*add, NegationContext{}, depth + 1, d, why)) return false;
-    if (d.empty()) return true;
-    spec["value"] = union_of(std::move(d));
-  }
-  out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}});
-  return true;
+  return some_key(Json{{"except", except}, {"exceptPatterns", patterns}}, *add);
 }
 
 // NOT (B1 OR B2 ...) as one disjunct: the allOf of each member's negation (none when some

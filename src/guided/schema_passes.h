@@ -202,6 +202,7 @@ class Normalizer {
   bool negate_array(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
   bool negate_object(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
   bool negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_property_names(const Json& pn, std::vector<Json>& out, std::string& why);
   bool negate_combinators(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out,
                           std::string& why);
   bool negated_union(const Json& s, const NegationContext& c, int depth, Json* out, std::string& why);

@@ -287,10 +287,11 @@ struct Validator::Impl {
       bool listed = false;
       if (auto e = spec.find("except"); e != spec.end())
         for (auto& name : *e) listed = listed || name == it.key();
-      if (auto e = spec.find("exceptPatterns"); e != spec.end() && !listed) {
-        std::u32string k32 = utf8_to_u32(it.key());
+      std::u32string k32 = utf8_to_u32(it.key());
+      if (auto e = spec.find("exceptPatterns"); e != spec.end() && !listed)
         for (auto& p : *e) listed = listed || regex(p.get<std::string>()).matches(k32);
-      }
+      if (auto e = spec.find("withinPatterns"); e != spec.end() && !listed)
+        for (auto& p : *e) listed = listed || !regex(p.get<std::string>()).matches(k32);
       if (listed) continue;
       auto val = spec.find("value");
       if (val == spec.end() || check(*val, it.value(), path + "/" + it.key(), nullptr, depth + 1)) return true;

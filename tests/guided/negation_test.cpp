@@ -107,9 +107,8 @@ TEST(Negation, NonNegatableOverlapIsRefusedNamingOneOfAndItsPointer) {
        "uniqueItems"},
       {R"({"oneOf":[{"type":"integer"},{"type":"number","minimum":0}]})", "numbers that are not integers"},
       {R"({"oneOf":[{"type":"integer","minimum":1},{"type":"integer","multipleOf":3}]})", "multipleOf"},
-      // "Some key matching ^a with a value that is not an integer" is not a form the grammar has.
-      {R"({"oneOf":[{"type":"object"},{"type":"object","patternProperties":{"^a":{"type":"integer"}},"additionalProperties":false}]})",
-       "patternProperties"},
+      // "Some key that is not an email address" is not a form the grammar has.
+      {R"({"oneOf":[{"type":"object"},{"type":"object","propertyNames":{"format":"email"}}]})", "propertyNames"},
   };
   for (const Row& r : rows) {
     Json schema = {{"type", "object"}, {"properties", {{"x", Json::parse(r.schema)}}}};
@@ -153,6 +152,20 @@ TEST(Negation, SomeOtherKeyIsExact) {
                {R"({})", R"({"a":"s"})", R"({"a":1})", R"({"a":"s","b":"t"})", R"({"c":1})", R"({"b":1})",
                 R"({"b":"t"})", R"({"a":1,"b":1})"},
                4);
+  // patternProperties with a schema: "some key outside `properties` matching the pattern with
+  // a failing value"; propertyNames with lengths, values and `not`: one disjunct each.
+  expect_exact(R"({"oneOf":[{"type":"object","properties":{"ab":{}},"patternProperties":{"^a":{"type":"string"}}},
+                            {"type":"object","maxProperties":1}]})",
+               {R"({})", R"({"ab":1})", R"({"ac":1})", R"({"ac":"s"})", R"({"b":1,"c":2})", R"({"ab":1,"ac":"s"})",
+                R"({"ac":1,"b":2})"},
+               3);
+  expect_exact(R"({"oneOf":[{"type":"object","propertyNames":{"minLength":2,"maxLength":3}},
+                            {"type":"object","maxProperties":1}]})",
+               {R"({})", R"({"a":1})", R"({"ab":1})", R"({"abcd":1})", R"({"ab":1,"cd":2})", R"({"a":1,"cd":2})"}, 3);
+  expect_exact(R"({"type":"object","not":{"propertyNames":{"not":{"const":"xyz"}}}})",
+               {R"({})", R"({"xyz":1})", R"({"a":1})", R"({"xyz":1,"a":2})"}, 2);
+  expect_exact(R"({"type":"object","not":{"propertyNames":{"enum":["a","b"]}}})",
+               {R"({})", R"({"a":1})", R"({"c":1})", R"({"a":1,"c":2})"}, 2);
   expect_generations_valid(valued, 6);
 }
 
