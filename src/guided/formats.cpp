@@ -255,6 +255,10 @@ bool check_format(std::string_view f, std::string_view v) {
   return true;
 }
 
+bool format_regex_is_exact(std::string_view f) {
+  return f == "date" || f == "uri" || f == "uuid" || f == "ipv4" || f == "ipv6" || regex_defined(f);
+}
+
 std::optional<std::string> format_regex(std::string_view f) {
   // Days per month; Feb 29 only in leap years. Over four-digit years the Gregorian rule is a
   // regular language: the last two digits a non-zero multiple of 4, or 00 after a multiple of 4.

@@ -23,4 +23,10 @@ bool check_format(std::string_view format, std::string_view value);
 // of `format`, or nullopt when the grammar cannot generate it.
 std::optional<std::string> format_regex(std::string_view format);
 
+// True when format_regex(format) matches exactly the strings check_format accepts (not a
+// subset): date, uri, uuid, ipv4, ipv6 and the regex-defined formats. Not time / date-time
+// (leap seconds are checked, not generated), email (a subset) or hostname (a length bound
+// outside the regex).
+bool format_regex_is_exact(std::string_view format);
+
 }  // namespace ringlm::guided

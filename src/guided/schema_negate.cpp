@@ -229,8 +229,13 @@ bool Normalizer::negate_keywords(const Json& s, const NegationContext& c, int de
       out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *p}}}});
     }
     if (auto f = s.find("format"); f != s.end() && f->is_string()) {
+      // A format whose regex is exactly its check fails as "not matching the regex".
       std::string fm = f->get<std::string>();
-      if (is_checked_format(fm) || is_asserting_format(fm)) return refuse(why, "keyword 'format' ('" + fm + "')");
+      if (format_regex_is_exact(fm)) {
+        out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *format_regex(fm)}}}});
+      } else if (is_checked_format(fm) || is_asserting_format(fm)) {
+        return refuse(why, "keyword 'format' ('" + fm + "')");
+      }
     }
   }
   if (ts.count("array") && !negate_array(s, within, depth, out, why)) return false;

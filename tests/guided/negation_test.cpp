@@ -169,6 +169,18 @@ TEST(Negation, SomeOtherKeyIsExact) {
   expect_generations_valid(valued, 6);
 }
 
+// A format whose regex is exactly its check fails as "not matching the regex".
+TEST(Negation, ExactFormatsNegateAsNotPattern) {
+  const char* date = R"({"oneOf":[{"type":"string","format":"date"},{"type":"string","pattern":"^2"}]})";
+  expect_exact(date, {R"("2020-02-29")", R"("2021-02-29")", R"("1999-12-31")", R"("2x")", R"("x")", R"("2019-13-01")"}, 4);
+  expect_exact(R"({"oneOf":[{"type":"string","format":"ipv4"},{"type":"string","maxLength":8}]})",
+               {R"("1.2.3.4")", R"("10.20.30.40")", R"("1.2.3.256")", R"("abc")"}, 2);
+  expect_generations_valid(date, 9);
+  // time / date-time are not exact (leap seconds are checked, not generated): still refused.
+  std::string msg = compile_error(Json::parse(R"({"oneOf":[{"type":"string","format":"time"},{"type":"string","pattern":"^2"}]})"));
+  EXPECT_NE(msg.find("keyword 'format' ('time')"), std::string::npos) << msg;
+}
+
 // Draft 4 has no `contains`: NOT items is the internal some-item keyword there, and a
 // `contains` written in a draft-4 schema stays ignored.
 TEST(Negation, Draft4ItemsNegationIsExact) {
