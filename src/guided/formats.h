@@ -29,4 +29,10 @@ std::optional<std::string> format_regex(std::string_view format);
 // outside the regex).
 bool format_regex_is_exact(std::string_view format);
 
+// An anchored regex for exactly the strings check_format accepts, where that is a regular
+// language the regex subset writes: format_regex when exact, and email and hostname, whose
+// generating regexes are subsets. *max_length: a length bound (in code points; -1 for none)
+// the check also imposes (hostname: 253). nullopt for the others (time, date-time: leap seconds).
+std::optional<std::string> format_check_regex(std::string_view format, int64_t* max_length);
+
 }  // namespace ringlm::guided

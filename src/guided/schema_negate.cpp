@@ -231,8 +231,10 @@ bool Normalizer::negate_keywords(const Json& s, const NegationContext& c, int de
     if (auto f = s.find("format"); f != s.end() && f->is_string()) {
       // A format whose regex is exactly its check fails as "not matching the regex".
       std::string fm = f->get<std::string>();
-      if (format_regex_is_exact(fm)) {
-        out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *format_regex(fm)}}}});
+      int64_t most = -1;
+      if (auto re = format_check_regex(fm, &most)) {
+        out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *re}}}});
+        if (most >= 0) out.push_back(Json{{"type", "string"}, {"minLength", most + 1}});
       } else if (is_checked_format(fm) || is_asserting_format(fm)) {
         return refuse(why, "keyword 'format' ('" + fm + "')");
       }

@@ -176,6 +176,14 @@ TEST(Negation, ExactFormatsNegateAsNotPattern) {
   expect_exact(R"({"oneOf":[{"type":"string","format":"ipv4"},{"type":"string","maxLength":8}]})",
                {R"("1.2.3.4")", R"("10.20.30.40")", R"("1.2.3.256")", R"("abc")"}, 2);
   expect_generations_valid(date, 9);
+  // email and hostname generate a subset, but their checks are regular: NOT is exact ("@@a" is
+  // an email address, its local part "@"; "ab." is a hostname, with its trailing dot; no string
+  // over 253 characters is one).
+  expect_exact(R"({"oneOf":[{"type":"string","format":"email"},{"type":"string","maxLength":3}]})",
+               {R"("a@b")", R"("ab@cd.e")", R"("x")", R"("a..b@c")", R"("@@a")", R"(".a@b")"}, 2);
+  std::string long_name = "\"a" + std::string(300, 'b') + "\"";
+  expect_exact(R"({"oneOf":[{"type":"string","format":"hostname"},{"type":"string","pattern":"^a"}]})",
+               {R"("ab.c")", R"("b.c")", R"("a_b")", R"("b_")", R"("ab.")", long_name.c_str()}, 3);
   // time / date-time are not exact (leap seconds are checked, not generated): still refused.
   std::string msg = compile_error(Json::parse(R"({"oneOf":[{"type":"string","format":"time"},{"type":"string","pattern":"^2"}]})"));
   EXPECT_NE(msg.find("keyword 'format' ('time')"), std::string::npos) << msg;
