@@ -165,6 +165,8 @@ std::vector<Emitter::KeyStep> Emitter::extra_steps(const ObjectShape& o) {
       for (auto& p : *e) l = dfa_union(l, dfa_complement(pattern_dfa(p.get<std::string>())), rl);
     listed.push_back(std::move(l));
   }
+  std::vector<CpDfa> others;
+  for (auto& l : listed) others.push_back(dfa_complement(l));
   const size_t m = o.some_keys.size();
   for (auto& x : o.extras) {
     for (uint32_t outside = 0; outside < (1u << m); ++outside) {
@@ -172,7 +174,7 @@ std::vector<Emitter::KeyStep> Emitter::extra_steps(const ObjectShape& o) {
       uint32_t applicable = 0;
       for (size_t i = 0; i < m && !keys.is_empty_language(); ++i) {
         bool out_i = outside & (1u << i);
-        keys = dfa_intersect(keys, out_i ? dfa_complement(listed[i]) : listed[i], rl);
+        keys = dfa_intersect(keys, out_i ? others[i] : listed[i], rl);
         if (out_i) applicable |= seen_bit(i);
       }
       if (keys.is_empty_language()) continue;
