@@ -255,6 +255,29 @@ bool check_format(std::string_view f, std::string_view v) {
   return true;
 }
 
+bool format_regex_is_exact(std::string_view f) {
+  return f == "date" || f == "uri" || f == "uuid" || f == "ipv4" || f == "ipv6" || regex_defined(f);
+}
+
+std::optional<std::string> format_check_regex(std::string_view f, int64_t* max_length) {
+  *max_length = -1;
+  if (format_regex_is_exact(f)) return format_regex(f);
+  if (f == "email") {
+    // check_email: a last '@' with a non-empty domain after it; the local part non-empty, not
+    // starting or ending with '.', no ".."; no character at or below U+0020 anywhere.
+    const std::string x = "[^\\x00-\\x20.]";
+    return "^" + x + "(?:\\.?" + x + ")*@[^\\x00-\\x20@]+$";
+  }
+  if (f == "hostname") {
+    // check_hostname: dot-separated labels of 1-63 letters, digits and inner '-', an optional
+    // trailing dot, at most 253 characters (ASCII: code points = bytes).
+    const std::string label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    *max_length = 253;
+    return "^" + label + "(?:\\." + label + ")*\\.?$";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> format_regex(std::string_view f) {
   // Days per month; Feb 29 only in leap years. Over four-digit years the Gregorian rule is a
   // regular language: the last two digits a non-zero multiple of 4, or 00 after a multiple of 4.

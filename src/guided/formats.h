@@ -23,4 +23,16 @@ bool check_format(std::string_view format, std::string_view value);
 // of `format`, or nullopt when the grammar cannot generate it.
 std::optional<std::string> format_regex(std::string_view format);
 
+// True when format_regex(format) matches exactly the strings check_format accepts (not a
+// subset): date, uri, uuid, ipv4, ipv6 and the regex-defined formats. Not time / date-time
+// (leap seconds are checked, not generated), email (a subset) or hostname (a length bound
+// outside the regex).
+bool format_regex_is_exact(std::string_view format);
+
+// An anchored regex for exactly the strings check_format accepts, where that is a regular
+// language the regex subset writes: format_regex when exact, and email and hostname, whose
+// generating regexes are subsets. *max_length: a length bound (in code points; -1 for none)
+// the check also imposes (hostname: 253). nullopt for the others (time, date-time: leap seconds).
+std::optional<std::string> format_check_regex(std::string_view format, int64_t* max_length);
+
 }  // namespace ringlm::guided

@@ -4,7 +4,10 @@
 #include "guided/schema_compiler.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "guided/schema_passes.h"
 #include "util/error.h"
@@ -124,7 +127,33 @@ SchemaMode parse_schema_mode(const std::string& text) {
   fail("schema mode must be 'strict' or 'lenient', got '", text, "'");
 }
 
+namespace {
+
+// The compiler writes negations with keywords of its own ("$ringlm:someItem", ...; validator.h)
+// that its grammar and validator enforce; in a user schema such a key is refused rather than
+// enforced, since any other validator would ignore it. (A property named so is refused too:
+// this walk does not tell keywords from property names.) Iterative: schemas can nest deeply.
+void refuse_internal_keywords(const Json& schema) {
+  std::vector<std::pair<const Json*, std::string>> todo{{&schema, ""}};
+  while (!todo.empty()) {
+    auto [node, pointer] = todo.back();
+    todo.pop_back();
+    if (node->is_object()) {
+      for (auto it = node->begin(); it != node->end(); ++it) {
+        if (it.key().rfind("$ringlm:", 0) == 0)
+          fail("keyword '", it.key(), "' at ", pointer.empty() ? "/" : pointer, " is reserved for ringlm's own use");
+        todo.emplace_back(&it.value(), pointer + "/" + it.key());
+      }
+    } else if (node->is_array()) {
+      for (std::size_t i = 0; i < node->size(); ++i) todo.emplace_back(&(*node)[i], pointer + "/" + std::to_string(i));
+    }
+  }
+}
+
+}  // namespace
+
 CompiledSchema compile_schema(const Json& schema, const CompileOptions& options) {
+  refuse_internal_keywords(schema);
   schema::Context cx(schema, options);
   schema::Emitter emitter(cx);
   return emitter.run();

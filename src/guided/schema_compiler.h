@@ -42,7 +42,7 @@ struct CompileLimits {
   size_t declared_keys = 128;             // ... and the object's declared keys stay at most this many
   size_t negation_size = 256;             // subschemas one negation (oneOf exclusivity, `not`) may build
   int negation_depth = 12;                // nesting a negation is pushed through ($ref, properties, items)
-  size_t negation_cases = 16;             // alternatives a oneOf branch AND its negated rivals expands into
+  size_t negation_cases = 64;             // alternatives a oneOf branch AND its negated rivals expands into
   RegexLimits regex;                      // automata built from pattern / format / propertyNames
 };
 

@@ -56,6 +56,19 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
       contains = &*c;
     }
   }
+  // The internal "some item" keyword (NOT items in draft 4): contains with minContains 1.
+  if (auto c = s.find(kSomeItemKeyword); c != s.end()) {
+    if (contains) fail("unsupported keyword 'contains' (with a negated 'items')");
+    if (is_false_schema(*c) || mx == 0) return;
+    // As under contains: an item can match in two forms, which a per-array tracker cannot follow.
+    std::vector<const Json*> forms{&*c, rest};
+    forms.insert(forms.end(), prefix.begin(), prefix.end());
+    for (const Json* f : forms)
+      if (auto* hit = tracked_unique_inside(*f))
+        fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under a negated 'items')");
+    need = 1;
+    contains = &*c;
+  }
   bool unique = false, track = false;
   if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) unique = mx < 0 || mx > 1;
   if (unique) {

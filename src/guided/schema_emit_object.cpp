@@ -38,7 +38,22 @@ struct Emitter::ObjectShape {
   std::vector<Entry> entries;       // declared entries, in emission order
   std::vector<Dep> deps;
   std::vector<Extra> extras;        // additional key languages
+  std::vector<const Json*> some_keys;  // kSomeKeyKeyword specs: each needs a key outside a list
 };
+
+// One way to write an additional key: its key language, its value's schema, and the some-key
+// specs it satisfies (their "seen" flags).
+struct Emitter::KeyStep {
+  uint32_t key_rule;
+  const Json* schema;
+  uint32_t seen;
+};
+
+namespace {
+constexpr size_t kMaxSomeKeys = 3;
+// Object state flag of some-key spec i: a key it asks for was written (the top bits).
+uint32_t seen_bit(size_t i) { return 1u << (31 - i); }
+}  // namespace
 
 void Emitter::object(const Json& s, uint32_t from, uint32_t to) {
   ObjectShape o;
@@ -76,6 +91,100 @@ void Emitter::read_object(const Json& s, ObjectShape& o) {
     }
   }
   if (auto pn = s.find("propertyNames"); pn != s.end()) o.names = &*pn;
+  if (auto k = s.find(kSomeKeyKeyword); k != s.end()) {
+    if (k->is_array()) {
+      for (auto& spec : *k) o.some_keys.push_back(&spec);
+    } else {
+      o.some_keys.push_back(&*k);
+    }
+    for (const Json* spec : o.some_keys)
+      if (!spec->is_object()) fail("internal keyword '", kSomeKeyKeyword, "' must hold objects");
+    if (o.some_keys.size() > kMaxSomeKeys) {
+      fail("unsupported keyword 'additionalProperties' (more than ", kMaxSomeKeys, " negated in one object)");
+    }
+  }
+}
+
+// The ways to write a key the specs in `applicable` ask for, with value schema `schema`: the
+// flags of the specs whose value is `true` always, and each subset of the others, its value
+// schemas conjoined.
+void Emitter::seen_variants(const ObjectShape& o, uint32_t applicable, const Json* schema,
+                            std::vector<std::pair<const Json*, uint32_t>>& out) {
+  uint32_t always = 0;
+  std::vector<std::pair<uint32_t, const Json*>> valued;
+  for (size_t i = 0; i < o.some_keys.size(); ++i) {
+    if (!(applicable & seen_bit(i))) continue;
+    auto v = o.some_keys[i]->find("value");
+    if (v == o.some_keys[i]->end() || is_true_schema(*v)) {
+      always |= seen_bit(i);
+    } else {
+      valued.emplace_back(seen_bit(i), &*v);
+    }
+  }
+  for (uint32_t m = 0; m < (1u << valued.size()); ++m) {
+    uint32_t bits = always;
+    Json value = *schema;
+    for (size_t j = 0; j < valued.size(); ++j) {
+      if (!(m & (1u << j))) continue;
+      bits |= valued[j].first;
+      value = all_of2(value, *valued[j].second);
+    }
+    out.emplace_back(m == 0 ? schema : &cx_.keep(std::move(value)), bits);
+  }
+}
+
+// A key of the kind the some-key keyword asks for: not listed, matching none of its patterns.
+bool Emitter::outside_some_key(const ObjectShape& o, size_t i, const std::string& name) {
+  const Json& spec = *o.some_keys[i];
+  if (auto e = spec.find("except"); e != spec.end())
+    for (auto& x : *e)
+      if (x == name) return false;
+  if (auto e = spec.find("exceptPatterns"); e != spec.end())
+    for (auto& p : *e)
+      if (pattern_dfa(p.get<std::string>()).matches(utf8_to_u32(name))) return false;
+  if (auto e = spec.find("withinPatterns"); e != spec.end())
+    for (auto& p : *e)
+      if (!pattern_dfa(p.get<std::string>()).matches(utf8_to_u32(name))) return false;
+  return true;
+}
+
+// The additional key languages as steps; with some-key specs each splits by which specs'
+// lists hold its keys, and each part into the variants seen_variants() lists.
+std::vector<Emitter::KeyStep> Emitter::extra_steps(const ObjectShape& o) {
+  std::vector<KeyStep> out;
+  const RegexLimits& rl = limits_.regex;
+  std::vector<CpDfa> listed;
+  for (const Json* spec : o.some_keys) {
+    std::vector<std::u32string> names;
+    if (auto e = spec->find("except"); e != spec->end())
+      for (auto& x : *e) names.push_back(utf8_to_u32(x.get<std::string>()));
+    CpDfa l = dfa_literals(names);
+    if (auto e = spec->find("exceptPatterns"); e != spec->end())
+      for (auto& p : *e) l = dfa_union(l, pattern_dfa(p.get<std::string>()), rl);
+    if (auto e = spec->find("withinPatterns"); e != spec->end())
+      for (auto& p : *e) l = dfa_union(l, dfa_complement(pattern_dfa(p.get<std::string>())), rl);
+    listed.push_back(std::move(l));
+  }
+  std::vector<CpDfa> others;
+  for (auto& l : listed) others.push_back(dfa_complement(l));
+  const size_t m = o.some_keys.size();
+  for (auto& x : o.extras) {
+    for (uint32_t outside = 0; outside < (1u << m); ++outside) {
+      CpDfa keys = x.keys;
+      uint32_t applicable = 0;
+      for (size_t i = 0; i < m && !keys.is_empty_language(); ++i) {
+        bool out_i = outside & (1u << i);
+        keys = dfa_intersect(keys, out_i ? others[i] : listed[i], rl);
+        if (out_i) applicable |= seen_bit(i);
+      }
+      if (keys.is_empty_language()) continue;
+      uint32_t r = key_rule(keys);
+      std::vector<std::pair<const Json*, uint32_t>> variants;
+      seen_variants(o, applicable, x.schema, variants);
+      for (auto& [sch, bits] : variants) out.push_back({r, sch, bits});
+    }
+  }
+  return out;
 }
 
 // The schema of property `name`: its declared schema AND every matching patternProperties
@@ -267,8 +376,10 @@ void Emitter::object_states(const Json& s, ObjectShape& o, uint32_t from, uint32
   };
   get(0, 0, 0);
   auto next_count = [&](int64_t k) { return max_p >= 0 ? k + 1 : std::min(k + 1, cap); };
-  std::vector<uint32_t> extra_key_rules;
-  for (auto& x : o.extras) extra_key_rules.push_back(key_rule(x.keys));
+  if (o.deps.size() + o.some_keys.size() > 32) fail("unsupported keyword 'dependentRequired' (too many dependencies)");
+  std::vector<KeyStep> steps = extra_steps(o);
+  uint32_t all_seen = 0;
+  for (size_t i = 0; i < o.some_keys.size(); ++i) all_seen |= seen_bit(i);
   for (size_t w = 0; w < work.size(); ++w) {
     auto [i, k, f] = work[w];
     uint32_t st = ids[{i, k, f}];
@@ -295,21 +406,26 @@ void Emitter::object_states(const Json& s, ObjectShape& o, uint32_t from, uint32
         std::string key = (k > 0 ? comma : "") + "\"" + json_escape(e.name) + "\"" + colon;
         uint32_t after_key = b_.new_state();
         b_.literal(st, after_key, key);
-        b_.call(after_key, rule_for(*e.schema), get(i + 1, next_count(k), f_emit));
+        uint32_t applicable = 0;
+        for (size_t j = 0; j < o.some_keys.size(); ++j)
+          if (outside_some_key(o, j, e.name)) applicable |= seen_bit(j);
+        std::vector<std::pair<const Json*, uint32_t>> variants;
+        seen_variants(o, applicable, e.schema, variants);
+        for (auto& [sch, bits] : variants) b_.call(after_key, rule_for(*sch), get(i + 1, next_count(k), f_emit | bits));
       }
     } else {
-      if (k >= min_p) b_.literal(st, to, "}");
+      if (k >= min_p && (f & all_seen) == all_seen) b_.literal(st, to, "}");
       if (!can_add) continue;
-      for (size_t x = 0; x < o.extras.size(); ++x) {
+      for (auto& step : steps) {
         uint32_t key_start = st;
         if (k > 0) {
           key_start = b_.new_state();
           b_.literal(st, key_start, comma);
         }
         uint32_t after_key = b_.new_state(), after_colon = b_.new_state();
-        b_.call(key_start, extra_key_rules[x], after_key);
+        b_.call(key_start, step.key_rule, after_key);
         b_.literal(after_key, after_colon, colon);
-        b_.call(after_colon, rule_for(*o.extras[x].schema), get(n, next_count(k), f));
+        b_.call(after_colon, rule_for(*step.schema), get(n, next_count(k), f | step.seen));
       }
     }
   }

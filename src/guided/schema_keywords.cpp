@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "guided/validator.h"
 #include "util/error.h"
 
 namespace ringlm::guided::schema {
@@ -22,7 +23,8 @@ bool is_known_assertion(const std::string& k) {
       "maxContains", "maxItems", "minItems", "uniqueItems", "maxProperties", "minProperties", "required",
       "properties", "patternProperties", "additionalProperties", "dependencies", "dependentRequired",
       "dependentSchemas", "propertyNames", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
-      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+      "format", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+      kSomeItemKeyword, kSomeKeyKeyword};
   return kw.count(k) > 0;
 }
 

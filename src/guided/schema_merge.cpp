@@ -143,6 +143,14 @@ void merge_keyword(Node& node, const std::string& k, const Json& v) {
       auto back = decimal_multiple(d);
       if (!back || back->a != l->a || back->f != l->f) fail("unsupported keyword 'multipleOf' with different values inside allOf");
     }
+  } else if (k == kSomeKeyKeyword) {
+    // Each spec asks for its own key: both lists.
+    Json all = cur.is_array() ? cur : Json::array({cur});
+    for (auto& spec : v.is_array() ? v : Json::array({v}))
+      if (std::find(all.begin(), all.end(), spec) == all.end()) all.push_back(spec);
+    cur = all.size() == 1 ? all[0] : all;
+  } else if (k == kSomeItemKeyword && cur != v) {
+    fail("unsupported keyword 'items' (the negations of two different 'items' schemas meet)");
   } else if (k == "uniqueItems") {
     cur = cur.is_boolean() && v.is_boolean() ? Json(cur.get<bool>() || v.get<bool>()) : v;
   } else if (cur != v && is_known_assertion(k)) {

@@ -229,8 +229,15 @@ bool Normalizer::negate_keywords(const Json& s, const NegationContext& c, int de
       out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *p}}}});
     }
     if (auto f = s.find("format"); f != s.end() && f->is_string()) {
+      // A format whose regex is exactly its check fails as "not matching the regex".
       std::string fm = f->get<std::string>();
-      if (is_checked_format(fm) || is_asserting_format(fm)) return refuse(why, "keyword 'format' ('" + fm + "')");
+      int64_t most = -1;
+      if (auto re = format_check_regex(fm, &most)) {
+        out.push_back(Json{{"type", "string"}, {"not", Json{{"pattern", *re}}}});
+        if (most >= 0) out.push_back(Json{{"type", "string"}, {"minLength", most + 1}});
+      } else if (is_checked_format(fm) || is_asserting_format(fm)) {
+        return refuse(why, "keyword 'format' ('" + fm + "')");
+      }
     }
   }
   if (ts.count("array") && !negate_array(s, within, depth, out, why)) return false;
@@ -285,8 +292,8 @@ bool Normalizer::negate_array(const Json& s, const NegationContext& c, int depth
     std::vector<Json> d;
     if (!negate(*rest, items_context(c), depth + 1, d, why)) return false;
     if (!d.empty()) {
-      if (cx_.draft < 6) return refuse(why, "keyword 'items' (its negation needs 'contains', from draft 6 on)");
-      out.push_back(Json{{"type", "array"}, {"contains", union_of(std::move(d))}});
+      // Before draft 6 `contains` is no keyword: the internal some-item keyword says the same.
+      out.push_back(Json{{"type", "array"}, {cx_.draft < 6 ? kSomeItemKeyword : "contains", union_of(std::move(d))}});
     }
   }
   if (auto ct = s.find("contains"); ct != s.end() && cx_.draft >= 6) {
@@ -362,17 +369,15 @@ bool Normalizer::negate_object(const Json& s, const NegationContext& c, int dept
   bool open_keys = add != nullptr;
   if (pats)
     for (auto it = pats->begin(); it != pats->end(); ++it) open_keys = open_keys || !is_true_schema(it.value());
-  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
-    if (!c.keys) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
-    for (auto& k : *c.keys)
-      if (!cx_.validator.validate_subschema(*pn, Json(k))) out.push_back(Json{{"type", "object"}, {"required", Json::array({k})}});
+  if (!c.keys) {
+    if (!negate_other_keys(s, depth, out, why)) return false;
+  } else {
+    if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn))
+      for (auto& k : *c.keys)
+        if (!cx_.validator.validate_subschema(*pn, Json(k))) out.push_back(Json{{"type", "object"}, {"required", Json::array({k})}});
   }
-  if (open_keys) {
-    // Keys beyond `properties`: only listable when the context's objects have finitely many keys.
-    if (!c.keys) {
-      return refuse(why, std::string("keyword '") + (add ? "additionalProperties" : "patternProperties") +
-                             "' (an object with some other key)");
-    }
+  if (open_keys && c.keys) {
+    // Keys beyond `properties`, when the context's objects have finitely many: listed.
     for (auto& k : *c.keys) {
       if (props && props->contains(k)) continue;
       Json sch = applying(k, ok);
@@ -417,6 +422,104 @@ bool Normalizer::negate_object(const Json& s, const NegationContext& c, int dept
   return true;
 }
 
+// NOT propertyNames: N as "some key failing N", one disjunct per keyword of N: `pattern` as a
+// key not matching it, minLength / maxLength as a key shorter / longer (a length pattern),
+// const / enum as a key not among the strings, `not: {const / enum}` as one of those keys
+// present, a type without string (or `false`) as any key.
+bool Normalizer::negate_property_names(const Json& pn, std::vector<Json>& out, std::string& why) {
+  auto some_key = [&](Json spec) { out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}}); };
+  auto any_key = [&] { out.push_back(Json{{"type", "object"}, {"minProperties", 1}}); };
+  auto except_pattern = [&](const std::string& p) {
+    try {
+      cx_.regex(p);
+    } catch (const Error& e) {
+      return refuse(why, std::string("keyword 'propertyNames': ") + e.what());
+    }
+    some_key(Json{{"exceptPatterns", Json::array({p})}});
+    return true;
+  };
+  auto strings = [](const Json& n) {
+    Json out = Json::array();
+    for (auto& v : n.contains("const") ? Json::array({n["const"]}) : n["enum"])
+      if (v.is_string()) out.push_back(v);
+    return out;
+  };
+  auto values_only = [](const Json& n) {
+    if (!n.is_object() || (n.contains("const") == n.contains("enum"))) return false;
+    if (n.contains("enum") && !n["enum"].is_array()) return false;
+    for (auto it = n.begin(); it != n.end(); ++it)
+      if (it.key() != "const" && it.key() != "enum" && is_known_assertion(it.key())) return false;
+    return true;
+  };
+  if (is_false_schema(pn)) return any_key(), true;
+  if (!pn.is_object()) return refuse(why, "keyword 'propertyNames' (an object with some other key)");
+  if (values_only(pn)) return some_key(Json{{"except", strings(pn)}}), true;
+  for (auto it = pn.begin(); it != pn.end(); ++it) {
+    const std::string& k = it.key();
+    const Json& v = it.value();
+    if (!is_known_assertion(k)) continue;
+    if (k == "type") {
+      if (!type_set(pn).count("string")) any_key();
+      continue;
+    }
+    if (k == "pattern" && v.is_string()) {
+      if (!except_pattern(v.get<std::string>())) return false;
+      continue;
+    }
+    auto w = whole(v);
+    if ((k == "minLength" || k == "maxLength") && w && *w <= 1000) {
+      if (k == "minLength" && *w > 0 && !except_pattern("^[\\s\\S]{" + std::to_string(*w) + ",}$")) return false;
+      if (k == "maxLength" && !except_pattern("^[\\s\\S]{0," + std::to_string(*w) + "}$")) return false;
+      continue;
+    }
+    if (k == "not" && values_only(v)) {
+      for (auto& name : strings(v)) out.push_back(Json{{"type", "object"}, {"required", Json::array({name})}});
+      continue;
+    }
+    return refuse(why, "keyword 'propertyNames' (an object with some other key)");
+  }
+  return true;
+}
+
+// Without a finite key set in the context: "some key the schema does not declare" failing it,
+// as the internal some-key keyword: propertyNames as above; additionalProperties as "some key
+// outside `properties` and the patterns, with a value in NOT additionalProperties" (any such
+// key when it is false); each patternProperties entry p: P as "some key outside `properties`
+// matching p, with a value in NOT P" (exact with overlapping patterns too: a key fails the
+// allOf of the patterns it matches iff it fails one of them).
+bool Normalizer::negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why) {
+  if (auto pn = s.find("propertyNames"); pn != s.end() && !is_true_schema(*pn)) {
+    if (!negate_property_names(*pn, out, why)) return false;
+  }
+  auto some_key = [&](Json spec, const Json& value) {
+    std::vector<Json> d;
+    if (!negate(value, NegationContext{}, depth + 1, d, why)) return false;
+    if (d.empty()) return true;
+    Json v = union_of(std::move(d));
+    if (!is_true_schema(v)) spec["value"] = std::move(v);
+    out.push_back(Json{{"type", "object"}, {kSomeKeyKeyword, std::move(spec)}});
+    return true;
+  };
+  Json except = Json::array(), patterns = Json::array();
+  if (auto ps = s.find("properties"); ps != s.end() && ps->is_object())
+    for (auto it = ps->begin(); it != ps->end(); ++it) except.push_back(it.key());
+  if (auto pp = s.find("patternProperties"); pp != s.end() && pp->is_object()) {
+    for (auto it = pp->begin(); it != pp->end(); ++it) {
+      try {
+        cx_.regex(it.key());
+      } catch (const Error& e) {
+        return refuse(why, std::string("keyword 'patternProperties': ") + e.what());
+      }
+      patterns.push_back(it.key());
+      if (is_true_schema(it.value())) continue;
+      if (!some_key(Json{{"except", except}, {"withinPatterns", Json::array({it.key()})}}, it.value())) return false;
+    }
+  }
+  auto add = s.find("additionalProperties");
+  if (add == s.end() || is_true_schema(*add)) return true;
+  return some_key(Json{{"except", except}, {"exceptPatterns", patterns}}, *add);
+}
+
 // NOT (B1 OR B2 ...) as one disjunct: the allOf of each member's negation (none when some
 // member accepts everything).
 bool Normalizer::negated_union(const Json& members, const NegationContext& c, int depth, Json* out, std::string& why) {
@@ -444,10 +547,11 @@ bool Normalizer::negate_combinators(const Json& s, const NegationContext& c, int
     auto a = s.find(kw);
     if (a == s.end() || !a->is_array()) continue;
     if (std::string(kw) == "oneOf") {
-      // NOT oneOf is "none, or two or more": only "none" when the branches are disjoint.
+      // NOT oneOf is "none, or two or more": "two or more" is the union of "i and j" over the
+      // pairs of branches that may overlap (a positive schema: nothing to negate).
       for (size_t i = 0; i < a->size(); ++i)
         for (size_t j = i + 1; j < a->size(); ++j)
-          if (!provably_disjoint((*a)[i], (*a)[j], 0)) return refuse(why, "keyword 'oneOf' with overlapping branches");
+          if (!provably_disjoint((*a)[i], (*a)[j], 0)) out.push_back(Json{{"allOf", Json::array({(*a)[i], (*a)[j]})}});
     }
     Json d;
     if (!negated_union(*a, c, depth, &d, why)) return false;

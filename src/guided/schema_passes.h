@@ -201,6 +201,8 @@ class Normalizer {
   bool negate_keywords(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
   bool negate_array(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
   bool negate_object(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_other_keys(const Json& s, int depth, std::vector<Json>& out, std::string& why);
+  bool negate_property_names(const Json& pn, std::vector<Json>& out, std::string& why);
   bool negate_combinators(const Json& s, const NegationContext& c, int depth, std::vector<Json>& out,
                           std::string& why);
   bool negated_union(const Json& s, const NegationContext& c, int depth, Json* out, std::string& why);
@@ -285,6 +287,11 @@ class Emitter {
   void finite_extras(ObjectShape& o);
   void object_states(const Json& s, ObjectShape& o, uint32_t from, uint32_t to);
   uint32_t key_rule(const CpDfa& keys);
+  struct KeyStep;
+  std::vector<KeyStep> extra_steps(const ObjectShape& o);
+  bool outside_some_key(const ObjectShape& o, size_t i, const std::string& name);
+  void seen_variants(const ObjectShape& o, uint32_t applicable, const Json* schema,
+                     std::vector<std::pair<const Json*, uint32_t>>& out);
   const CpDfa& pattern_dfa(const std::string& p);
   CpDfa names_dfa(const Json& pn, int64_t* mn, int64_t* mx);
 

@@ -273,7 +273,30 @@ struct Validator::Impl {
         return fail_at(why, path, "more than maxContains matches");
       }
     }
+    if (auto c = s.find(kSomeItemKeyword); c != s.end()) {
+      bool hit = false;
+      for (size_t i = 0; i < n && !hit; ++i) hit = check(*c, v[i], path, nullptr, depth + 1);
+      if (!hit) return fail_at(why, path, "no item of the internal some-item schema");
+    }
     return true;
+  }
+
+  // kSomeKeyKeyword: some key outside `except` / `exceptPatterns` with a value valid under `value`.
+  bool some_key(const Json& spec, const Json& v, const std::string& path, int depth) const {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      bool listed = false;
+      if (auto e = spec.find("except"); e != spec.end())
+        for (auto& name : *e) listed = listed || name == it.key();
+      std::u32string k32 = utf8_to_u32(it.key());
+      if (auto e = spec.find("exceptPatterns"); e != spec.end() && !listed)
+        for (auto& p : *e) listed = listed || regex(p.get<std::string>()).matches(k32);
+      if (auto e = spec.find("withinPatterns"); e != spec.end() && !listed)
+        for (auto& p : *e) listed = listed || !regex(p.get<std::string>()).matches(k32);
+      if (listed) continue;
+      auto val = spec.find("value");
+      if (val == spec.end() || check(*val, it.value(), path + "/" + it.key(), nullptr, depth + 1)) return true;
+    }
+    return false;
   }
 
   bool check_object(const Json& s, const Json& v, const std::string& path, std::string* why, int depth) const {
@@ -329,6 +352,10 @@ struct Validator::Impl {
       if (auto d = s.find("dependentSchemas"); d != s.end() && d->is_object() && !dependent(*d, true, false)) return false;
     }
     if (auto d = s.find("dependencies"); d != s.end() && d->is_object() && !dependent(*d, true, true)) return false;
+    if (auto k = s.find(kSomeKeyKeyword); k != s.end()) {
+      for (auto& spec : k->is_array() ? *k : Json::array({*k}))
+        if (spec.is_object() && !some_key(spec, v, path, depth)) return fail_at(why, path, "no key of the internal some-key schema");
+    }
     return true;
   }
 };

@@ -30,6 +30,19 @@ struct ValidatorOptions {
 // or unrecognised.
 int schema_draft(const Json& root);
 
+// Internal keywords the compiler writes into schemas it builds by negation (schema_negate.cpp),
+// honoured in every draft by the validator and the emitter alike:
+//   "$ringlm:someItem": S   -- an array with at least one item valid under S ("contains"
+//                              without draft 6, for NOT items in draft 4);
+//   "$ringlm:someKey": {"except": [names], "exceptPatterns": [patterns],
+//                       "withinPatterns": [patterns], "value": S}
+//                           -- an object with at least one key not among the names, matching
+//                              none of the except patterns and all of the within patterns,
+//                              whose value is valid under S (or an
+//                              array of such objects: each needs its key).
+inline constexpr const char* kSomeItemKeyword = "$ringlm:someItem";
+inline constexpr const char* kSomeKeyKeyword = "$ringlm:someKey";
+
 class Validator {
  public:
   explicit Validator(Json schema, ValidatorOptions options = {});

@@ -107,9 +107,8 @@ TEST(Negation, NonNegatableOverlapIsRefusedNamingOneOfAndItsPointer) {
        "uniqueItems"},
       {R"({"oneOf":[{"type":"integer"},{"type":"number","minimum":0}]})", "numbers that are not integers"},
       {R"({"oneOf":[{"type":"integer","minimum":1},{"type":"integer","multipleOf":3}]})", "multipleOf"},
-      // An open object against a closed one: "some other key" is not a form the grammar has.
-      {R"({"oneOf":[{"type":"object"},{"type":"object","properties":{"a":{}},"additionalProperties":false}]})",
-       "additionalProperties"},
+      // "Some key that is not an email address" is not a form the grammar has.
+      {R"({"oneOf":[{"type":"object"},{"type":"object","propertyNames":{"format":"email"}}]})", "propertyNames"},
   };
   for (const Row& r : rows) {
     Json schema = {{"type", "object"}, {"properties", {{"x", Json::parse(r.schema)}}}};
@@ -123,6 +122,97 @@ TEST(Negation, NonNegatableOverlapIsRefusedNamingOneOfAndItsPointer) {
     ASSERT_EQ(cs.unenforced.size(), 1u) << r.schema;
     EXPECT_EQ(cs.unenforced[0].rfind("oneOf at /properties/x/oneOf: ", 0), 0u) << cs.unenforced[0];
   }
+}
+
+// An open object against a closed one: NOT closed is "some key outside the declared names and
+// patterns" (with a value failing additionalProperties, when that is a schema), or for
+// propertyNames with a pattern "some key not matching it" (the internal some-key keyword).
+TEST(Negation, SomeOtherKeyIsExact) {
+  expect_exact(R"({"oneOf":[{"type":"object","properties":{"a":{"type":"string"}}},
+                            {"type":"object","properties":{"a":{},"b":{}},"additionalProperties":false}]})",
+               {R"({})", R"({"a":"s"})", R"({"a":"s","c":2})", R"({"a":1})", R"({"c":1})", R"({"a":1,"c":1})",
+                R"({"b":1})", R"({"a":"s","b":2,"c":3})"},
+               4);
+  const char* valued = R"({"oneOf":[{"type":"object","additionalProperties":{"type":"string"}},
+                                    {"type":"object","properties":{"a":{"type":"boolean"}}}]})";
+  expect_exact(valued,
+               {R"({})", R"({"x":"s"})", R"({"x":1})", R"({"a":true})", R"({"a":"s"})", R"({"a":"s","x":1})",
+                R"({"a":true,"x":"s"})"},
+               4);
+  expect_exact(R"({"oneOf":[{"type":"object","patternProperties":{"^x":{}},"additionalProperties":false},
+                            {"type":"object"}]})",
+               {R"({})", R"({"x1":1})", R"({"y":1})", R"({"x1":1,"y":2})"}, 2);
+  expect_exact(R"({"oneOf":[{"type":"object","propertyNames":{"pattern":"^a"}},{"type":"object","maxProperties":1}]})",
+               {R"({})", R"({"ab":1})", R"({"b":1})", R"({"ab":1,"ac":2})", R"({"b":1,"c":2})", R"({"ab":1,"b":2})"}, 2);
+  // Branch 0 AND NOT 1 AND NOT 2 needs a key outside {a} and one outside {b}: two keys, or
+  // one ("c") that is both.
+  expect_exact(R"({"oneOf":[{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}},
+                            {"type":"object","properties":{"a":{}},"additionalProperties":false},
+                            {"type":"object","properties":{"b":{}},"additionalProperties":false}]})",
+               {R"({})", R"({"a":"s"})", R"({"a":1})", R"({"a":"s","b":"t"})", R"({"c":1})", R"({"b":1})",
+                R"({"b":"t"})", R"({"a":1,"b":1})"},
+               4);
+  // patternProperties with a schema: "some key outside `properties` matching the pattern with
+  // a failing value"; propertyNames with lengths, values and `not`: one disjunct each.
+  expect_exact(R"({"oneOf":[{"type":"object","properties":{"ab":{}},"patternProperties":{"^a":{"type":"string"}}},
+                            {"type":"object","maxProperties":1}]})",
+               {R"({})", R"({"ab":1})", R"({"ac":1})", R"({"ac":"s"})", R"({"b":1,"c":2})", R"({"ab":1,"ac":"s"})",
+                R"({"ac":1,"b":2})"},
+               3);
+  expect_exact(R"({"oneOf":[{"type":"object","propertyNames":{"minLength":2,"maxLength":3}},
+                            {"type":"object","maxProperties":1}]})",
+               {R"({})", R"({"a":1})", R"({"ab":1})", R"({"abcd":1})", R"({"ab":1,"cd":2})", R"({"a":1,"cd":2})"}, 3);
+  expect_exact(R"({"type":"object","not":{"propertyNames":{"not":{"const":"xyz"}}}})",
+               {R"({})", R"({"xyz":1})", R"({"a":1})", R"({"xyz":1,"a":2})"}, 2);
+  expect_exact(R"({"type":"object","not":{"propertyNames":{"enum":["a","b"]}}})",
+               {R"({})", R"({"a":1})", R"({"c":1})", R"({"a":1,"c":2})"}, 2);
+  expect_generations_valid(valued, 6);
+}
+
+// A format whose regex is exactly its check fails as "not matching the regex".
+TEST(Negation, ExactFormatsNegateAsNotPattern) {
+  const char* date = R"({"oneOf":[{"type":"string","format":"date"},{"type":"string","pattern":"^2"}]})";
+  expect_exact(date, {R"("2020-02-29")", R"("2021-02-29")", R"("1999-12-31")", R"("2x")", R"("x")", R"("2019-13-01")"}, 4);
+  expect_exact(R"({"oneOf":[{"type":"string","format":"ipv4"},{"type":"string","maxLength":8}]})",
+               {R"("1.2.3.4")", R"("10.20.30.40")", R"("1.2.3.256")", R"("abc")"}, 2);
+  expect_generations_valid(date, 9);
+  // email and hostname generate a subset, but their checks are regular: NOT is exact ("@@a" is
+  // an email address, its local part "@"; "ab." is a hostname, with its trailing dot; no string
+  // over 253 characters is one).
+  expect_exact(R"({"oneOf":[{"type":"string","format":"email"},{"type":"string","maxLength":3}]})",
+               {R"("a@b")", R"("ab@cd.e")", R"("x")", R"("a..b@c")", R"("@@a")", R"(".a@b")"}, 2);
+  std::string long_name = "\"a" + std::string(300, 'b') + "\"";
+  expect_exact(R"({"oneOf":[{"type":"string","format":"hostname"},{"type":"string","pattern":"^a"}]})",
+               {R"("ab.c")", R"("b.c")", R"("a_b")", R"("b_")", R"("ab.")", long_name.c_str()}, 3);
+  // time / date-time are not exact (leap seconds are checked, not generated): still refused.
+  std::string msg = compile_error(Json::parse(R"({"oneOf":[{"type":"string","format":"time"},{"type":"string","pattern":"^2"}]})"));
+  EXPECT_NE(msg.find("keyword 'format' ('time')"), std::string::npos) << msg;
+}
+
+// Draft 4 has no `contains`: NOT items is the internal some-item keyword there, and a
+// `contains` written in a draft-4 schema stays ignored.
+TEST(Negation, Draft4ItemsNegationIsExact) {
+  const char* schema = R"({"$schema":"http://json-schema.org/draft-04/schema#",
+      "oneOf":[{"type":"array","items":{"type":"string"}},{"type":"array","maxItems":1,"contains":{"type":"null"}}]})";
+  expect_exact(schema, {R"([])", R"(["a"])", R"([1])", R"(["a","b"])", R"(["a",1])", R"([1,2])", R"([null])"}, 3);
+  expect_generations_valid(schema, 7);
+}
+
+// NOT oneOf with overlapping branches is "none, or two (or more) of them": here branch 1 holds
+// for the strings of length 2+ not starting with a, and for "a".
+TEST(Negation, NestedOverlappingOneOfIsNoneOrTwo) {
+  const char* schema = R"({"oneOf":[{"type":"string","maxLength":3},{"oneOf":[{"minLength":2},{"pattern":"^a"}]}]})";
+  expect_exact(schema, {R"("")", R"("b")", R"("bc")", R"("a")", R"("ab")", R"("bcde")", R"("abcd")", R"(1)"}, 4);
+  expect_generations_valid(schema, 8);
+}
+
+TEST(Negation, InternalKeywordsValidate) {
+  Validator v(Json::parse(R"({"properties":{"i":{"$ringlm:someItem":{"type":"integer"}},
+      "k":{"$ringlm:someKey":{"except":["a"],"exceptPatterns":["^x"],"value":{"type":"integer"}}}}})"));
+  EXPECT_TRUE(v.validate(Json::parse(R"({"i":["a",1]})")));
+  EXPECT_FALSE(v.validate(Json::parse(R"({"i":["a"]})")));
+  EXPECT_TRUE(v.validate(Json::parse(R"({"k":{"a":1,"b":2}})")));
+  EXPECT_FALSE(v.validate(Json::parse(R"({"k":{"a":1,"x1":2,"b":"s"}})")));
 }
 
 // Two `not` forms the emitter mishandled before: a bare pattern holds for every non-string (so

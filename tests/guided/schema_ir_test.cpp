@@ -63,6 +63,16 @@ TEST(SchemaIr, UnknownKeywordsWithDifferentValuesInAllOfAreIgnored) {
             "no error");
 }
 
+TEST(SchemaIr, InternalNegationKeywordsAreRefusedInUserSchemas) {
+  // The compiler's own "$ringlm:someKey"/"$ringlm:someItem" (negations of additionalProperties
+  // and draft-4 items) would be enforced if a user schema carried them; other validators ignore them.
+  const std::string e = compile_error(
+      Json::parse(R"({"type": "object", "properties": {"a": {"$ringlm:someItem": {"const": 1}}}})"), CompileOptions{});
+  EXPECT_NE(e.find("'$ringlm:someItem'"), std::string::npos) << e;
+  EXPECT_NE(e.find("/properties/a"), std::string::npos) << e;
+  EXPECT_NE(compile_error(Json::parse(R"({"$ringlm:someKey": {"except": ["a"]}})"), CompileOptions{}), "no error");
+}
+
 TEST(SchemaIr, MergedAssertionsStayEnforced) {
   expect_agrees(Json::parse(R"({"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "b$"}]})"),
                 {{R"("ab")", true}, {R"("axb")", true}, {R"("ax")", false}, {R"("xb")", false}});
