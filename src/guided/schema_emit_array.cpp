@@ -39,6 +39,15 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
   // schema; it is supported only when the array cannot be that long anyway.
   const Json* contains = nullptr;
   int64_t need = 0;
+  // Under contains (or its draft-4 form) an item can match in two forms, which the per-array
+  // item tracker cannot follow: an array of tracked distinct strings in any form is refused.
+  auto refuse_tracked_unique_under = [&](const Json& c, const char* under) {
+    std::vector<const Json*> forms{&c, rest};
+    forms.insert(forms.end(), prefix.begin(), prefix.end());
+    for (const Json* f : forms)
+      if (auto* hit = tracked_unique_inside(*f))
+        fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under ", under, ")");
+  };
   if (auto c = s.find("contains"); c != s.end() && cx_.draft >= 6) {
     need = cx_.draft >= 2019 ? count_kw(s, "minContains", 1) : 1;
     int64_t most = cx_.draft >= 2019 ? count_kw(s, "maxContains", -1) : -1;
@@ -46,11 +55,7 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
     if (most >= 0 && (mx < 0 || mx > most)) fail("unsupported keyword 'maxContains'");
     if (need > 0) {
       if (is_false_schema(*c)) return;
-      std::vector<const Json*> forms{&*c, rest};
-      forms.insert(forms.end(), prefix.begin(), prefix.end());
-      for (const Json* f : forms)
-        if (auto* hit = tracked_unique_inside(*f))
-          fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under contains)");
+      refuse_tracked_unique_under(*c, "contains");
       if (mx >= 0 && mx < need) return;
       if (need > limits_.count) fail("minContains above ", limits_.count, " is not supported");
       contains = &*c;
@@ -60,12 +65,7 @@ void Emitter::array(const Json& s, uint32_t from, uint32_t to) {
   if (auto c = s.find(kSomeItemKeyword); c != s.end()) {
     if (contains) fail("unsupported keyword 'contains' (with a negated 'items')");
     if (is_false_schema(*c) || mx == 0) return;
-    // As under contains: an item can match in two forms, which a per-array tracker cannot follow.
-    std::vector<const Json*> forms{&*c, rest};
-    forms.insert(forms.end(), prefix.begin(), prefix.end());
-    for (const Json* f : forms)
-      if (auto* hit = tracked_unique_inside(*f))
-        fail("unsupported keyword 'uniqueItems'", unique_at(hit), " (string items of an array under a negated 'items')");
+    refuse_tracked_unique_under(*c, "a negated 'items'");
     need = 1;
     contains = &*c;
   }
