@@ -36,7 +36,7 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --priority) priority=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "attack_pairs: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +45,8 @@ for b in "$ringlm" ${old:+"$old"} "$load_test"; do
 done
 [[ -e $model ]] || { echo "attack_pairs: --model '$model' does not exist" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "attack_pairs: --rounds must be a positive integer" >&2; exit 2; }
+[[ $priority == normal || $priority == rt ]] || { echo "attack_pairs: --priority must be normal or rt" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "attack_pairs: needs /usr/bin/time (Debian package 'time')" >&2; exit 2; }
 [[ -n $out ]] || out=$(mktemp -d "${TMPDIR:-/tmp}/attack_pairs.XXXXXX")
 mkdir -p "$out"
 rt=() rt_load=()
