@@ -25,8 +25,17 @@ CompiledSchema Emitter::run() {
 uint32_t Emitter::rule_for(const Json& s) {
   auto it = memo_.find(&s);
   if (it != memo_.end()) return it->second;
+  std::string text;
+  if (s.is_object()) {
+    text = s.dump();
+    if (auto hit = memo_by_text_.find(text); hit != memo_by_text_.end()) {
+      memo_[&s] = hit->second;
+      return hit->second;
+    }
+  }
   uint32_t r = b_.new_rule();
   memo_[&s] = r;
+  if (!text.empty()) memo_by_text_.emplace(std::move(text), r);
   uint32_t end = b_.new_state();
   b_.set_final(end);
   value(s, b_.rule_start(r), end);

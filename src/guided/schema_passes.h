@@ -300,6 +300,10 @@ class Emitter {
   const CompileLimits& limits_;
   GrammarBuilder b_;
   std::unordered_map<const Json*, uint32_t> memo_;
+  // The same rules by content: a schema repeated at two places of a document (the same
+  // inline oneOf under two properties, say) compiles once. References resolve without a base
+  // (RefResolver::resolve), so equal text means an equal language.
+  std::unordered_map<std::string, uint32_t> memo_by_text_;
   std::unordered_map<std::string, uint32_t> number_rules_;
   std::unordered_map<std::string, uint32_t> case_rules_;  // if/then/else cases by content
   uint32_t any_ = kNone, plain_string_ = kNone;

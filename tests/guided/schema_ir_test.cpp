@@ -114,6 +114,36 @@ TEST(SchemaIr, MergeKeepsOneValuePerKeywordAndListsTheRest) {
   EXPECT_TRUE(m.extras.empty());
 }
 
+// A subschema written twice (the same inline oneOf under two properties, as JSON Schema Store
+// files do) compiles once: the second place calls the first one's rule. Equal text only:
+// a one-character difference must give a rule of its own.
+TEST(SchemaIr, RepeatedSubschemasShareOneRule) {
+  const std::string branch = R"({"oneOf": [
+      {"type": "object", "additionalProperties": false, "required": ["kind", "path"],
+       "properties": {"kind": {"enum": ["jq"]}, "path": {"type": "string"}, "skip": {"type": "array", "items": {"type": "string"}}}},
+      {"type": "object", "additionalProperties": false, "required": ["kind"],
+       "properties": {"kind": {"enum": ["git"]}, "depth": {"type": "integer", "minimum": 1}}}]})";
+  auto states = [](const Json& s) { return compile_schema(s, CompileOptions{}).grammar.states.size(); };
+  auto object = [](const std::string& props) {
+    return Json::parse(R"({"type": "object", "additionalProperties": false, "properties": {)" + props + "}}");
+  };
+  const Json two = object(R"("a": )" + branch + R"(, "b": )" + branch);
+  size_t n0 = states(object(R"("a": {"type": "integer"})")), n1 = states(object(R"("a": )" + branch));
+  size_t n2 = states(two);
+  // The second copy adds a key and a call, not the branch's states again.
+  EXPECT_LT(n2 - n1, (n1 - n0) / 4) << n0 << " / " << n1 << " / " << n2 << " states with 0 / 1 / 2 copies";
+  expect_agrees(two, {{R"({"a":{"kind":"jq","path":"x"},"b":{"kind":"git","depth":2}})", true},
+                      {R"({"b":{"kind":"git","depth":0}})", false},
+                      {R"({"b":{"kind":"jq"}})", false}});
+  // The same shape with another enum value under "b": no sharing across different text.
+  std::string other = branch;
+  other.replace(other.find("\"git\""), 5, "\"svn\"");
+  const Json differ = object(R"("a": )" + branch + R"(, "b": )" + other);
+  expect_agrees(differ, {{R"({"a":{"kind":"git"},"b":{"kind":"svn"}})", true},
+                         {R"({"b":{"kind":"git"}})", false},
+                         {R"({"a":{"kind":"svn"}})", false}});
+}
+
 TEST(SchemaIr, CompileLimitsAreOptions) {
   CompileOptions o;
   const Json nested = Json::parse(R"({"type": "array", "items": {"type": "array", "items": {"type": "array",
