@@ -88,13 +88,13 @@ struct AttnImpl {
   // steps, the horizontal sum, then the scalar tail; the same order whatever NQ and NS are,
   // so a row's scores do not depend on how rows and slots are blocked.
   //
-  // With pfk (and pfv) set, the same NS rows of the next K (V) tile are prefetched one cache
-  // line per line of K read here, so a single-token block, which uses each tile once, has the
-  // next tile on its way from memory while this one is computed (the hardware prefetcher alone
-  // left the loads waiting on DRAM: docs/attention.md, "Decode").
+  // With PF, the same NS rows of the next K tile (pfk) are prefetched, one cache line per line
+  // of K read here (pv_block does the same for V), so a single-token block, which uses each
+  // tile once, has the next tile on its way from memory while this one is computed: the
+  // hardware prefetcher alone left the loads waiting on DRAM (docs/attention.md, "Decode").
   template <int NQ, int NS, bool PF = false>
   static void scores_block(const float* const* qr, const T* kt, std::int64_t stride, int i, int d,
-                           float (*sc)[kAttnTile], const T* pfk = nullptr, const T* pfv = nullptr) {
+                           float (*sc)[kAttnTile], const T* pfk = nullptr) {
     R acc[NQ][NS];
 #pragma GCC unroll 16
     for (int r = 0; r < NQ; ++r)
@@ -122,14 +122,13 @@ struct AttnImpl {
     };
     int c = 0;
     if constexpr (PF) {
-      // A cache line of every K row at a time, starting with the prefetches of the same line
-      // of the next tile's K and V rows.
+      // A cache line of every K row at a time, starting with the prefetch of the same line
+      // of the next tile's K rows.
       constexpr int kLine = 64 / static_cast<int>(sizeof(T));  // elements per line, a multiple of W
       for (; c + kLine <= d; c += kLine) {
 #pragma GCC unroll 16
         for (int s = 0; s < NS; ++s) {
           __builtin_prefetch(pfk + (i + s) * stride + c, 0, kPrefetchLocality);
-          __builtin_prefetch(pfv + (i + s) * stride + c, 0, kPrefetchLocality);
         }
 #pragma GCC unroll 4
         for (int cc = c; cc < c + kLine; cc += W) step(cc);
@@ -157,10 +156,12 @@ struct AttnImpl {
 
   // acc_r[c] = acc_r[c] * corr_r + sum_s p_r[s] v_s[c] for columns [c0, c0 + NCB * W): the
   // accumulators stay in registers across the tile's slots, so acc is read and written once
-  // per tile and each V load feeds NQ rows.
+  // per tile and each V load feeds NQ rows. pfv, pn: the next V tile, prefetched for slots < pn.
   template <int NQ, int NCB>
   static void pv_block(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
-                       std::int64_t stride, int ts, const bool* any, int c0) {
+                       std::int64_t stride, int ts, const bool* any, int c0, const T* pfv = nullptr,
+                       int pn = 0) {
+    constexpr int kBytes = NCB * W * static_cast<int>(sizeof(T));  // of one V row per slot
     R a[NQ][NCB];
 #pragma GCC unroll 16
     for (int r = 0; r < NQ; ++r) {
@@ -169,6 +170,13 @@ struct AttnImpl {
       for (int j = 0; j < NCB; ++j) a[r][j] = V::mul(V::load(acc[r] + c0 + j * W), cr);
     }
     for (int s = 0; s < ts; ++s) {
+      // The same columns of the next tile's V row (decode; pn = 0 otherwise), one prefetch per
+      // cache line: a block narrower than a line prefetches only where a line starts.
+      if (s < pn && (kBytes >= 64 || (c0 * static_cast<int>(sizeof(T))) % 64 == 0)) {
+#pragma GCC unroll 4
+        for (int by = 0; by < kBytes; by += 64)
+          __builtin_prefetch(pfv + s * stride + c0 + by / static_cast<int>(sizeof(T)), 0, kPrefetchLocality);
+      }
       if (!any[s]) continue;  // masked for the whole token (all its rows have p = 0)
       const T* vs = vt + s * stride + c0;
       R vv[NCB];
@@ -189,10 +197,10 @@ struct AttnImpl {
 
   template <int NQ, int NCX>
   static void pv(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
-                 std::int64_t stride, int ts, const bool* any, int d) {
+                 std::int64_t stride, int ts, const bool* any, int d, const T* pfv = nullptr, int pn = 0) {
     int c = 0;
-    for (; c + NCX * W <= d; c += NCX * W) pv_block<NQ, NCX>(acc, corr, p, vt, stride, ts, any, c);
-    for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c);
+    for (; c + NCX * W <= d; c += NCX * W) pv_block<NQ, NCX>(acc, corr, p, vt, stride, ts, any, c, pfv, pn);
+    for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c, pfv, pn);
     for (; c < d; ++c) {
       float col[kAttnTile];
       widen_strided(vt + c, stride, ts, col);
@@ -235,7 +243,7 @@ struct AttnImpl {
     alignas(64) float sc[NQ][kAttnTile];
     int i = 0;
     for (; i + KSX <= ts; i += KSX)
-      if (i + KSX <= pn) scores_block<NQ, KSX, true>(qr, kt, stride, i, d, sc, pfk, pfv);
+      if (i + KSX <= pn) scores_block<NQ, KSX, true>(qr, kt, stride, i, d, sc, pfk);
       else scores_block<NQ, KSX>(qr, kt, stride, i, d, sc);
     for (; i < ts; ++i) scores_block<NQ, 1>(qr, kt, stride, i, d, sc);
     for (int r = 0; r < NQ; ++r)  // a partial tile: defined values in the masked lanes
@@ -272,7 +280,8 @@ struct AttnImpl {
       }
       b.l[row[r]] = b.l[row[r]] * corr[r] + V::hsum(sum);
     }
-    pv<NQ, NCX>(acc, corr, sc, vt, stride, ts, mk.vis, d);
+    if (pn > 0) pv<NQ, NCX>(acc, corr, sc, vt, stride, ts, mk.vis, d, pfv, pn);
+    else pv<NQ, NCX>(acc, corr, sc, vt, stride, ts, mk.vis, d);
   }
 
   // Register blocking of a single-token (decode) block: V::kDecodeRows heads at a time (8 on
