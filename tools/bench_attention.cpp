@@ -10,7 +10,10 @@
 // halves), timed right after the f32 one, and the f16 gain (f32 time / f16 time).
 //
 //   bench_attention [--isa best|all|scalar,avx2,...] [--threads 1,2] [--set-mb 512] [--min-ms 300]
-//                   [--contexts 512,4096,8192] [--only decode,chunk]
+//                   [--contexts 512,4096,8192] [--only decode,chunk] [--layers sliding,full]
+//                   [--reference 0|1]
+// --layers picks the layer shapes; --reference 0 skips timing the old kernel (its columns
+// print 0), which at long contexts takes most of the run.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -89,6 +92,8 @@ int main(int argc, char** argv) {
   std::size_t set_mb = 512;
   double min_ms = 300;
   std::vector<std::string> only = {"decode", "chunk"};
+  std::vector<std::string> layer_names = {"sliding", "full"};
+  bool time_reference = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], val = argv[i + 1];
     if (key == "--isa") {
@@ -109,6 +114,10 @@ int main(int argc, char** argv) {
       min_ms = std::stod(val);
     } else if (key == "--only") {
       only = split(val);
+    } else if (key == "--layers") {
+      layer_names = split(val);
+    } else if (key == "--reference") {
+      time_reference = val != "0";
     } else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       return 2;
@@ -123,6 +132,7 @@ int main(int argc, char** argv) {
   constexpr int kHeads = 8;
   std::mt19937 rng(5);
   for (const Layer& L : layers) {
+    if (std::find(layer_names.begin(), layer_names.end(), L.name) == layer_names.end()) continue;
     for (int context : contexts) {
       const Cache cache = make_cache(L, context, set_mb << 20, rng);
       struct Shape {
@@ -147,7 +157,7 @@ int main(int argc, char** argv) {
           for (int thr : threads) {
             ParallelFor pool(thr);
             // The model's former call pattern, verbatim in structure.
-            const Timing ref = time_calls(min_ms, [&](std::size_t call) {
+            const Timing ref = !time_reference ? Timing{} : time_calls(min_ms, [&](std::size_t call) {
               const KvSlots view = cache.view(call);
               if (n == 1) {
                 pool.run(kHeads, [&](std::int64_t h0, std::int64_t h1) {

@@ -24,7 +24,13 @@ struct VecAvx512 {
   using R = __m512;
   static constexpr int W = 16;
   static constexpr int kSlots = 4, kCols = 4;  // 16 accumulators of 32 registers
+  // Decode (one token): 8 heads per pass, so the K/V tile is read once for an E2B group;
+  // 8 x 2 = 16 accumulators again.
+  static constexpr int kDecodeRows = 8, kDecodeSlots = 2, kDecodeCols = 2;
   static constexpr int kDenseRows = 6, kDenseRegs = 4;  // attention_dense_impl.h: 24 accumulators
+  // Keeps x in a register (an empty asm that "changes" it), so GCC cannot fold its load into
+  // every instruction that uses it.
+  static void pin(R& x) { __asm__("" : "+v"(x)); }
   static R zero() { return _mm512_setzero_ps(); }
   static R set1(float x) { return _mm512_set1_ps(x); }
   static R load(const float* p) { return _mm512_loadu_ps(p); }

@@ -78,14 +78,23 @@ struct AttnImpl {
   // V::kCols are chosen per ISA so the accumulators fit the register file (AVX-512 and NEON:
   // 4 x 4 = 16 of 32 registers; AVX2: 4 x 2 = 8 of 16). Each K or V load feeds NQ FMAs.
   static constexpr int KS = V::kSlots;
+  // Decode prefetches the next tile into L2 (__builtin_prefetch locality 2, prefetcht1 on
+  // x86): measured on Zen 4, into L1 (locality 3) or non-temporal (0) the 8k decode was ~1.5x
+  // slower (the next tile evicts the current one from L1), and two tiles ahead was no faster.
+  static constexpr int kPrefetchLocality = 2;
   static constexpr int NC = V::kCols;
 
   // sc[r][i + s] = q_r . k_{i+s} for s < NS. Per element: one FMA chain over the d/W register
   // steps, the horizontal sum, then the scalar tail; the same order whatever NQ and NS are,
   // so a row's scores do not depend on how rows and slots are blocked.
-  template <int NQ, int NS>
+  //
+  // With PF, the same NS rows of the next K tile (pfk) are prefetched, one cache line per line
+  // of K read here (pv_block does the same for V), so a single-token block, which uses each
+  // tile once, has the next tile on its way from memory while this one is computed: the
+  // hardware prefetcher alone left the loads waiting on DRAM (docs/attention.md, "Decode").
+  template <int NQ, int NS, bool PF = false>
   static void scores_block(const float* const* qr, const T* kt, std::int64_t stride, int i, int d,
-                           float (*sc)[kAttnTile]) {
+                           float (*sc)[kAttnTile], const T* pfk = nullptr) {
     R acc[NQ][NS];
 #pragma GCC unroll 16
     for (int r = 0; r < NQ; ++r)
@@ -94,18 +103,38 @@ struct AttnImpl {
     const T* k[NS];
 #pragma GCC unroll 16
     for (int s = 0; s < NS; ++s) k[s] = kt + (i + s) * stride;
-    int c = 0;
-    for (; c + W <= d; c += W) {
+    // One register step: each K register feeds NQ FMAs, each q register NS.
+    auto step = [&](int c) {
       R kv[NS];
 #pragma GCC unroll 16
       for (int s = 0; s < NS; ++s) kv[s] = kv_load(k[s] + c);
 #pragma GCC unroll 16
       for (int r = 0; r < NQ; ++r) {
-        const R qv = V::load(qr[r] + c);
+        R qv = V::load(qr[r] + c);
+        // Loaded once into a register where V::pin exists: GCC otherwise folds the load into
+        // each of the NS FMAs. Measured on Zen 4 (AVX-512, 8 x 2 decode block): f16 K 5-10%
+        // faster pinned, f32 K ~25% slower (there the K loads are full registers too), so
+        // only the f16 instantiation pins.
+        if constexpr (NS > 1 && sizeof(T) == 2 && requires { V::pin(qv); }) V::pin(qv);
 #pragma GCC unroll 16
         for (int s = 0; s < NS; ++s) acc[r][s] = V::fma(qv, kv[s], acc[r][s]);
       }
+    };
+    int c = 0;
+    if constexpr (PF) {
+      // A cache line of every K row at a time, starting with the prefetch of the same line
+      // of the next tile's K rows.
+      constexpr int kLine = 64 / static_cast<int>(sizeof(T));  // elements per line, a multiple of W
+      for (; c + kLine <= d; c += kLine) {
+#pragma GCC unroll 16
+        for (int s = 0; s < NS; ++s) {
+          __builtin_prefetch(pfk + (i + s) * stride + c, 0, kPrefetchLocality);
+        }
+#pragma GCC unroll 4
+        for (int cc = c; cc < c + kLine; cc += W) step(cc);
+      }
     }
+    for (; c + W <= d; c += W) step(c);
     if constexpr (NQ * NS == 16 && requires { V::hsum16(&acc[0][0], &sc[0][0]); }) {
       if (c == d) {  // no tail: the 16 sums at once, each in V::hsum's order (same bits)
         alignas(64) float t[16];
@@ -127,10 +156,12 @@ struct AttnImpl {
 
   // acc_r[c] = acc_r[c] * corr_r + sum_s p_r[s] v_s[c] for columns [c0, c0 + NCB * W): the
   // accumulators stay in registers across the tile's slots, so acc is read and written once
-  // per tile and each V load feeds NQ rows.
+  // per tile and each V load feeds NQ rows. pfv, pn: the next V tile, prefetched for slots < pn.
   template <int NQ, int NCB>
   static void pv_block(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
-                       std::int64_t stride, int ts, const bool* any, int c0) {
+                       std::int64_t stride, int ts, const bool* any, int c0, const T* pfv = nullptr,
+                       int pn = 0) {
+    constexpr int kBytes = NCB * W * static_cast<int>(sizeof(T));  // of one V row per slot
     R a[NQ][NCB];
 #pragma GCC unroll 16
     for (int r = 0; r < NQ; ++r) {
@@ -139,6 +170,13 @@ struct AttnImpl {
       for (int j = 0; j < NCB; ++j) a[r][j] = V::mul(V::load(acc[r] + c0 + j * W), cr);
     }
     for (int s = 0; s < ts; ++s) {
+      // The same columns of the next tile's V row (decode; pn = 0 otherwise), one prefetch per
+      // cache line: a block narrower than a line prefetches only where a line starts.
+      if (s < pn && (kBytes >= 64 || (c0 * static_cast<int>(sizeof(T))) % 64 == 0)) {
+#pragma GCC unroll 4
+        for (int by = 0; by < kBytes; by += 64)
+          __builtin_prefetch(pfv + s * stride + c0 + by / static_cast<int>(sizeof(T)), 0, kPrefetchLocality);
+      }
       if (!any[s]) continue;  // masked for the whole token (all its rows have p = 0)
       const T* vs = vt + s * stride + c0;
       R vv[NCB];
@@ -157,12 +195,12 @@ struct AttnImpl {
       for (int j = 0; j < NCB; ++j) V::store(acc[r] + c0 + j * W, a[r][j]);
   }
 
-  template <int NQ>
+  template <int NQ, int NCX>
   static void pv(float* const* acc, const float* corr, const float (*p)[kAttnTile], const T* vt,
-                 std::int64_t stride, int ts, const bool* any, int d) {
+                 std::int64_t stride, int ts, const bool* any, int d, const T* pfv = nullptr, int pn = 0) {
     int c = 0;
-    for (; c + NC * W <= d; c += NC * W) pv_block<NQ, NC>(acc, corr, p, vt, stride, ts, any, c);
-    for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c);
+    for (; c + NCX * W <= d; c += NCX * W) pv_block<NQ, NCX>(acc, corr, p, vt, stride, ts, any, c, pfv, pn);
+    for (; c + W <= d; c += W) pv_block<NQ, 1>(acc, corr, p, vt, stride, ts, any, c, pfv, pn);
     for (; c < d; ++c) {
       float col[kAttnTile];
       widen_strided(vt + c, stride, ts, col);
@@ -175,12 +213,24 @@ struct AttnImpl {
     }
   }
 
-  // Query heads [j0, j0 + NQ) of the group for token t against one tile: scores, the online
-  // softmax update of each row's (m, l), then acc = acc * e^(m_old - m_new) + P.V.
-  template <int NQ>
+  // One token's visibility of a tile, in the forms rows() uses: vis[s] for P.V (skip a slot
+  // no row of the token sees), and per lane keep = 1 / 0 and bias = 0 / -inf, so the scores
+  // are masked with vector ops: zero_below(keep, 0.5, s) + bias is s where visible (s + 0 = s)
+  // and -inf elsewhere (0 + -inf), never NaN. Lanes past the tile's end are masked.
+  struct TileMask {
+    alignas(64) float keep[kAttnTile];
+    alignas(64) float bias[kAttnTile];
+    bool vis[kAttnTile];
+  };
+
+  // Query heads [j0, j0 + NQ) of the group for token t against one tile: scores (NQ rows x
+  // KSX slots per register block), the online softmax update of each row's (m, l), then
+  // acc = acc * e^(m_old - m_new) + P.V (NQ rows x NCX column registers). Every row gets the
+  // same operations in the same order whatever NQ, KSX and NCX are (one FMA chain per score,
+  // lane-wise exp, the P.V sum over slots in slot order), so the blocking never changes results.
+  template <int NQ, int KSX, int NCX>
   static void rows(const AttnBlock& b, int t, int j0, const T* kt, const T* vt, std::int64_t stride, int ts,
-                   const bool* vis) {
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+                   const TileMask& mk, const T* pfk = nullptr, const T* pfv = nullptr, int pn = 0) {
     const int d = b.kv.head_dim;
     const float* qr[NQ];
     float* acc[NQ];
@@ -192,32 +242,87 @@ struct AttnImpl {
     }
     alignas(64) float sc[NQ][kAttnTile];
     int i = 0;
-    for (; i + KS <= ts; i += KS) scores_block<NQ, KS>(qr, kt, stride, i, d, sc);
+    for (; i + KSX <= ts; i += KSX)
+      if (i + KSX <= pn) scores_block<NQ, KSX, true>(qr, kt, stride, i, d, sc, pfk);
+      else scores_block<NQ, KSX>(qr, kt, stride, i, d, sc);
     for (; i < ts; ++i) scores_block<NQ, 1>(qr, kt, stride, i, d, sc);
-    float corr[NQ];
+    for (int r = 0; r < NQ; ++r)  // a partial tile: defined values in the masked lanes
+      for (int s = ts; s < kAttnTile; ++s) sc[r][s] = 0.0f;
+    // Scale, mask and each row's tile max in registers (was a scalar loop per score); the
+    // rescale factors e^(m_old - m_new) of all rows in one vector exp (each lane the value
+    // exp1 gives).
+    const R scale = V::set1(b.scale), half = V::set1(0.5f);
+    constexpr int kLanes = (NQ + W - 1) / W * W;
+    alignas(64) float diff[kLanes] = {}, corr[kLanes];
     for (int r = 0; r < NQ; ++r) {
-      float tmax = kNegInf;
-      for (i = 0; i < kAttnTile; ++i) {
-        sc[r][i] = i < ts && vis[i] ? b.scale * sc[r][i] : kNegInf;
-        tmax = std::max(tmax, sc[r][i]);
+      R mx = V::set1(-std::numeric_limits<float>::infinity());
+      for (i = 0; i < kAttnTile; i += W) {
+        const R s = V::add(V::zero_below(V::load(mk.keep + i), half, V::mul(scale, V::load(sc[r] + i))),
+                           V::load(mk.bias + i));
+        V::store(sc[r] + i, s);
+        mx = V::max(mx, s);
       }
-      float& m = b.m[row[r]];
-      float& l = b.l[row[r]];
-      const float m_new = std::max(m, tmax);
-      // e^(old max - new max) rescales the state; exactly 1 when the max did not move and
+      const float m = b.m[row[r]];
+      const float m_new = std::max(m, V::hmax(mx));
+      // e^(old max - new max) rescales the state: exactly 1 when the max did not move and
       // exactly 0 on the first visible tile (m = -inf), where l and acc are still 0.
-      corr[r] = exp1(m - m_new);
-      const R mv = V::set1(m_new);
+      diff[r] = m - m_new;
+      b.m[row[r]] = m_new;
+    }
+    for (i = 0; i < kLanes; i += W) V::store(corr + i, exp(V::load(diff + i)));
+    for (int r = 0; r < NQ; ++r) {
+      const R mv = V::set1(b.m[row[r]]);
       R sum = V::zero();
       for (i = 0; i < kAttnTile; i += W) {
         const R pw = exp(V::sub(V::load(sc[r] + i), mv));  // masked: e^-inf = 0
         V::store(sc[r] + i, pw);
         sum = V::add(sum, pw);
       }
-      l = l * corr[r] + V::hsum(sum);
-      m = m_new;
+      b.l[row[r]] = b.l[row[r]] * corr[r] + V::hsum(sum);
     }
-    pv<NQ>(acc, corr, sc, vt, stride, ts, vis, d);
+    if (pn > 0) pv<NQ, NCX>(acc, corr, sc, vt, stride, ts, mk.vis, d, pfv, pn);
+    else pv<NQ, NCX>(acc, corr, sc, vt, stride, ts, mk.vis, d);
+  }
+
+  // Register blocking of a single-token (decode) block: V::kDecodeRows heads at a time (8 on
+  // AVX-512, so one pass over the K/V tile serves all 8 heads of an E2B group where rows of
+  // 4 stream it twice), with V::kDecodeSlots x V::kDecodeCols blocks that keep the
+  // accumulators in the register file. ISAs without these constants use the chunk blocking.
+  static constexpr int decode_rows() {
+    if constexpr (requires { V::kDecodeRows; }) return V::kDecodeRows;
+    else return 4;
+  }
+  static constexpr int decode_slots() {
+    if constexpr (requires { V::kDecodeSlots; }) return V::kDecodeSlots;
+    else return KS;
+  }
+  static constexpr int decode_cols() {
+    if constexpr (requires { V::kDecodeCols; }) return V::kDecodeCols;
+    else return NC;
+  }
+
+  // All heads of the group for token t: blocks of NQ rows, then what is left in rows of 4
+  // (and 3, 2, 1) with the chunk blocking.
+  // pfk, pfv, pn: the next tile to prefetch (decode), handed to the first block of rows only.
+  template <int NQ, int KSX, int NCX>
+  static void group_rows(const AttnBlock& b, int t, const T* kt, const T* vt, std::int64_t stride, int ts,
+                         const TileMask& mk, const T* pfk = nullptr, const T* pfv = nullptr, int pn = 0) {
+    int j = 0;
+    if constexpr (NQ != 4)
+      for (; j + NQ <= b.group; j += NQ) {
+        rows<NQ, KSX, NCX>(b, t, j, kt, vt, stride, ts, mk, pfk, pfv, pn);
+        pn = 0;
+      }
+    for (; j + 4 <= b.group; j += 4) {
+      rows<4, KS, NC>(b, t, j, kt, vt, stride, ts, mk, pfk, pfv, pn);
+      pn = 0;
+    }
+    switch (b.group - j) {
+      case 3: rows<3, KS, NC>(b, t, j, kt, vt, stride, ts, mk, pfk, pfv, pn); break;
+      case 2: rows<2, KS, NC>(b, t, j, kt, vt, stride, ts, mk, pfk, pfv, pn); break;
+      case 1: rows<1, KS, NC>(b, t, j, kt, vt, stride, ts, mk, pfk, pfv, pn); break;
+      default: break;
+    }
   }
 
   static const T* kv_base(const KvSlots& kv, bool keys) {
@@ -230,7 +335,9 @@ struct AttnImpl {
     const std::int64_t stride = static_cast<std::int64_t>(b.kv.n_kv_heads) * d;
     const T* kbase = kv_base(b.kv, true) + static_cast<std::int64_t>(b.kv_head) * d;
     const T* vbase = kv_base(b.kv, false) + static_cast<std::int64_t>(b.kv_head) * d;
-    bool vis[kAttnTile];
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    TileMask mk;
+    const bool one_token = b.t_end - b.t_begin == 1;
     for (int s0 = b.s_begin; s0 < b.s_end; s0 += kAttnTile) {
       const int ts = std::min(kAttnTile, b.s_end - s0);
       const std::int32_t* pos = b.kv.pos + s0;
@@ -250,19 +357,23 @@ struct AttnImpl {
         const std::int64_t lo = b.window > 0 ? qp - b.window + 1 : 0;
         if (pmax < lo || pmin > qp) continue;
         int n_vis = 0;
-        for (int i = 0; i < ts; ++i) {
-          vis[i] = pos[i] >= 0 && pos[i] >= lo && pos[i] <= qp;
-          n_vis += vis[i];
+        for (int i = 0; i < kAttnTile; ++i) {
+          const bool v = i < ts && pos[i] >= 0 && pos[i] >= lo && pos[i] <= qp;
+          mk.vis[i] = v;
+          mk.keep[i] = v ? 1.0f : 0.0f;
+          mk.bias[i] = v ? 0.0f : kNegInf;
+          n_vis += v;
         }
         if (n_vis == 0) continue;
-        int j = 0;
-        for (; j + 4 <= b.group; j += 4) rows<4>(b, t, j, kt, vt, stride, ts, vis);
-        switch (b.group - j) {
-          case 3: rows<3>(b, t, j, kt, vt, stride, ts, vis); break;
-          case 2: rows<2>(b, t, j, kt, vt, stride, ts, vis); break;
-          case 1: rows<1>(b, t, j, kt, vt, stride, ts, vis); break;
-          default: break;
+        if (one_token) {
+          // The next tile (if any) is prefetched while this one is computed.
+          const int pn = std::min(kAttnTile, b.s_end - s0 - kAttnTile);
+          const T* pfk = pn > 0 ? kt + kAttnTile * stride : nullptr;
+          const T* pfv = pn > 0 ? vt + kAttnTile * stride : nullptr;
+          group_rows<decode_rows(), decode_slots(), decode_cols()>(b, t, kt, vt, stride, ts, mk, pfk, pfv,
+                                                                   std::max(pn, 0));
         }
+        else group_rows<4, KS, NC>(b, t, kt, vt, stride, ts, mk);
       }
     }
   }

@@ -180,6 +180,9 @@ std::vector<Case> cases() {
       {7, 8, 1, 512, 1200, 0, Layout::full, 1100},
       {64, 8, 1, 512, 1200, 0, Layout::full, 64},  // first chunk: causal inside the chunk only
       {64, 8, 1, 512, 700, 0, Layout::holes, 650},
+      // Decode with 12 heads on 1 KV head: on AVX-512 a block of 8 heads, then 4 (the
+      // single-token blocking); a partial last tile (333 slots) and a slot split with 2 threads.
+      {1, 12, 1, 512, 333, 0, Layout::full, 330},
       // Group 1 (one query head per KV head), several KV heads; small odd head_dim for the tails.
       {7, 4, 4, 256, 300, 0, Layout::holes, 300},
       {1, 4, 4, 512, 400, 0, Layout::ring, 1000},
@@ -303,6 +306,55 @@ TEST(FastAttention, HeadBlockingIsBitIdentical) {
         }
       }
     }
+}
+
+// A single-token (decode) block blocks the heads differently from a chunk (8 at a time on
+// AVX-512, then the remainder in 4, 3, 2, 1) and prefetches the next tile: a head's result
+// must still equal, bit for bit, the same head alone on its own copy of the KV head (group 1,
+// the one-row blocking), for groups that leave each remainder, with slot counts that leave
+// partial tiles, odd slot blocks and tiles not followed by a full one (the prefetch's end),
+// f32 and f16, head sizes with and without a register tail.
+TEST(FastAttention, DecodeHeadBlocksAreBitIdentical) {
+  ringlm::kernels::testing::IsaGuard guard;
+  std::mt19937 rng(47);
+  ParallelFor one(1);
+  for (int d : {512, 48, 20})
+    for (int heads : {8, 9, 10, 11, 12, 16, 19})
+      for (int n_slots : {31, 65, 101}) {
+        const Case c{1, heads, 1, d, n_slots, 0, Layout::holes, n_slots};
+        const Data x = make_data(c, rng);
+        std::vector<std::uint16_t> k16(x.k.size()), v16(x.v.size());
+        kv_store_f16(x.k.data(), k16.data(), k16.size());
+        kv_store_f16(x.v.data(), v16.data(), v16.size());
+        std::vector<float> kc, vc;  // each slot's K/V row repeated for every head
+        std::vector<std::uint16_t> kc16, vc16;
+        for (int s = 0; s < n_slots; ++s)
+          for (int g = 0; g < heads; ++g) {
+            kc.insert(kc.end(), x.k.begin() + s * d, x.k.begin() + (s + 1) * d);
+            vc.insert(vc.end(), x.v.begin() + s * d, x.v.begin() + (s + 1) * d);
+            kc16.insert(kc16.end(), k16.begin() + s * d, k16.begin() + (s + 1) * d);
+            vc16.insert(vc16.end(), v16.begin() + s * d, v16.begin() + (s + 1) * d);
+          }
+        for (bool half : {false, true}) {
+          KvSlots grouped = x.view(), split{kc.data(), vc.data(), x.pos.data(), n_slots, heads, d};
+          if (half) {
+            grouped.type = split.type = KvType::f16;
+            grouped.k = grouped.v = split.k = split.v = nullptr;
+            grouped.k16 = k16.data();
+            grouped.v16 = v16.data();
+            split.k16 = kc16.data();
+            split.v16 = vc16.data();
+          }
+          for (Isa isa : available_isas()) {
+            force_isa(isa);
+            std::vector<float> a(x.q.size()), b(x.q.size());
+            attend(x.q.data(), 1, x.q_pos.data(), heads, grouped, 0, 0.05f, a.data(), &one);
+            attend(x.q.data(), 1, x.q_pos.data(), heads, split, 0, 0.05f, b.data(), &one);
+            ASSERT_EQ(a, b) << isa_name(isa) << " d " << d << " heads " << heads << " slots " << n_slots
+                            << (half ? " f16" : " f32");
+          }
+        }
+      }
 }
 
 // Decode with the slots split over threads merges partial softmax states; check the merge
