@@ -51,6 +51,9 @@ struct Emitter::KeyStep {
 
 namespace {
 constexpr size_t kMaxSomeKeys = 3;
+// Key classes overlapping patternProperties may split the undeclared keys into (each is a key
+// rule and a value rule; n patterns can make 2^n - 1).
+constexpr size_t kMaxKeyClasses = 32;
 // Object state flag of some-key spec i: a key it asks for was written (the top bits).
 uint32_t seen_bit(size_t i) { return 1u << (31 - i); }
 }  // namespace
@@ -299,16 +302,50 @@ void Emitter::extra_entries(ObjectShape& o) {
   if (o.names) name_dfa = names_dfa(*o.names, &name_min, &name_max);
   CpDfa any_pattern;
   bool have_any_pattern = false;
+  // A key must satisfy the schema of every pattern it matches, so overlapping patterns split
+  // the undeclared keys into classes by the set of patterns they match (disjoint key
+  // languages), each with the allOf of those schemas: exact, and a class holding a `false`
+  // schema is forbidden. Disjoint patterns give one class each, in pattern order, as before.
+  struct KeyClass {
+    CpDfa keys;
+    std::vector<const Json*> schemas;
+  };
+  std::vector<KeyClass> classes;
   for (auto& [p, sch] : o.patterns) {
     CpDfa k = dfa_intersect(dfa_intersect(pattern_dfa(p), not_declared, rl), name_dfa, rl);
-    for (auto& other : o.extras) {
-      if (!dfa_intersect(other.keys, k, rl).is_empty_language()) {
-        fail("unsupported keyword 'patternProperties' (overlapping patterns)");
-      }
-    }
     any_pattern = have_any_pattern ? dfa_union(any_pattern, pattern_dfa(p), rl) : pattern_dfa(p);
     have_any_pattern = true;
-    if (!k.is_empty_language() && !is_false_schema(*sch)) o.extras.push_back({std::move(k), sch});
+    if (k.is_empty_language()) continue;
+    std::vector<KeyClass> next;
+    for (auto& c : classes) {
+      CpDfa both = dfa_intersect(c.keys, k, rl);
+      if (both.is_empty_language()) {
+        next.push_back(std::move(c));
+        continue;
+      }
+      CpDfa only_c = dfa_intersect(c.keys, dfa_complement(k), rl);
+      k = dfa_intersect(k, dfa_complement(c.keys), rl);
+      std::vector<const Json*> with = c.schemas;
+      with.push_back(sch);
+      if (!only_c.is_empty_language()) next.push_back({std::move(only_c), std::move(c.schemas)});
+      next.push_back({std::move(both), std::move(with)});
+    }
+    if (!k.is_empty_language()) next.push_back({std::move(k), {sch}});
+    classes = std::move(next);
+    if (classes.size() > kMaxKeyClasses) {
+      fail("unsupported keyword 'patternProperties' (overlapping patterns split the keys into more than ",
+           kMaxKeyClasses, " classes)");
+    }
+  }
+  for (auto& c : classes) {
+    if (std::any_of(c.schemas.begin(), c.schemas.end(), [](const Json* x) { return is_false_schema(*x); })) continue;
+    const Json* sch = c.schemas[0];
+    if (c.schemas.size() > 1) {
+      Json all = Json::array();
+      for (const Json* x : c.schemas) all.push_back(*x);
+      sch = &cx_.keep(Json{{"allOf", std::move(all)}});
+    }
+    o.extras.push_back({std::move(c.keys), sch});
   }
   if (!is_false_schema(*o.add)) {
     CpDfa k = dfa_intersect(not_declared, name_dfa, rl);

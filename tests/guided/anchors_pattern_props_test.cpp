@@ -99,5 +99,56 @@ TEST(RegexAnchors, SchemasWithInnerAnchorsAreExact) {
                                      40, 20);
 }
 
+TEST(OverlappingPatternProperties, KeyOwesEveryMatchingPattern) {
+  // "ab" matches both patterns: an integer >= 5; "a..." an integer; "...b" >= 5 if a number;
+  // other keys strings.
+  const char* schema = R"({"type":"object","patternProperties":{"^a":{"type":"integer"},"b$":{"minimum":5}},
+                           "additionalProperties":{"type":"string"}})";
+  expect_exact(schema,
+               {R"({"ab":7})", R"({"ab":3})", R"({"ab":"x"})", R"({"a":3})", R"({"a":"x"})", R"({"b":3})",
+                R"({"b":"x"})", R"({"b":7.5})", R"({"c":"x"})", R"({"c":1})", R"({"ab":7,"c":"x"})",
+                R"({"ab":7,"a":1,"b":9})", R"({"ab":7,"a":1,"b":2})"},
+               7);
+  testing::expect_random_walks_valid(Json::parse(schema), 7, 60, 10);
+  // A `false` pattern forbids the keys it matches, whatever else they match; declared
+  // properties get every matching pattern too.
+  expect_exact(R"({"type":"object","properties":{"xa":{"type":"integer"}},
+                   "patternProperties":{".*":{"type":"integer"},"a":{"maximum":3},"^z":false}})",
+               {R"({"xa":2})", R"({"xa":5})", R"({"b":5})", R"({"ba":5})", R"({"ba":1})", R"({"z":1})", R"({"za":1})",
+                R"({"b":"s"})", R"({})"},
+               4);
+  // Literal keys inside a catch-all pattern (JSONSchemaBench Github_hard---o58639's shape).
+  expect_exact(R"({"type":"object","patternProperties":{".*":{"type":"object"},"^exec$":{"required":["k"]}}})",
+               {R"({"exec":{"k":1}})", R"({"exec":{}})", R"({"other":{}})", R"({"other":1})", R"({"exec":1})"}, 2);
+}
+
+TEST(OverlappingPatternProperties, TooManyKeyClassesAreRefusedByName) {
+  // Six unanchored one-letter patterns overlap every way: 63 key classes.
+  Json schema = Json::parse(R"({"type":"object","patternProperties":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{}}})");
+  std::string msg = compile_error(schema);
+  EXPECT_NE(msg.find("'patternProperties' at /patternProperties"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("classes"), std::string::npos) << msg;
+}
+
+TEST(PatternPropertiesInAllOf, MergedWithPropertiesExactly) {
+  // Declared "x" owes ^x's schema; "y..." keys owe ^y's; the rest anything.
+  expect_exact(R"({"allOf":[{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]},
+                            {"patternProperties":{"^x":{"minimum":3},"^y":{"type":"string"}}}]})",
+               {R"({"x":5})", R"({"x":2})", R"({"x":5,"y":"s"})", R"({"x":5,"y":1})", R"({"x":5,"yy":"s"})",
+                R"({"x":5,"z":1})", R"({"y":"s"})", R"({"x":5,"xz":1})", R"({"x":5,"xz":"s"})"},
+               5);
+  // Both sides with patterns (JSONSchemaBench Handwritten---test.NoType's shape).
+  expect_exact(R"({"type":"object","allOf":[{"patternProperties":{"a":{"type":"number","minimum":10}}},
+                                             {"patternProperties":{"b":{"type":"number","minimum":3}}}],
+                   "minProperties":1})",
+               {R"({"a":10})", R"({"a":5})", R"({"b":5})", R"({"ab":5})", R"({"ab":12})", R"({"c":"x"})", R"({})"}, 4);
+  // A key matching one side's pattern but owing the other side's additionalProperties has no
+  // merged form: still refused by name.
+  std::string msg = compile_error(Json::parse(
+      R"({"type":"object","properties":{"a":{"allOf":[{"patternProperties":{"^p":{}}},{"additionalProperties":false}]}}})"));
+  EXPECT_NE(msg.find("'patternProperties'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" at /properties/a"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace ringlm::guided
