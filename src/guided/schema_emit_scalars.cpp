@@ -70,6 +70,33 @@ uint32_t Emitter::number_rule(bool integer, const NumberBounds& nb) {
   return r;
 }
 
+// Draft 4's numbers that are not integers: the validator (as the draft says) counts a number as
+// an integer when it is written as one and fits int64 / uint64 (`1.0` and `1e2` are not, nor
+// is 2^64). So: the unbounded number language minus the integer literals in [-2^63, 2^64 - 1]
+// (and `-0`), exactly the texts the validator parses as non-integers.
+uint32_t Emitter::non_integer_rule() {
+  const std::string key = "draft4-non-integer";
+  if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
+  static const CpDfa dfa = [] {
+    NumberBounds int64_uint64;
+    int64_uint64.lower = -9223372036854775808.0;
+    int64_uint64.lower_exact = -(ExactInt(1) << 63);
+    int64_uint64.upper = 18446744073709551615.0;
+    int64_uint64.upper_exact = (ExactInt(1) << 64) - 1;
+    const CpDfa ints = dfa_union(compile_regex(integer_regex(int64_uint64), false), compile_regex("^-0$", false));
+    const CpDfa numbers = dfa_intersect(
+        compile_regex("^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$", false),
+        compile_regex(finite_number_cap(), false));
+    return dfa_intersect(numbers, dfa_complement(ints));
+  }();
+  const uint32_t r = b_.new_rule();
+  number_rules_[key] = r;
+  const uint32_t end = b_.new_state();
+  b_.set_final(end);
+  emit_ascii_dfa(dfa, b_.rule_start(r), end);
+  return r;
+}
+
 // Numbers have at most 20 integer digits, 20 fraction digits and an exponent that keeps them
 // finite doubles (a deliberate restriction: beyond what a double or int64 carries, and it
 // keeps a model from writing digits forever; finite_number_cap).

@@ -241,6 +241,7 @@ class Emitter {
     Json values = Json::array();        // excluded scalar values (enum/const)
     std::vector<std::string> patterns;  // strings must not match these
     std::set<std::string> keys;         // properties that must be absent
+    bool non_integer = false;           // draft 4 `not: {type: integer}` on numbers
   };
   void apply_not(const Json& n, std::set<std::string>& types);
   static void only_objects(std::set<std::string>& types);
@@ -248,6 +249,7 @@ class Emitter {
 
   // schema_emit_scalars.cpp: numbers and strings.
   uint32_t number_rule(bool integer, const NumberBounds& nb);
+  uint32_t non_integer_rule();
   const CpDfa& digit_cap(bool exponent);
   void emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to);
   void number(const Json& s, uint32_t from, uint32_t to, bool integer);

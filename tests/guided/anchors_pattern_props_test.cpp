@@ -150,5 +150,31 @@ TEST(PatternPropertiesInAllOf, MergedWithPropertiesExactly) {
   EXPECT_NE(msg.find(" at /properties/a"), std::string::npos) << msg;
 }
 
+TEST(Draft4NonIntegers, OneOfIntegerAndNumberIsExact) {
+  expect_exact(R"({"$schema":"http://json-schema.org/draft-04/schema#",
+                   "oneOf":[{"type":"integer"},{"type":"string"},{"type":"number"}]})",
+               {R"(1)", R"(-0)", R"(0)", R"(1.5)", R"(1.0)", R"(-2.25)", R"(1e2)", R"(1E-2)", R"(18446744073709551615)",
+                R"(18446744073709551616)", R"(-9223372036854775808)", R"(-9223372036854775809)", R"("s")", R"(true)"},
+               8);
+  expect_exact(R"({"$schema":"http://json-schema.org/draft-04/schema#","type":"object",
+                   "oneOf":[{"properties":{"v":{"type":"integer"}}},{"properties":{"v":{"type":"number"}}}]})",
+               {R"({"v":1})", R"({"v":1.5})", R"({"v":"x"})", R"({})", R"({"v":2.0})"}, 2);
+  expect_exact(R"({"$schema":"http://json-schema.org/draft-04/schema#","not":{"type":"integer"}})",
+               {R"(1)", R"(1.5)", R"("x")", R"(null)", R"([1])", R"(7e1)"}, 5);
+  testing::expect_random_walks_valid(
+      Json::parse(R"({"$schema":"http://json-schema.org/draft-04/schema#","oneOf":[{"type":"integer"},{"type":"number"}]})"),
+      11, 30, 20);
+}
+
+TEST(Draft4NonIntegers, LaterDraftsAndBoundsStayRefused) {
+  std::string msg = compile_error(Json::parse(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})"));
+  EXPECT_NE(msg.find("'oneOf' at /oneOf"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("numbers that are not integers"), std::string::npos) << msg;
+  msg = compile_error(Json::parse(R"({"$schema":"http://json-schema.org/draft-04/schema#",
+                                      "type":"number","minimum":1,"not":{"type":"integer"}})"));
+  EXPECT_NE(msg.find("'not'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("minimum"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace ringlm::guided
