@@ -481,8 +481,11 @@ const CpDfa& Emitter::pattern_dfa(const std::string& p) {
   }
 }
 
-// propertyNames as a key language: only its string keywords (anything else is refused).
-CpDfa Emitter::names_dfa(const Json& pn, int64_t* mn, int64_t* mx) {
+// propertyNames as a key language: only its string keywords (anything else is refused). A
+// `$ref` is followed (deref keeps it when siblings count, 2019+, and that is refused below);
+// `enum` / `const` keep the keys among their strings (other values never equal a key).
+CpDfa Emitter::names_dfa(const Json& pn_in, int64_t* mn, int64_t* mx) {
+  const Json& pn = norm_.deref(pn_in);
   if (is_true_schema(pn)) {
     *mn = 0, *mx = -1;
     return dfa_universal();
@@ -490,13 +493,24 @@ CpDfa Emitter::names_dfa(const Json& pn, int64_t* mn, int64_t* mx) {
   if (!pn.is_object()) fail("unsupported keyword 'propertyNames'");
   for (auto it = pn.begin(); it != pn.end(); ++it) {
     const std::string& k = it.key();
-    if (annotation_keywords().count(k) || k == "pattern" || k == "minLength" || k == "maxLength" || k == "format") {
+    if (annotation_keywords().count(k) || k == "pattern" || k == "minLength" || k == "maxLength" || k == "format" ||
+        k == "enum" || k == "const") {
       continue;
     }
     if (k == "type" && it.value() == "string") continue;
-    fail("unsupported keyword 'propertyNames' (only pattern/minLength/maxLength/format)");
+    fail("unsupported keyword 'propertyNames' (only pattern/minLength/maxLength/format/enum/const)");
   }
-  return string_dfa(pn, no_extras(), mn, mx);
+  CpDfa d = string_dfa(pn, no_extras(), mn, mx);
+  for (const char* kw : {"enum", "const"}) {
+    auto v = pn.find(kw);
+    if (v == pn.end()) continue;
+    if (std::string(kw) == "enum" && !v->is_array()) fail("keyword 'enum' must be an array");
+    std::vector<std::u32string> words;
+    for (const Json& x : std::string(kw) == "enum" ? *v : Json::array({*v}))
+      if (x.is_string()) words.push_back(utf8_to_u32(x.get<std::string>()));
+    d = dfa_intersect(d, dfa_literals(words), limits_.regex);
+  }
+  return d;
 }
 
 }  // namespace ringlm::guided::schema
