@@ -205,13 +205,7 @@ void Emitter::leaf(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
       if (!excluded(Json(false))) b_.literal(from, to, "false");
     }
     if (t == "integer" && !types.count("number")) number(s, from, to, true);
-    if (t == "number" && !nots.non_integer) number(s, from, to, false);
-    if (t == "number" && nots.non_integer) {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
-        if (s.contains(k)) fail("unsupported keyword 'not' (numbers that are not integers, with '", k, "')");
-      }
-      b_.call(from, non_integer_rule(), to);
-    }
+    if (t == "number") number(s, from, to, false, nots.non_integer);
     if (t == "string") string_value(s, x, from, to);
     if (t == "array") array(s, from, to);
     if (t == "object") object(s, from, to);
