@@ -94,7 +94,11 @@ struct Nfa {
   struct State {
     std::vector<std::pair<CharSet, int>> edges;
     std::vector<int> eps;
+    // Inner anchors (RegexNode::kBegin / kEnd): epsilon moves allowed only at the start of the
+    // input / committing to its end. with_anchors() turns them into plain epsilon moves.
+    std::vector<int> begin_eps, end_eps;
   };
+  bool has_anchors = false;
   std::vector<State> states;
   size_t max_states = RegexLimits{}.nfa_states;
   int add() {
@@ -112,6 +116,14 @@ struct Nfa {
     switch (n.kind) {
       case Node::kEmpty: states[s].eps.push_back(e); break;
       case Node::kSet: states[s].edges.emplace_back(n.set, e); break;
+      case Node::kBegin:
+        states[s].begin_eps.push_back(e);
+        has_anchors = true;
+        break;
+      case Node::kEnd:
+        states[s].end_eps.push_back(e);
+        has_anchors = true;
+        break;
       case Node::kConcat: {
         int cur = s;
         for (size_t k = 0; k < n.kids.size(); ++k) {
@@ -155,6 +167,54 @@ struct Nfa {
     }
   }
 };
+
+// The NFA with its anchor moves resolved: the product of each state with a phase of two bits,
+// "a code point was consumed" and "the end was asserted". A code point needs the end not
+// asserted and sets the first bit; `^` needs it clear (nothing consumed yet); `$` sets the
+// second (nothing may follow). Only phases reachable from (start, 0) are built; `accept` in
+// any phase accepts, so it maps to one new accepting state. Returns {start, accept}.
+std::pair<int, int> with_anchors(const Nfa& in, int start, int accept, Nfa& out) {
+  constexpr int kConsumed = 1, kEnded = 2;
+  std::map<std::pair<int, int>, int> ids;
+  std::vector<std::pair<int, int>> work;
+  auto id = [&](int s, int phase) {
+    auto [it, inserted] = ids.emplace(std::make_pair(s, phase), 0);
+    if (inserted) {
+      it->second = out.add();
+      work.emplace_back(s, phase);
+    }
+    return it->second;
+  };
+  const int new_start = id(start, 0);
+  const int new_accept = out.add();
+  for (size_t k = 0; k < work.size(); ++k) {
+    const auto [s, phase] = work[k];
+    const int from = ids.at(work[k]);
+    const Nfa::State& st = in.states[size_t(s)];
+    if (s == accept) out.states[size_t(from)].eps.push_back(new_accept);
+    if (!(phase & kEnded)) {
+      for (auto& [cs, to] : st.edges) {
+        const int t = id(to, phase | kConsumed);
+        out.states[size_t(from)].edges.emplace_back(cs, t);
+      }
+    }
+    for (int to : st.eps) {
+      const int t = id(to, phase);
+      out.states[size_t(from)].eps.push_back(t);
+    }
+    if (!(phase & kConsumed)) {
+      for (int to : st.begin_eps) {
+        const int t = id(to, phase);
+        out.states[size_t(from)].eps.push_back(t);
+      }
+    }
+    for (int to : st.end_eps) {
+      const int t = id(to, phase | kEnded);
+      out.states[size_t(from)].eps.push_back(t);
+    }
+  }
+  return {new_start, new_accept};
+}
 
 void eps_close(const Nfa& nfa, std::vector<int>& set) {
   std::vector<char> seen(nfa.states.size(), 0);
@@ -416,6 +476,14 @@ CpDfa compile_regex(std::string_view pattern, bool search_semantics, const Regex
       body_e = loop;
     }
     nfa.emit_between(*a.node, body_s, body_e);
+  }
+  if (nfa.has_anchors) {
+    Nfa resolved;
+    resolved.max_states = limits.nfa_states;
+    auto [s, a] = with_anchors(nfa, start, accept, resolved);
+    CpDfa dfa = determinize(resolved, s, a, limits.dfa_states);
+    dfa.prune_dead();
+    return dfa;
   }
   CpDfa dfa = determinize(nfa, start, accept, limits.dfa_states);
   dfa.prune_dead();

@@ -5,9 +5,9 @@
 // Supported syntax: literals, `.`, classes `[...]` / `[^...]` with ranges and escapes, `\d \D
 // \w \W \s \S`, escapes `\t \n \r \f \v \0 \xHH \uHHHH \u{H..}` and escaped punctuation,
 // groups `(...)`, `(?:...)`, `(?<name>...)`, alternation, quantifiers `* + ? {n} {n,} {n,m}`
-// (lazy `?` suffix accepted: same language), anchors `^` / `$` only at the start / end of a
-// top-level alternative. Anything else (lookaround, backreferences, `\b`, inner anchors, flags)
-// is rejected with an Error naming the construct.
+// (lazy `?` suffix accepted: same language), anchors `^` / `$` anywhere (assertions "at the
+// start / end of the input": JSON Schema has no multiline flag; not quantified). Anything else
+// (lookaround, backreferences, `\b`, flags) is rejected with an Error naming the construct.
 #pragma once
 
 #include <cstddef>

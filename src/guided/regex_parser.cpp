@@ -79,6 +79,20 @@ class Parser {
     return alt;
   }
 
+  // ECMAScript (and Python) reject a quantifier on an anchor ("nothing to repeat").
+  void refuse_quantified_anchor() {
+    char32_t c = peek();
+    if (c == U'*' || c == U'+' || c == U'?') error("quantifier after an anchor");
+    if (c == U'{') {
+      int mn, mx;
+      size_t at = i_;
+      if (parse_braces(&mn, &mx)) {
+        i_ = at;
+        error("quantifier after an anchor");
+      }
+    }
+  }
+
   NodePtr parse_concat(bool top, bool* anchored_end) {
     auto cat = make(Node::kConcat);
     while (!eof() && peek() != U'|' && peek() != U')') {
@@ -88,9 +102,17 @@ class Parser {
           *anchored_end = true;
           break;
         }
-        error("'$' anchor inside the pattern is not supported");
+        // Elsewhere an assertion node (regex.cpp tracks where the input starts and ends).
+        cat->kids.push_back(make(Node::kEnd));
+        refuse_quantified_anchor();
+        continue;
       }
-      if (peek() == U'^') error("'^' anchor inside the pattern is not supported");
+      if (peek() == U'^') {
+        ++i_;
+        cat->kids.push_back(make(Node::kBegin));
+        refuse_quantified_anchor();
+        continue;
+      }
       auto atom = parse_atom();
       atom = parse_quantifiers(std::move(atom));
       cat->kids.push_back(std::move(atom));

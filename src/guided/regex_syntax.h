@@ -11,15 +11,18 @@
 namespace ringlm::guided {
 
 struct RegexNode {
-  enum Kind { kEmpty, kSet, kConcat, kAlt, kRepeat } kind = kEmpty;
+  // kBegin / kEnd: `^` / `$` anywhere but the start / end of a top-level alternative (those are
+  // RegexAlternative's flags), zero-width assertions "at the start / end of the input" (no
+  // multiline flag in JSON Schema), e.g. `^$|(^\S+$)` or `^([^,]|$)`.
+  enum Kind { kEmpty, kSet, kConcat, kAlt, kRepeat, kBegin, kEnd } kind = kEmpty;
   CharSet set;
   std::vector<std::unique_ptr<RegexNode>> kids;
   int min = 0, max = 0;  // kRepeat; max < 0 = unbounded
 };
 using RegexNodePtr = std::unique_ptr<RegexNode>;
 
-// One top-level alternative of a pattern, with its own anchoring (`^` / `$` are only accepted
-// at the start / end of a top-level alternative).
+// One top-level alternative of a pattern, with its own anchoring (`^` / `$` at the start / end
+// of a top-level alternative; anchors elsewhere are kBegin / kEnd nodes).
 struct RegexAlternative {
   RegexNodePtr node;
   bool anchored_start = false, anchored_end = false;

@@ -214,7 +214,7 @@ void Emitter::leaf(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
       if (!excluded(Json(false))) b_.literal(from, to, "false");
     }
     if (t == "integer" && !types.count("number")) number(s, from, to, true);
-    if (t == "number") number(s, from, to, false);
+    if (t == "number") number(s, from, to, false, nots.non_integer);
     if (t == "string") string_value(s, x, from, to);
     if (t == "array") array(s, from, to);
     if (t == "object") object(s, from, to);
@@ -312,10 +312,12 @@ void Emitter::apply_not(const Json& n_in, std::set<std::string>& types) {
       types.erase(t);
       if (t == "number") types.erase("integer");
     }
-    // Excluding integers leaves the numbers that are not integers, which no number rule here
-    // generates (the number rule would let 2 through `not: {type: integer}`).
+    // Excluding integers leaves the numbers that are not integers: in draft 4 the literals with
+    // a fraction or exponent (non_integer_rule); later drafts decide 1.0 by its double value,
+    // which no number rule here follows (the number rule would let 2 through).
     if (types.count("number") && type_set(n).count("integer")) {
-      fail("unsupported keyword 'not' (numbers that are not integers)");
+      if (!cx_.draft4) fail("unsupported keyword 'not' (numbers that are not integers)");
+      not_.non_integer = true;
     }
     return;
   }

@@ -51,6 +51,9 @@ struct Emitter::KeyStep {
 
 namespace {
 constexpr size_t kMaxSomeKeys = 3;
+// Key classes overlapping patternProperties may split the undeclared keys into (each is a key
+// rule and a value rule; n patterns can make 2^n - 1).
+constexpr size_t kMaxKeyClasses = 32;
 // Object state flag of some-key spec i: a key it asks for was written (the top bits).
 uint32_t seen_bit(size_t i) { return 1u << (31 - i); }
 }  // namespace
@@ -299,16 +302,50 @@ void Emitter::extra_entries(ObjectShape& o) {
   if (o.names) name_dfa = names_dfa(*o.names, &name_min, &name_max);
   CpDfa any_pattern;
   bool have_any_pattern = false;
+  // A key must satisfy the schema of every pattern it matches, so overlapping patterns split
+  // the undeclared keys into classes by the set of patterns they match (disjoint key
+  // languages), each with the allOf of those schemas: exact, and a class holding a `false`
+  // schema is forbidden. Disjoint patterns give one class each, in pattern order, as before.
+  struct KeyClass {
+    CpDfa keys;
+    std::vector<const Json*> schemas;
+  };
+  std::vector<KeyClass> classes;
   for (auto& [p, sch] : o.patterns) {
     CpDfa k = dfa_intersect(dfa_intersect(pattern_dfa(p), not_declared, rl), name_dfa, rl);
-    for (auto& other : o.extras) {
-      if (!dfa_intersect(other.keys, k, rl).is_empty_language()) {
-        fail("unsupported keyword 'patternProperties' (overlapping patterns)");
-      }
-    }
     any_pattern = have_any_pattern ? dfa_union(any_pattern, pattern_dfa(p), rl) : pattern_dfa(p);
     have_any_pattern = true;
-    if (!k.is_empty_language() && !is_false_schema(*sch)) o.extras.push_back({std::move(k), sch});
+    if (k.is_empty_language()) continue;
+    std::vector<KeyClass> next;
+    for (auto& c : classes) {
+      CpDfa both = dfa_intersect(c.keys, k, rl);
+      if (both.is_empty_language()) {
+        next.push_back(std::move(c));
+        continue;
+      }
+      CpDfa only_c = dfa_intersect(c.keys, dfa_complement(k), rl);
+      k = dfa_intersect(k, dfa_complement(c.keys), rl);
+      std::vector<const Json*> with = c.schemas;
+      with.push_back(sch);
+      if (!only_c.is_empty_language()) next.push_back({std::move(only_c), std::move(c.schemas)});
+      next.push_back({std::move(both), std::move(with)});
+    }
+    if (!k.is_empty_language()) next.push_back({std::move(k), {sch}});
+    classes = std::move(next);
+    if (classes.size() > kMaxKeyClasses) {
+      fail("unsupported keyword 'patternProperties' (overlapping patterns split the keys into more than ",
+           kMaxKeyClasses, " classes)");
+    }
+  }
+  for (auto& c : classes) {
+    if (std::any_of(c.schemas.begin(), c.schemas.end(), [](const Json* x) { return is_false_schema(*x); })) continue;
+    const Json* sch = c.schemas[0];
+    if (c.schemas.size() > 1) {
+      Json all = Json::array();
+      for (const Json* x : c.schemas) all.push_back(*x);
+      sch = &cx_.keep(Json{{"allOf", std::move(all)}});
+    }
+    o.extras.push_back({std::move(c.keys), sch});
   }
   if (!is_false_schema(*o.add)) {
     CpDfa k = dfa_intersect(not_declared, name_dfa, rl);
@@ -444,8 +481,11 @@ const CpDfa& Emitter::pattern_dfa(const std::string& p) {
   }
 }
 
-// propertyNames as a key language: only its string keywords (anything else is refused).
-CpDfa Emitter::names_dfa(const Json& pn, int64_t* mn, int64_t* mx) {
+// propertyNames as a key language: only its string keywords (anything else is refused). A
+// `$ref` is followed (deref keeps it when siblings count, 2019+, and that is refused below);
+// `enum` / `const` keep the keys among their strings (other values never equal a key).
+CpDfa Emitter::names_dfa(const Json& pn_in, int64_t* mn, int64_t* mx) {
+  const Json& pn = norm_.deref(pn_in);
   if (is_true_schema(pn)) {
     *mn = 0, *mx = -1;
     return dfa_universal();
@@ -453,13 +493,24 @@ CpDfa Emitter::names_dfa(const Json& pn, int64_t* mn, int64_t* mx) {
   if (!pn.is_object()) fail("unsupported keyword 'propertyNames'");
   for (auto it = pn.begin(); it != pn.end(); ++it) {
     const std::string& k = it.key();
-    if (annotation_keywords().count(k) || k == "pattern" || k == "minLength" || k == "maxLength" || k == "format") {
+    if (annotation_keywords().count(k) || k == "pattern" || k == "minLength" || k == "maxLength" || k == "format" ||
+        k == "enum" || k == "const") {
       continue;
     }
     if (k == "type" && it.value() == "string") continue;
-    fail("unsupported keyword 'propertyNames' (only pattern/minLength/maxLength/format)");
+    fail("unsupported keyword 'propertyNames' (only pattern/minLength/maxLength/format/enum/const)");
   }
-  return string_dfa(pn, no_extras(), mn, mx);
+  CpDfa d = string_dfa(pn, no_extras(), mn, mx);
+  for (const char* kw : {"enum", "const"}) {
+    auto v = pn.find(kw);
+    if (v == pn.end()) continue;
+    if (std::string(kw) == "enum" && !v->is_array()) fail("keyword 'enum' must be an array");
+    std::vector<std::u32string> words;
+    for (const Json& x : std::string(kw) == "enum" ? *v : Json::array({*v}))
+      if (x.is_string()) words.push_back(utf8_to_u32(x.get<std::string>()));
+    d = dfa_intersect(d, dfa_literals(words), limits_.regex);
+  }
+  return d;
 }
 
 }  // namespace ringlm::guided::schema

@@ -70,6 +70,50 @@ uint32_t Emitter::number_rule(bool integer, const NumberBounds& nb) {
   return r;
 }
 
+// Draft 4's numbers that are not integers: the validator (as the draft says) counts a number as
+// an integer when it is written as one and fits int64 / uint64 (`1.0` and `1e2` are not, nor
+// is 2^64). So: the language number_rule generates for the bounds (same three cases) minus
+// the integer literals in [-2^63, 2^64 - 1] (and `-0`), exactly the texts the validator parses
+// as non-integers.
+const CpDfa& Emitter::draft4_integer_literals() {
+  static const CpDfa ints = [] {
+    NumberBounds int64_uint64;
+    int64_uint64.lower = -9223372036854775808.0;
+    int64_uint64.lower_exact = -(ExactInt(1) << 63);
+    int64_uint64.upper = 18446744073709551615.0;
+    int64_uint64.upper_exact = (ExactInt(1) << 64) - 1;
+    return dfa_complement(
+        dfa_union(compile_regex(integer_regex(int64_uint64), false), compile_regex("^-0$", false)));
+  }();
+  return ints;
+}
+
+uint32_t Emitter::non_integer_rule(const NumberBounds& nb) {
+  const bool bounded = nb.lower || nb.upper;
+  auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
+  auto zero = [](const std::optional<double>& v) { return !v || *v == 0; };
+  CpDfa lang;
+  if (!bounded) {
+    static const CpDfa unbounded = dfa_intersect(
+        compile_regex("^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$", false), digit_cap(true));
+    lang = unbounded;
+  } else if (zero(nb.lower) && zero(nb.upper) && !(nb.lower && nb.upper)) {
+    bool positive = nb.lower.has_value();
+    lang = dfa_intersect(
+        compile_regex(signed_number_regex(positive, positive ? !nb.lower_exclusive : !nb.upper_exclusive), false),
+        digit_cap(true));
+  } else if (!integral(nb.lower) || !integral(nb.upper)) {
+    lang = dfa_intersect(number_dfa(nb), digit_cap(false));
+  } else if (std::string re = number_regex(nb); !re.empty()) {
+    lang = dfa_intersect(compile_regex(re, false), digit_cap(false));
+  }
+  const uint32_t r = b_.new_rule();
+  const uint32_t end = b_.new_state();
+  b_.set_final(end);
+  if (!lang.states.empty()) emit_ascii_dfa(dfa_intersect(lang, draft4_integer_literals()), b_.rule_start(r), end);
+  return r;
+}
+
 // Numbers have at most 20 integer digits, 20 fraction digits and an exponent that keeps them
 // finite doubles (a deliberate restriction: beyond what a double or int64 carries, and it
 // keeps a model from writing digits forever; finite_number_cap).
@@ -95,7 +139,7 @@ void Emitter::emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to) {
   }
 }
 
-void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer) {
+void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer, bool non_integer) {
   NumberBounds nb;
   // A JSON integer bound keeps every digit (int64 / uint64); compared exactly, so that
   // `maximum: 9223372036854776000` does not round to a double and let 9223372036854776001 in.
@@ -150,17 +194,17 @@ void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer) {
       b_.call(from, multiple_rule(int64_t(k)), to);
       return;
     } else {
-      b_.call(from, multiple_number_rule(integer, nb, *dm), to);
+      b_.call(from, multiple_number_rule(integer, nb, *dm, non_integer), to);
       return;
     }
   }
-  b_.call(from, number_rule(integer, nb), to);
+  b_.call(from, non_integer ? non_integer_rule(nb) : number_rule(integer, nb), to);
 }
 
 // Numbers (or integers) in the bounds that are exact multiples of a / 10^f, without exponent
 // notation: the bounds' language intersected with a remainder automaton (multiple_dfa) and the
 // digit cap. Limits: a * (max(f, 1) + 2) <= kMultipleStates, and the product within limits_.regex.
-uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm) {
+uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm, bool non_integer) {
   constexpr int64_t kMultipleStates = 20000;
   auto refuse = [&](const std::string& why) {
     fail("unsupported keyword 'multipleOf' (", dm.a, "e-", dm.f, ": ", why, ")");
@@ -171,6 +215,7 @@ uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, Dec
                     (nb.upper ? Json(*nb.upper).dump() : "") + (nb.upper_exclusive ? "x" : "i");
   if (nb.lower_exact) key += ":L" + std::to_string(int64_t(*nb.lower_exact));
   if (nb.upper_exact) key += ":U" + std::to_string(int64_t(*nb.upper_exact));
+  if (non_integer) key += ":draft4-non-integer";
   if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
   // The same language number_rule generates for these bounds (exponent forms included where it
   // has them; the multiple automaton has none, so the intersection drops them).
@@ -198,6 +243,7 @@ uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, Dec
   CpDfa d;
   try {
     d = dfa_intersect(dfa_intersect(base, multiple_dfa(dm), limits_.regex), digit_cap(false), limits_.regex);
+    if (non_integer) d = dfa_intersect(d, draft4_integer_literals(), limits_.regex);
   } catch (const Error& e) {
     refuse(e.what());
   }

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "guided/number_regex.h"
+#include "guided/regex.h"
 #include "guided/schema_ir.h"
 #include "guided/schema_keywords.h"
 #include "guided/validator.h"
@@ -47,20 +48,46 @@ void merge_object_keywords(Json& a, const Json& b) {
       if (b.contains(k)) a[k] = b[k];
     return;
   }
-  if (a.contains("patternProperties") || b.contains("patternProperties")) {
-    fail("unsupported keyword 'patternProperties' combined with properties inside allOf");
-  }
   Json pa = a.value("properties", Json::object()), pb = b.value("properties", Json::object());
   Json adda = a.contains("additionalProperties") ? a["additionalProperties"] : Json(true);
   Json addb = b.contains("additionalProperties") ? b["additionalProperties"] : Json(true);
-  Json props = Json::object();
-  for (auto it = pa.begin(); it != pa.end(); ++it) {
-    props[it.key()] = all_of2(it.value(), pb.contains(it.key()) ? pb[it.key()] : addb);
+  const Json ppa = a.value("patternProperties", Json::object()), ppb = b.value("patternProperties", Json::object());
+  // With patterns, the merged object keeps both sides' patterns (the emitter applies every
+  // pattern a key matches, overlapping ones included, to declared and undeclared keys alike),
+  // and additionalProperties becomes the meet of both, applied to keys matching no pattern of
+  // either side. That is exact unless a key matching only the other side's patterns would owe a
+  // side's non-trivial additionalProperties, which the merged form cannot say: refused.
+  if ((!ppb.empty() && !is_true_schema(adda)) || (!ppa.empty() && !is_true_schema(addb))) {
+    fail("unsupported keyword 'patternProperties' combined with properties inside allOf");
   }
+  auto matches_any = [](const Json& pp, const std::string& key) {
+    const std::u32string k = utf8_to_u32(key);
+    for (auto it = pp.begin(); it != pp.end(); ++it) {
+      try {
+        if (compile_regex(it.key(), true).matches(k)) return true;
+      } catch (const Error& e) {
+        fail("unsupported keyword 'patternProperties': ", e.what());
+      }
+    }
+    return false;
+  };
+  // What one side asks of a property the other side declares: its own declared schema, else
+  // nothing beyond the patterns (kept in the merge) when one matches, else additionalProperties.
+  auto side = [&](const Json& props, const Json& pp, const Json& add, const std::string& key) {
+    if (props.contains(key)) return props[key];
+    return matches_any(pp, key) ? Json(true) : add;
+  };
+  Json props = Json::object();
+  for (auto it = pa.begin(); it != pa.end(); ++it) props[it.key()] = all_of2(it.value(), side(pb, ppb, addb, it.key()));
   for (auto it = pb.begin(); it != pb.end(); ++it) {
-    if (!pa.contains(it.key())) props[it.key()] = all_of2(adda, it.value());
+    if (!pa.contains(it.key())) props[it.key()] = all_of2(side(pa, ppa, adda, it.key()), it.value());
   }
   a["properties"] = props;
+  if (!ppa.empty() || !ppb.empty()) {
+    Json pp = ppa;
+    for (auto it = ppb.begin(); it != ppb.end(); ++it) pp[it.key()] = pp.contains(it.key()) ? all_of2(pp[it.key()], it.value()) : it.value();
+    a["patternProperties"] = pp;
+  }
   Json add = all_of2(adda, addb);
   if (is_true_schema(add)) {
     a.erase("additionalProperties");

@@ -312,8 +312,11 @@ bool Normalizer::negatable(const Json& n_in) {
   std::set<std::string> keys;
   for (auto it = n.begin(); it != n.end(); ++it)
     if (!annotation_keywords().count(it.key())) keys.insert(it.key());
-  // Not {type: integer} among numbers: the numbers that are not integers have no rule.
-  if (keys == std::set<std::string>{"type"}) return !(type_set(n).count("integer") && !type_set(n).count("number"));
+  // Not {type: integer} among numbers: the numbers that are not integers have a rule in draft 4
+  // only (Emitter::non_integer_rule).
+  if (keys == std::set<std::string>{"type"}) {
+    return cx_.draft4 || !(type_set(n).count("integer") && !type_set(n).count("number"));
+  }
   if (keys == std::set<std::string>{"enum"} || keys == std::set<std::string>{"const"}) {
     const Json vals = n.contains("enum") ? n["enum"] : Json::array({n["const"]});
     if (!vals.is_array()) return false;

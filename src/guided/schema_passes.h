@@ -241,6 +241,7 @@ class Emitter {
     Json values = Json::array();        // excluded scalar values (enum/const)
     std::vector<std::string> patterns;  // strings must not match these
     std::set<std::string> keys;         // properties that must be absent
+    bool non_integer = false;           // draft 4 `not: {type: integer}` on numbers
   };
   void apply_not(const Json& n, std::set<std::string>& types);
   static void only_objects(std::set<std::string>& types);
@@ -248,11 +249,15 @@ class Emitter {
 
   // schema_emit_scalars.cpp: numbers and strings.
   uint32_t number_rule(bool integer, const NumberBounds& nb);
+  // Draft 4 `not: {type: integer}` on numbers: draft4_integer_literals() is the complement of
+  // the texts the validator parses as integers.
+  uint32_t non_integer_rule(const NumberBounds& nb);
+  static const CpDfa& draft4_integer_literals();
   const CpDfa& digit_cap(bool exponent);
   void emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to);
-  void number(const Json& s, uint32_t from, uint32_t to, bool integer);
+  void number(const Json& s, uint32_t from, uint32_t to, bool integer, bool non_integer = false);
   uint32_t multiple_rule(int64_t k);
-  uint32_t multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm);
+  uint32_t multiple_number_rule(bool integer, const NumberBounds& nb, DecimalMultiple dm, bool non_integer = false);
   uint32_t plain_string_rule();
   CpDfa string_dfa(const Json& s, const Extras& x, int64_t* min_len, int64_t* max_len);
   void string_value(const Json& s, const Extras& x, uint32_t from, uint32_t to);
