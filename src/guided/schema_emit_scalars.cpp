@@ -60,13 +60,17 @@ uint32_t Emitter::number_rule(bool integer, const NumberBounds& nb) {
   const bool exponent = re.find("[eE]") != std::string::npos;
   static const std::string any_integer = "^-?(?:0|[1-9][0-9]*)$";
   static const std::string any_number = "^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$";
+  const bool draft4_integer = integer && cx_.draft4;
   if (re == any_integer || re == any_number) {
     static const CpDfa int_dfa = dfa_intersect(compile_regex(any_integer, false), digit_cap(false));
     static const CpDfa num_dfa = dfa_intersect(compile_regex(any_number, false), digit_cap(true));
-    emit_ascii_dfa(re == any_integer ? int_dfa : num_dfa, b_.rule_start(r), end);
+    static const CpDfa draft4_int_dfa = dfa_intersect(int_dfa, draft4_integer_texts());
+    emit_ascii_dfa(re == any_number ? num_dfa : draft4_integer ? draft4_int_dfa : int_dfa, b_.rule_start(r), end);
     return r;
   }
-  emit_ascii_dfa(dfa_intersect(compile_regex(re, false), digit_cap(exponent)), b_.rule_start(r), end);
+  CpDfa d = dfa_intersect(compile_regex(re, false), digit_cap(exponent));
+  if (draft4_integer) d = dfa_intersect(d, draft4_integer_texts());
+  emit_ascii_dfa(d, b_.rule_start(r), end);
   return r;
 }
 
@@ -76,14 +80,21 @@ uint32_t Emitter::number_rule(bool integer, const NumberBounds& nb) {
 // the integer literals in [-2^63, 2^64 - 1] (and `-0`), exactly the texts the validator parses
 // as non-integers.
 const CpDfa& Emitter::draft4_integer_literals() {
+  static const CpDfa non_integers = dfa_complement(draft4_integer_texts());
+  return non_integers;
+}
+
+// The texts a draft-4 validator counts as integers: literals in [-2^63, 2^64 - 1] and `-0`.
+// Every draft-4 integer language is cut to these (a 20-digit literal past 2^64 - 1 is a
+// double there, not an integer); built once per process.
+const CpDfa& Emitter::draft4_integer_texts() {
   static const CpDfa ints = [] {
     NumberBounds int64_uint64;
     int64_uint64.lower = -9223372036854775808.0;
     int64_uint64.lower_exact = -(ExactInt(1) << 63);
     int64_uint64.upper = 18446744073709551615.0;
     int64_uint64.upper_exact = (ExactInt(1) << 64) - 1;
-    return dfa_complement(
-        dfa_union(compile_regex(integer_regex(int64_uint64), false), compile_regex("^-0$", false)));
+    return dfa_union(compile_regex(integer_regex(int64_uint64), false), compile_regex("^-0$", false));
   }();
   return ints;
 }
@@ -190,7 +201,8 @@ void Emitter::number(const Json& s, uint32_t from, uint32_t to, bool integer, bo
     for (int i = 0; i < dm->f; ++i) p10 = p10 * 10 % dm->a;
     if (integer && p10 == 0) {
       // every integer
-    } else if (integer && dm->f == 0 && k <= 1000 && !nb.lower && !nb.upper) {
+    } else if (integer && dm->f == 0 && k <= 1000 && !nb.lower && !nb.upper && !cx_.draft4) {
+      // (Draft 4 takes the automaton below, which is cut to the literals it counts as integers.)
       b_.call(from, multiple_rule(int64_t(k)), to);
       return;
     } else {
@@ -244,6 +256,7 @@ uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, Dec
   try {
     d = dfa_intersect(dfa_intersect(base, multiple_dfa(dm), limits_.regex), digit_cap(false), limits_.regex);
     if (non_integer) d = dfa_intersect(d, draft4_integer_literals(), limits_.regex);
+    if (integer && cx_.draft4) d = dfa_intersect(d, draft4_integer_texts(), limits_.regex);
   } catch (const Error& e) {
     refuse(e.what());
   }

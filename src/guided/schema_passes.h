@@ -253,6 +253,7 @@ class Emitter {
   // the texts the validator parses as integers.
   uint32_t non_integer_rule(const NumberBounds& nb);
   static const CpDfa& draft4_integer_literals();
+  static const CpDfa& draft4_integer_texts();
   const CpDfa& digit_cap(bool exponent);
   void emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to);
   void number(const Json& s, uint32_t from, uint32_t to, bool integer, bool non_integer = false);

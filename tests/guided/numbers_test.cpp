@@ -52,6 +52,30 @@ TEST(Numbers, IntegerBoundsPast2To63AreExact) {
   EXPECT_FALSE(accepts_text(index_for(n, synthetic_vocab()), "-9223372036854775809"));
 }
 
+// Draft 4 counts as integers only literals that parse as int64 / uint64; a 20-digit literal
+// past 2^64 - 1 is a double there (not an integer), while later drafts count any integral
+// value. The grammar follows the declared draft, with and without bounds and multipleOf.
+TEST(Numbers, Draft4IntegersStopAtTheInt64AndUint64Range) {
+  // ("-0" only unbounded: bounded integer languages leave it out, a stated restriction.)
+  const std::vector<std::string> texts = {"0", "7", "18446744073709551615", "18446744073709551616",
+                                          "99999999999999999999", "-9223372036854775808", "-9223372036854775809",
+                                          "-10000000000000000000", "18446744073709551614", "-9223372036854775807"};
+  const char* d4 = "http://json-schema.org/draft-04/schema#";
+  for (const char* extra : {"", R"(, "minimum": -5)", R"(, "maximum": 5)", R"(, "multipleOf": 7)",
+                            R"(, "multipleOf": 7, "minimum": 0)"}) {
+    expect_exact(Json::parse(std::string(R"({"$schema": ")") + d4 + R"(", "type": "integer")" + extra + "}"), texts);
+  }
+  // Later drafts: any integral value, past 2^64 too. (Not with multipleOf: past 2^53 the
+  // validator's double arithmetic and the grammar's exact remainders part ways.)
+  for (const char* extra : {"", R"(, "minimum": -5)", R"(, "maximum": 5)"})
+    expect_exact(Json::parse(std::string(R"({"type": "integer")") + extra + "}"), texts);
+  expect_exact(Json::parse(R"({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})"), {"-0"});
+  auto idx = index_for(Json::parse(std::string(R"({"$schema": ")") + d4 + R"(", "type": "integer"})"), synthetic_vocab());
+  EXPECT_TRUE(accepts_text(idx, "18446744073709551615"));
+  EXPECT_FALSE(accepts_text(idx, "18446744073709551616"));
+  EXPECT_FALSE(accepts_text(idx, "-9223372036854775809"));
+}
+
 TEST(Numbers, RandomIntegersNearLargeBoundsAgreeWithValidator) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 6; ++round) {
