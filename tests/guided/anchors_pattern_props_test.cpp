@@ -8,12 +8,15 @@
 #include "guided/validator.h"
 #include "util/error.h"
 #include "random_walks.h"
+#include "exact_checks.h"
 #include "test_vocab.h"
 
 namespace ringlm::guided {
 namespace {
 
 using testing::accepts_text;
+using testing::compile_error;
+using testing::expect_exact;
 using testing::index_for;
 using testing::synthetic_vocab;
 
@@ -21,30 +24,7 @@ bool search(const char* pattern, const char* text) {
   return compile_regex(pattern, /*search_semantics=*/true).matches(utf8_to_u32(text));
 }
 
-std::string compile_error(const Json& schema) {
-  try {
-    compile_schema(schema);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
-// Each instance (compact JSON, keys in schema order) is accepted iff the validator says it is
-// valid; `valid_expected` pins how many are, so both kinds occur.
-void expect_exact(const char* schema_text, const std::vector<const char*>& instances, int valid_expected) {
-  Json schema = Json::parse(schema_text);
-  ASSERT_EQ(compile_error(schema), "") << schema_text;
-  auto idx = index_for(schema, synthetic_vocab());
-  Validator v(schema);
-  int valid = 0;
-  for (const char* text : instances) {
-    bool ok = v.validate(Json::parse(text));
-    valid += ok;
-    EXPECT_EQ(accepts_text(idx, text), ok) << schema_text << "\n  instance " << text << " valid=" << ok;
-  }
-  EXPECT_EQ(valid, valid_expected) << schema_text;
-}
 
 // `^` / `$` inside a pattern: assertions at the start / end of the input.
 TEST(RegexAnchors, InnerAnchorsAreAssertions) {

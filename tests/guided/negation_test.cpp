@@ -9,40 +9,20 @@
 #include "guided/validator.h"
 #include "util/error.h"
 #include "random_walks.h"
+#include "exact_checks.h"
 #include "test_vocab.h"
 
 namespace ringlm::guided {
 namespace {
 
 using testing::accepts_text;
+using testing::compile_error;
+using testing::expect_exact;
 using testing::index_for;
 using testing::mask_has;
 using testing::synthetic_vocab;
 
-std::string compile_error(const Json& schema, const CompileOptions& o = {}) {
-  try {
-    compile_schema(schema, o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
-// Each instance (compact JSON text, keys in schema order) is accepted iff the validator says it
-// is valid; `valid` counts the valid ones, so a test can assert both kinds occur.
-void expect_exact(const char* schema_text, const std::vector<const char*>& instances, int valid_expected) {
-  Json schema = Json::parse(schema_text);
-  ASSERT_EQ(compile_error(schema), "") << schema_text;
-  auto idx = index_for(schema, synthetic_vocab());
-  Validator v(schema);
-  int valid = 0;
-  for (const char* text : instances) {
-    bool ok = v.validate(Json::parse(text));
-    valid += ok;
-    EXPECT_EQ(accepts_text(idx, text), ok) << schema_text << "\n  instance " << text << " valid=" << ok;
-  }
-  EXPECT_EQ(valid, valid_expected) << schema_text;
-}
 
 // Random walks through the mask: every finished text validates.
 void expect_generations_valid(const char* schema_text, unsigned seed) {
