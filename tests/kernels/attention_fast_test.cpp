@@ -259,6 +259,48 @@ TEST(FastAttention, ChunkingAndThreadsAreBitIdentical) {
   }
 }
 
+namespace {
+
+// `heads` query heads of `x` over its one KV head against the same heads over `copies`
+// identical copies of that KV head (heads / copies per copy): every path, f32 and f16, bit for
+// bit. The copies block the heads differently, so this checks that blocking changes no bits.
+void expect_same_over_copied_kv(const Data& x, int n_slots, int d, int n_tokens, int heads, int copies,
+                                const std::string& what) {
+  ParallelFor one(1);
+  std::vector<std::uint16_t> k16(x.k.size()), v16(x.v.size());
+  kv_store_f16(x.k.data(), k16.data(), k16.size());
+  kv_store_f16(x.v.data(), v16.data(), v16.size());
+  std::vector<float> kc, vc;  // each slot's K/V row repeated for every KV head
+  std::vector<std::uint16_t> kc16, vc16;
+  for (int s = 0; s < n_slots; ++s)
+    for (int g = 0; g < copies; ++g) {
+      kc.insert(kc.end(), x.k.begin() + s * d, x.k.begin() + (s + 1) * d);
+      vc.insert(vc.end(), x.v.begin() + s * d, x.v.begin() + (s + 1) * d);
+      kc16.insert(kc16.end(), k16.begin() + s * d, k16.begin() + (s + 1) * d);
+      vc16.insert(vc16.end(), v16.begin() + s * d, v16.begin() + (s + 1) * d);
+    }
+  for (bool half : {false, true}) {
+    KvSlots grouped = x.view(), split{kc.data(), vc.data(), x.pos.data(), n_slots, copies, d};
+    if (half) {
+      grouped.type = split.type = KvType::f16;
+      grouped.k = grouped.v = split.k = split.v = nullptr;
+      grouped.k16 = k16.data();
+      grouped.v16 = v16.data();
+      split.k16 = kc16.data();
+      split.v16 = vc16.data();
+    }
+    for (Isa isa : available_isas()) {
+      force_isa(isa);
+      std::vector<float> a(x.q.size()), b(x.q.size());
+      attend(x.q.data(), n_tokens, x.q_pos.data(), heads, grouped, 0, 0.05f, a.data(), &one);
+      attend(x.q.data(), n_tokens, x.q_pos.data(), heads, split, 0, 0.05f, b.data(), &one);
+      ASSERT_EQ(a, b) << isa_name(isa) << " d " << d << " " << what << (half ? " f16" : " f32");
+    }
+  }
+}
+
+}  // namespace
+
 // A head's result does not depend on how many query heads share its KV head (the kernel
 // blocks up to 4 rows together and, on AVX-512, sums 16 scores at once): 8 heads over
 // one KV head must equal, bit for bit, the same 8 heads over 8 (or 2) identical copies of
@@ -267,44 +309,13 @@ TEST(FastAttention, ChunkingAndThreadsAreBitIdentical) {
 TEST(FastAttention, HeadBlockingIsBitIdentical) {
   ringlm::kernels::testing::IsaGuard guard;
   std::mt19937 rng(31);
-  ParallelFor one(1);
   for (int d : {256, 512, 48})
     for (int n_tokens : {1, 5}) {
       const Case c{n_tokens, 8, 1, d, 101, 0, Layout::holes, 100};
       const Data x = make_data(c, rng);
-      std::vector<std::uint16_t> k16(x.k.size()), v16(x.v.size());
-      kv_store_f16(x.k.data(), k16.data(), k16.size());
-      kv_store_f16(x.v.data(), v16.data(), v16.size());
-      for (int copies : {2, 8}) {
-        std::vector<float> kc, vc;  // each slot's K/V row repeated for every KV head
-        std::vector<std::uint16_t> kc16, vc16;
-        for (int s = 0; s < c.n_slots; ++s)
-          for (int g = 0; g < copies; ++g) {
-            kc.insert(kc.end(), x.k.begin() + s * d, x.k.begin() + (s + 1) * d);
-            vc.insert(vc.end(), x.v.begin() + s * d, x.v.begin() + (s + 1) * d);
-            kc16.insert(kc16.end(), k16.begin() + s * d, k16.begin() + (s + 1) * d);
-            vc16.insert(vc16.end(), v16.begin() + s * d, v16.begin() + (s + 1) * d);
-          }
-        for (bool half : {false, true}) {
-          KvSlots grouped = x.view(), split{kc.data(), vc.data(), x.pos.data(), c.n_slots, copies, d};
-          if (half) {
-            grouped.type = split.type = KvType::f16;
-            grouped.k = grouped.v = split.k = split.v = nullptr;
-            grouped.k16 = k16.data();
-            grouped.v16 = v16.data();
-            split.k16 = kc16.data();
-            split.v16 = vc16.data();
-          }
-          for (Isa isa : available_isas()) {
-            force_isa(isa);
-            std::vector<float> a(x.q.size()), b(x.q.size());
-            attend(x.q.data(), n_tokens, x.q_pos.data(), 8, grouped, 0, 0.05f, a.data(), &one);
-            attend(x.q.data(), n_tokens, x.q_pos.data(), 8, split, 0, 0.05f, b.data(), &one);
-            ASSERT_EQ(a, b) << isa_name(isa) << " d " << d << " tokens " << n_tokens << " copies " << copies
-                            << (half ? " f16" : " f32");
-          }
-        }
-      }
+      for (int copies : {2, 8})
+        expect_same_over_copied_kv(x, c.n_slots, d, n_tokens, 8, copies,
+                                   "tokens " + std::to_string(n_tokens) + " copies " + std::to_string(copies));
     }
 }
 
@@ -317,43 +328,13 @@ TEST(FastAttention, HeadBlockingIsBitIdentical) {
 TEST(FastAttention, DecodeHeadBlocksAreBitIdentical) {
   ringlm::kernels::testing::IsaGuard guard;
   std::mt19937 rng(47);
-  ParallelFor one(1);
   for (int d : {512, 48, 20})
     for (int heads : {8, 9, 10, 11, 12, 16, 19})
       for (int n_slots : {31, 65, 101}) {
         const Case c{1, heads, 1, d, n_slots, 0, Layout::holes, n_slots};
         const Data x = make_data(c, rng);
-        std::vector<std::uint16_t> k16(x.k.size()), v16(x.v.size());
-        kv_store_f16(x.k.data(), k16.data(), k16.size());
-        kv_store_f16(x.v.data(), v16.data(), v16.size());
-        std::vector<float> kc, vc;  // each slot's K/V row repeated for every head
-        std::vector<std::uint16_t> kc16, vc16;
-        for (int s = 0; s < n_slots; ++s)
-          for (int g = 0; g < heads; ++g) {
-            kc.insert(kc.end(), x.k.begin() + s * d, x.k.begin() + (s + 1) * d);
-            vc.insert(vc.end(), x.v.begin() + s * d, x.v.begin() + (s + 1) * d);
-            kc16.insert(kc16.end(), k16.begin() + s * d, k16.begin() + (s + 1) * d);
-            vc16.insert(vc16.end(), v16.begin() + s * d, v16.begin() + (s + 1) * d);
-          }
-        for (bool half : {false, true}) {
-          KvSlots grouped = x.view(), split{kc.data(), vc.data(), x.pos.data(), n_slots, heads, d};
-          if (half) {
-            grouped.type = split.type = KvType::f16;
-            grouped.k = grouped.v = split.k = split.v = nullptr;
-            grouped.k16 = k16.data();
-            grouped.v16 = v16.data();
-            split.k16 = kc16.data();
-            split.v16 = vc16.data();
-          }
-          for (Isa isa : available_isas()) {
-            force_isa(isa);
-            std::vector<float> a(x.q.size()), b(x.q.size());
-            attend(x.q.data(), 1, x.q_pos.data(), heads, grouped, 0, 0.05f, a.data(), &one);
-            attend(x.q.data(), 1, x.q_pos.data(), heads, split, 0, 0.05f, b.data(), &one);
-            ASSERT_EQ(a, b) << isa_name(isa) << " d " << d << " heads " << heads << " slots " << n_slots
-                            << (half ? " f16" : " f32");
-          }
-        }
+        expect_same_over_copied_kv(x, n_slots, d, 1, heads, heads,
+                                   "heads " + std::to_string(heads) + " slots " + std::to_string(n_slots));
       }
 }
 
