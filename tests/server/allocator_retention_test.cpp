@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -60,9 +61,12 @@ TEST(AllocatorRetention, ABurstOfThreadArenasIsReturnedToTheSystem) {
   }
   for (auto& t : threads) t.join();
   const long rise_kb = resident_kb() - before;
-  // Unbounded: ~3 MB per arena stays (~30 MB here). Bounded: at most 4 arenas, each trimmed
-  // down to 1 MiB of free top.
-  EXPECT_LT(rise_kb, 10 * 1024) << "resident size rose " << rise_kb << " KiB after the burst";
+  std::printf("resident size rose %ld KiB after the burst\n", rise_kb);
+  // Unbounded: ~3 MB per arena stays (38.2 MB in every one of 30 runs here). Bounded: at most
+  // 4 arenas, each trimmed down to 1 MiB of free top: 1-6 MB on a quiet machine, up to 10.6 MB
+  // with other tests running beside it (CI's -j2; a 10 MiB bound failed there at 10,252 KiB).
+  // 20 MiB sits between the two.
+  EXPECT_LT(rise_kb, 20 * 1024) << "resident size rose " << rise_kb << " KiB after the burst";
 }
 
 }  // namespace
