@@ -74,12 +74,9 @@ uint32_t Emitter::number_rule(bool integer, const NumberBounds& nb) {
   return r;
 }
 
-// Draft 4's numbers that are not integers: the validator (as the draft says) counts a number as
-// an integer when it is written as one and fits int64 / uint64 (`1.0` and `1e2` are not, nor
-// is 2^64). So: the language number_rule generates for the bounds (same three cases) minus
-// the integer literals in [-2^63, 2^64 - 1] (and `-0`), exactly the texts the validator parses
-// as non-integers.
-const CpDfa& Emitter::draft4_integer_literals() {
+// Every text but those draft4_integer_texts() holds: what a draft-4 validator parses as a
+// number that is not an integer, once intersected with a number language.
+const CpDfa& Emitter::draft4_non_integer_texts() {
   static const CpDfa non_integers = dfa_complement(draft4_integer_texts());
   return non_integers;
 }
@@ -99,6 +96,11 @@ const CpDfa& Emitter::draft4_integer_texts() {
   return ints;
 }
 
+// Draft 4's numbers that are not integers: the validator (as the draft says) counts a number as
+// an integer when it is written as one and fits int64 / uint64 (`1.0` and `1e2` are not, nor
+// is 2^64). So: the language number_rule generates for the bounds (same three cases) minus
+// the integer literals in [-2^63, 2^64 - 1] (and `-0`), exactly the texts the validator parses
+// as non-integers.
 uint32_t Emitter::non_integer_rule(const NumberBounds& nb) {
   const bool bounded = nb.lower || nb.upper;
   auto integral = [](const std::optional<double>& v) { return !v || std::floor(*v) == *v; };
@@ -121,7 +123,7 @@ uint32_t Emitter::non_integer_rule(const NumberBounds& nb) {
   const uint32_t r = b_.new_rule();
   const uint32_t end = b_.new_state();
   b_.set_final(end);
-  if (!lang.states.empty()) emit_ascii_dfa(dfa_intersect(lang, draft4_integer_literals()), b_.rule_start(r), end);
+  if (!lang.states.empty()) emit_ascii_dfa(dfa_intersect(lang, draft4_non_integer_texts()), b_.rule_start(r), end);
   return r;
 }
 
@@ -255,7 +257,7 @@ uint32_t Emitter::multiple_number_rule(bool integer, const NumberBounds& nb, Dec
   CpDfa d;
   try {
     d = dfa_intersect(dfa_intersect(base, multiple_dfa(dm), limits_.regex), digit_cap(false), limits_.regex);
-    if (non_integer) d = dfa_intersect(d, draft4_integer_literals(), limits_.regex);
+    if (non_integer) d = dfa_intersect(d, draft4_non_integer_texts(), limits_.regex);
     if (integer && cx_.draft4) d = dfa_intersect(d, draft4_integer_texts(), limits_.regex);
   } catch (const Error& e) {
     refuse(e.what());

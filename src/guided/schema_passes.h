@@ -249,10 +249,10 @@ class Emitter {
 
   // schema_emit_scalars.cpp: numbers and strings.
   uint32_t number_rule(bool integer, const NumberBounds& nb);
-  // Draft 4 `not: {type: integer}` on numbers: draft4_integer_literals() is the complement of
-  // the texts the validator parses as integers.
+  // Draft 4 `not: {type: integer}` on numbers: draft4_non_integer_texts() is the complement of
+  // draft4_integer_texts(), the texts the validator parses as integers.
   uint32_t non_integer_rule(const NumberBounds& nb);
-  static const CpDfa& draft4_integer_literals();
+  static const CpDfa& draft4_non_integer_texts();
   static const CpDfa& draft4_integer_texts();
   const CpDfa& digit_cap(bool exponent);
   void emit_ascii_dfa(const CpDfa& dfa, uint32_t from, uint32_t to);
