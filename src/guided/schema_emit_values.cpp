@@ -2,6 +2,8 @@
 // value as its one serialisation, except numbers, which are matched by value: `2` also as
 // `2.0`, `2.00`, `20e-1`, `0.2e1`, `2E0` (number_value.h says which texts equal which value).
 #include <cmath>
+#include <mutex>
+#include <unordered_map>
 
 #include "guided/number_value.h"
 #include "guided/schema_passes.h"
@@ -137,12 +139,25 @@ uint32_t Emitter::exponent_rule(int64_t e) {
   const std::string key = "exponent:" + std::to_string(e);
   if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
   const std::string mag = std::to_string(e < 0 ? -e : e);
-  const std::string pad = mag.size() < 3 ? "0{0," + std::to_string(3 - mag.size()) + "}" : "";
-  const std::string sign = e > 0 ? "\\+?" : e < 0 ? "-" : "[+-]?";
-  uint32_t r = b_.new_rule(), end = b_.new_state();
+  const uint32_t r = b_.new_rule(), end = b_.new_state();
   b_.set_final(end);
   number_rules_[key] = r;
-  emit_ascii_dfa(compile_regex("^[eE]" + sign + pad + mag + "$", false), b_.rule_start(r), end);
+  // Built by hand: one regex per exponent was most of an enum's compile time.
+  const uint32_t letter = b_.new_state(), sign = b_.new_state(), digits = b_.new_state();
+  b_.bytes(b_.rule_start(r), letter, 'E', 'E');
+  b_.bytes(b_.rule_start(r), letter, 'e', 'e');
+  if (e >= 0) b_.eps(letter, sign);
+  if (e >= 0) b_.bytes(letter, sign, '+', '+');
+  if (e <= 0) b_.bytes(letter, sign, '-', '-');
+  uint32_t at = sign;  // up to 3 - |mag| leading zeros, each optional
+  b_.eps(at, digits);
+  for (size_t k = mag.size(); k < 3; ++k) {
+    uint32_t next = b_.new_state();
+    b_.bytes(at, next, '0', '0');
+    b_.eps(next, digits);
+    at = next;
+  }
+  b_.literal(digits, end, mag);
   return r;
 }
 
@@ -172,7 +187,12 @@ uint32_t Emitter::number_value_rule(const Json& number, bool integer_texts, bool
     const std::string re = !other_texts ? "^-?0$"
                            : integer_texts ? "^-?0(?:\\.0+)?(?:" + x + ")?$"
                                            : "^-?0(?:\\.0+(?:" + x + ")?|" + x + ")$";
-    emit_ascii_dfa(compile_regex(re, false), start, end);
+    static std::unordered_map<std::string, CpDfa> zeros;  // three languages, built once
+    static std::mutex zeros_mutex;
+    std::lock_guard<std::mutex> lock(zeros_mutex);
+    auto it = zeros.find(re);
+    if (it == zeros.end()) it = zeros.emplace(re, compile_regex(re, false)).first;
+    emit_ascii_dfa(it->second, start, end);
     return r;
   }
   uint32_t s = start;
@@ -189,60 +209,84 @@ uint32_t Emitter::number_value_rule(const Json& number, bool integer_texts, bool
   return r;
 }
 
-// The unsigned texts of a nonzero value G * 10^Q (G = v.digits, L digits): G's first p digits,
-// the point and the rest of G, then zeros, with exponent Q + L - p; G and z zeros, optionally
-// `.0...`, with exponent Q - z; `0.`, lz zeros, G, then zeros, with exponent Q + lz + L.
+// Zeros, then the exponent part that makes the mantissa worth the value: e (when the cap
+// allows it after the mantissa's integer digits; nothing when e is 0). Shared by every value
+// of the grammar that needs it.
+uint32_t Emitter::frac_zeros_rule(int64_t e, bool in_cap) {
+  const std::string key = "zeros-exponent:" + std::to_string(e) + (in_cap ? "" : ":out");
+  if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
+  const uint32_t r = b_.new_rule(), end = b_.new_state(), s = b_.rule_start(r);
+  b_.set_final(end);
+  number_rules_[key] = r;
+  b_.bytes(s, s, '0', '0');
+  if (e == 0) b_.eps(s, end);
+  if (in_cap) b_.call(s, exponent_rule(e), end);
+  return r;
+}
+
+// After k integer digits ending a value whose leading digit is at 10^(m - 1): more zeros (up
+// to 20 digits), or the exponent m - k, or `.`, zeros and that exponent. `plain`: the text
+// with no point and no exponent (the integer literal, when m == k) is one of them.
+uint32_t Emitter::int_zeros_rule(int64_t m, int64_t k, bool plain) {
+  const std::string key = "int-zeros:" + std::to_string(m) + ":" + std::to_string(k) + (plain ? "" : ":no-plain");
+  if (auto it = number_rules_.find(key); it != number_rules_.end()) return it->second;
+  const uint32_t r = b_.new_rule(), end = b_.new_state(), s = b_.rule_start(r);
+  b_.set_final(end);
+  number_rules_[key] = r;
+  const int64_t e = m - k;
+  const bool in_cap = exponent_in_cap(k, e);
+  if (e == 0 && plain) b_.eps(s, end);
+  if (in_cap) b_.call(s, exponent_rule(e), end);
+  const uint32_t point = b_.new_state(), zero = b_.new_state();
+  b_.literal(s, point, ".");
+  b_.bytes(point, zero, '0', '0');
+  b_.call(zero, frac_zeros_rule(e, in_cap), end);
+  if (k < 20) {
+    const uint32_t more = b_.new_state();
+    b_.bytes(s, more, '0', '0');
+    b_.call(more, int_zeros_rule(m, k + 1, plain), end);
+  }
+  return r;
+}
+
+// The unsigned texts of a nonzero value 0.G * 10^m (G = v.digits, L digits, m = Q + L): G's
+// first p digits, the point and the rest of G, zeros, exponent m - p; G and z zeros (then
+// maybe `.0...`), exponent m - L - z; `0.`, lz zeros, G, zeros, exponent m + lz. The tails
+// after G are rules shared by the values with the same m, so a value costs about 2 states per
+// leading-zero count plus its digits.
 void Emitter::number_spellings(const DecimalValue& v, uint32_t s, uint32_t end, bool plain_integer) {
   const std::string& g = v.digits;
-  const int64_t L = int64_t(g.size()), Q = v.exponent;
-  // After a mantissa with n integer digits, the exponent part that makes it worth the value
-  // (none when it already is, unless that is the plain integer literal left out).
-  auto exponent_to_end = [&](uint32_t at, int64_t n, int64_t e, bool plain = true) {
-    if (!exponent_in_cap(n, e)) return;
-    if (e == 0 && plain) b_.eps(at, end);
-    b_.call(at, exponent_rule(e), end);
-  };
-  // The digits g[from, L) from `at`, then any number of zeros; returns the last state.
-  auto rest_of_g = [&](uint32_t at, int64_t from) {
-    for (int64_t k = from; k < L; ++k) {
+  const int64_t L = int64_t(g.size()), m = v.exponent + L;
+  if (L > 20) return;  // (no value has more than 20 significant digits)
+  auto digits = [&](uint32_t at, int64_t from, int64_t to) {
+    for (int64_t k = from; k < to; ++k) {
       uint32_t next = b_.new_state();
       b_.bytes(at, next, uint8_t(g[size_t(k)]), uint8_t(g[size_t(k)]));
       at = next;
     }
-    b_.bytes(at, at, '0', '0');  // g ends in a nonzero digit, so this loop is unambiguous
     return at;
   };
   uint32_t at = s;
-  for (int64_t p = 1; p <= L && p <= 20; ++p) {
-    uint32_t next = b_.new_state();
-    b_.bytes(at, next, uint8_t(g[size_t(p - 1)]), uint8_t(g[size_t(p - 1)]));
-    at = next;
-    if (p < L && L - p <= 20) {
-      uint32_t point = b_.new_state();
-      b_.literal(at, point, ".");
-      exponent_to_end(rest_of_g(point, p), p, Q + L - p);
-    }
-  }
-  if (L > 20) return;
-  for (int64_t z = 0;; ++z) {  // `at`: after g and z zeros
-    exponent_to_end(at, L + z, Q - z, plain_integer);
-    uint32_t point = b_.new_state(), zeros = b_.new_state();
+  for (int64_t p = 1; p <= L; ++p) {
+    at = digits(at, p - 1, p);
+    if (p == L) break;
+    const uint32_t point = b_.new_state();
     b_.literal(at, point, ".");
-    b_.bytes(point, zeros, '0', '0');
-    b_.bytes(zeros, zeros, '0', '0');
-    exponent_to_end(zeros, L + z, Q - z);
-    if (L + z == 20) break;
-    uint32_t next = b_.new_state();
-    b_.bytes(at, next, '0', '0');
-    at = next;
+    b_.call(digits(point, p, L), frac_zeros_rule(m - p, exponent_in_cap(p, m - p)), end);
   }
-  uint32_t zero_point = b_.new_state();
-  b_.literal(s, zero_point, "0.");
-  uint32_t lead = zero_point;  // after `0.` and lz zeros
+  b_.call(at, int_zeros_rule(m, L, plain_integer), end);
+  // `0.` and lz zeros, then G (one rule, called once per lz) and the tail for m + lz.
+  const uint32_t g_rule = b_.new_rule(), g_end = b_.new_state();
+  b_.set_final(g_end);
+  b_.eps(digits(b_.rule_start(g_rule), 0, L), g_end);
+  uint32_t lead = b_.new_state();
+  b_.literal(s, lead, "0.");
   for (int64_t lz = 0;; ++lz) {
-    exponent_to_end(rest_of_g(lead, 0), 0, Q + lz + L);
+    const uint32_t after = b_.new_state();
+    b_.call(lead, g_rule, after);
+    b_.call(after, frac_zeros_rule(m + lz, exponent_in_cap(0, m + lz)), end);
     if (lz + L == 20) break;
-    uint32_t next = b_.new_state();
+    const uint32_t next = b_.new_state();
     b_.bytes(lead, next, '0', '0');
     lead = next;
   }

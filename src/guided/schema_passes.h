@@ -247,6 +247,8 @@ class Emitter {
   uint32_t number_value_rule(const Json& number, bool integer_texts, bool other_texts);
   void number_spellings(const DecimalValue& v, uint32_t s, uint32_t end, bool plain_integer);
   uint32_t exponent_rule(int64_t e);
+  uint32_t frac_zeros_rule(int64_t e, bool in_cap);
+  uint32_t int_zeros_rule(int64_t m, int64_t k, bool plain);
 
   // What the `not` keywords of the schema being emitted exclude.
   struct NotInfo {
