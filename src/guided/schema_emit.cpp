@@ -222,7 +222,8 @@ void Emitter::leaf(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
 }
 
 // enum / const: each value the rest of the schema (checked by the validator, conditionals and
-// `not` included) and the node's extras accept, as a literal.
+// `not` included) and the node's extras accept, as a literal (numbers in every spelling of
+// their value: literal_value).
 void Emitter::enum_values(const Json& s, const Extras& x, uint32_t from, uint32_t to) {
   Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
   if (!values.is_array()) fail("keyword 'enum' must be an array");
@@ -240,27 +241,23 @@ void Emitter::enum_values(const Json& s, const Extras& x, uint32_t from, uint32_
     for (auto& c : x.conditions) all.push_back(c);
     rest["allOf"] = all;
   }
-  std::set<std::string> seen;
-  for (auto& v : values) {
-    if (!cx_.validator.validate_subschema(rest, v)) continue;
-    bool excluded = false;
+  // Whether the rest of the schema, the node's extras and `not`s accept v as a value.
+  auto passes = [&](const Json& v) {
+    if (!cx_.validator.validate_subschema(rest, v)) return false;
     for (auto& n : x.nots)
-      if (cx_.validator.validate_subschema(n, v)) excluded = true;
-    if (excluded) continue;
+      if (cx_.validator.validate_subschema(n, v)) return false;
     if (v.is_string()) {
-      bool ok = true;
       auto cps = utf8_to_u32(v.get<std::string>());
       for (auto& p : x.patterns)
-        if (!cx_.regex(p.get<std::string>()).matches(cps)) ok = false;
+        if (!cx_.regex(p.get<std::string>()).matches(cps)) return false;
       for (auto& f : x.formats)
-        if (f.is_string() && !check_format(f.get<std::string>(), v.get<std::string>())) ok = false;
-      if (!ok) continue;
+        if (f.is_string() && !check_format(f.get<std::string>(), v.get<std::string>())) return false;
     }
-    std::string text = serialize_json(v, cx_.options.whitespace);
-    if (!seen.insert(text).second) continue;
-    note_keys(v);
-    b_.literal(from, to, text);
-  }
+    return true;
+  };
+  std::set<std::string> seen;
+  for (auto& v : values)
+    if (seen.insert(value_key(v)).second) enum_value(v, passes, from, to);  // `1`, `1.0`: one value
 }
 
 void Emitter::note_keys(const Json& v) {

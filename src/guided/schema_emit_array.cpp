@@ -179,7 +179,7 @@ void Emitter::unique_array(const std::vector<const Json*>& prefix, const Json& r
     uint32_t e = b_.new_state();
     b_.set_final(e);
     note_keys(values[k]);
-    b_.literal(b_.rule_start(r), e, serialize_json(values[k], cx_.options.whitespace));
+    literal_value(values[k], b_.rule_start(r), e);  // numbers by value: no value repeats
     literal_rule[k] = r;
   }
   // Breadth-first over the used-value sets reachable within maxItems.

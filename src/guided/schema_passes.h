@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -20,6 +21,7 @@
 
 #include "guided/grammar.h"
 #include "guided/number_regex.h"
+#include "guided/number_value.h"
 #include "guided/ref_resolver.h"
 #include "guided/regex.h"
 #include "guided/schema_compiler.h"
@@ -235,6 +237,18 @@ class Emitter {
   void enum_values(const Json& s, const Extras& x, uint32_t from, uint32_t to);
   void note_keys(const Json& v);
   void note_order(std::vector<std::string> names);
+
+  // schema_emit_values.cpp: literal values, numbers matched by value (number_value.h).
+  void literal_value(const Json& v, uint32_t from, uint32_t to);
+  // One enum / const value, in each of its texts whose kind of number `passes` accepts.
+  void enum_value(const Json& v, const std::function<bool(const Json&)>& passes, uint32_t from, uint32_t to);
+  // Equal for values json_equal calls equal (numbers by value; object keys in order).
+  static std::string value_key(const Json& v);
+  uint32_t number_value_rule(const Json& number, bool integer_texts, bool other_texts);
+  void number_spellings(const DecimalValue& v, uint32_t s, uint32_t end, bool plain_integer);
+  uint32_t exponent_rule(int64_t e);
+  uint32_t frac_zeros_rule(int64_t e, bool in_cap);
+  uint32_t int_zeros_rule(int64_t m, int64_t k, bool plain);
 
   // What the `not` keywords of the schema being emitted exclude.
   struct NotInfo {

@@ -6,22 +6,16 @@
 #include <vector>
 
 #include "guided/formats.h"
+#include "guided/number_value.h"
 #include "guided/ref_resolver.h"
 #include "util/error.h"
 
 namespace ringlm::guided {
 
 bool json_equal(const Json& a, const Json& b) {
-  if (a.is_number() && b.is_number()) {
-    if (a.is_number_float() || b.is_number_float()) return a.get<double>() == b.get<double>();
-    if (a.is_number_unsigned() && b.is_number_unsigned()) return a.get<uint64_t>() == b.get<uint64_t>();
-    if (a.is_number_unsigned() || b.is_number_unsigned()) {
-      const Json& u = a.is_number_unsigned() ? a : b;
-      const Json& s = a.is_number_unsigned() ? b : a;
-      return s.get<int64_t>() >= 0 && uint64_t(s.get<int64_t>()) == u.get<uint64_t>();
-    }
-    return a.get<int64_t>() == b.get<int64_t>();
-  }
+  // Numbers by the decimal each stands for (number_value.h): 2 == 2.0 == 20e-1, and an integer
+  // past 2^53 is not equal to the double its digits round to.
+  if (a.is_number() && b.is_number()) return json_numbers_equal(a, b);
   if (a.type() != b.type()) return false;
   if (a.is_array()) {
     if (a.size() != b.size()) return false;

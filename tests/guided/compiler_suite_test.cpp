@@ -86,6 +86,17 @@ TEST(CompilerSuite, DependentSchemas) {
   check("draft7/dependencies.json", k7, 50);
 }
 
+// enum / const: numbers compare by value (`1` and `1.0`, `0` and `-0.0` are one value), in
+// values nested in arrays and objects too.
+TEST(CompilerSuite, EnumAndConst) {
+  const char* k4 = "http://json-schema.org/draft-04/schema#";
+  for (const char* draft : {"draft2020-12", "draft7", "draft4"}) {
+    const char* uri = std::string(draft) == "draft4" ? k4 : std::string(draft) == "draft7" ? k7 : k2020;
+    check(std::string(draft) + "/enum.json", uri, 90);
+    if (std::string(draft) != "draft4") check(std::string(draft) + "/const.json", uri, 90);
+  }
+}
+
 TEST(CompilerSuite, Ipv6) { check("draft2020-12/optional/format/ipv6.json", k2020, 100); }
 
 }  // namespace
