@@ -53,6 +53,29 @@ bool find_lattice(const float* x, io::DType source, float amax, float* scale, st
   return false;
 }
 
+// A lattice block has at most 9 distinct magnitudes (|c| * s for |c| = 0..8, each rounded
+// the same way); ordinary weights have ~32. Rejecting on the 10th distinct magnitude keeps
+// the search below off ordinary checkpoints (it would cost ~30x ggml's rule per block).
+bool few_magnitudes(const float* x) {
+  // First a branch-free lower bound: magnitudes hashed into 64 buckets; more than 9 buckets
+  // hit means more than 9 distinct magnitudes (collisions only ever under-count).
+  std::uint64_t hit = 0;
+  for (std::size_t i = 0; i < kQBlock; ++i)
+    hit |= std::uint64_t{1} << (((f32_to_bits(x[i]) & 0x7fffffffu) * 0x9E3779B1u) >> 26);
+  if (__builtin_popcountll(hit) > 9) return false;
+  float seen[9];
+  int n = 0;
+  for (std::size_t i = 0; i < kQBlock; ++i) {
+    const float a = std::fabs(x[i]);
+    int j = 0;
+    while (j < n && seen[j] != a) ++j;
+    if (j < n) continue;
+    if (n == 9) return false;
+    seen[n++] = a;
+  }
+  return true;
+}
+
 struct BlockFit {
   bool lattice = false;
   float scale = 0.0f;  // lattice: s; otherwise amax / 8 (ggml's |d|), for the factor's range
@@ -69,6 +92,7 @@ std::size_t exact_with(const std::vector<BlockFit>& fits, float f) {
 }  // namespace
 
 bool q4_lattice_block(const float* x, io::DType source, float* scale, std::int8_t* codes) {
+  if (!few_magnitudes(x)) return false;  // the common case, first and cheap
   float amax = 0.0f;
   for (std::size_t i = 0; i < kQBlock; ++i) {
     if (!std::isfinite(x[i])) return false;
@@ -89,23 +113,29 @@ float quantize_row_q4_0_lattice(const float* x, io::DType source, BlockQ4_0* y, 
   thread_local std::vector<float> scaled;
   fits.resize(nb);
   std::size_t lattice = 0;
-  float top = 0.0f;  // the largest fp16 scale magnitude the row needs
   for (std::size_t b = 0; b < nb; ++b) {
     BlockFit& f = fits[b];
     f.lattice = q4_lattice_block(x + b * kQBlock, source, &f.scale, f.codes);
-    if (!f.lattice) {
-      float amax = 0.0f;
-      for (std::size_t i = 0; i < kQBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQBlock + i]));
-      f.scale = amax / 8.0f;
-    }
     lattice += f.lattice;
-    if (std::isfinite(f.scale)) top = std::max(top, f.scale);
   }
-  // A factor only when it stores more lattice blocks exactly: the largest scale lands in
-  // [2^14, 2^15), leaving fp16's whole range below it for the small ones.
+  // A factor only when it stores more lattice blocks exactly: the largest scale the row needs
+  // in fp16 (ggml's |d| = amax / 8 for the other blocks) lands in [2^14, 2^15), leaving
+  // fp16's whole range below it for the small ones.
   float factor = 1.0f;
-  std::size_t exact = exact_with(fits, 1.0f);
-  if (allow_factor && exact < lattice && top > 0.0f) {
+  std::size_t exact = lattice == 0 ? 0 : exact_with(fits, 1.0f);
+  float top = 0.0f;
+  if (allow_factor && exact < lattice) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      float need = fits[b].scale;
+      if (!fits[b].lattice) {
+        float amax = 0.0f;
+        for (std::size_t i = 0; i < kQBlock; ++i) amax = std::max(amax, std::fabs(x[b * kQBlock + i]));
+        need = amax / 8.0f;
+      }
+      if (std::isfinite(need)) top = std::max(top, need);
+    }
+  }
+  if (top > 0.0f) {
     const float f = std::ldexp(1.0f, std::ilogb(top) - 14);
     const std::size_t with_f = exact_with(fits, f);
     if (with_f > exact) factor = f, exact = with_f;
