@@ -3,6 +3,7 @@
 // towers.rlpk; docs/convert.md) that every command loads by mapping. `--out FILE.gguf`
 // writes a gemma4 GGUF instead (as export-gguf), `--mmproj-out FILE.gguf` the towers as a
 // llama.cpp mmproj GGUF (either or both).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -79,5 +80,13 @@ RINGLM_COMMAND(convert) {
                 "%.2f s\n",
                 opt.out.c_str(), r.q4_matrices, r.f32_matrices, static_cast<unsigned long long>(r.packed_bytes),
                 static_cast<unsigned long long>(r.sidecar_bytes), copied.empty() ? "nothing" : copied.c_str(), secs);
+    const double total = static_cast<double>(std::max<std::uint64_t>(1, r.q4.blocks));
+    std::printf("%s: q4_0 blocks: %llu; on an int4 lattice %llu (%.2f %%); recovered exactly (codes and scale) %llu "
+                "(%.2f %%); the rest rounded with ggml's rule; %llu rows need a power-of-two factor (row factors: %llu "
+                "bytes)\n",
+                opt.out.c_str(), static_cast<unsigned long long>(r.q4.blocks),
+                static_cast<unsigned long long>(r.q4.lattice), 100.0 * static_cast<double>(r.q4.lattice) / total,
+                static_cast<unsigned long long>(r.q4.exact), 100.0 * static_cast<double>(r.q4.exact) / total,
+                static_cast<unsigned long long>(r.q4.rows_scaled), static_cast<unsigned long long>(r.row_factor_bytes));
   });
 }

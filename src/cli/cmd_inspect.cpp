@@ -1,12 +1,16 @@
 // `ringlm inspect FILE`: what a checkpoint file holds — GGUF metadata (long arrays
 // abbreviated) and the tensor table with type, shape, offset and size; for a checkpoint or
 // `ringlm convert` directory, the tensors under their canonical names.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <filesystem>
 #include <memory>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "io/gguf_gemma4.h"
@@ -136,6 +140,25 @@ void inspect_dir_towers(const std::filesystem::path& dir) {
                  "config.json has no audio_config: this checkpoint takes no audio");
 }
 
+// A packed directory's q4_0 rule (the index's q4_0_rule; version 1 files used ggml's alone)
+// and convert's block counts (quantization.json) when present.
+void print_q4_rule(const std::filesystem::path& dir) {
+  std::printf("q4_0 rule: %s\n", ringlm::model::packed_q4_rule(dir).c_str());
+  std::ifstream in(dir / ringlm::model::kQuantizationFile);
+  if (!in) return;
+  try {
+    const auto q = nlohmann::json::parse(in);
+    const double blocks = std::max(1.0, q.at("blocks").get<double>());
+    std::printf("q4_0 blocks: %.0f; on an int4 lattice %.0f (%.2f %%), stored exactly %.0f (%.2f %%); %.0f rows with "
+                "a power-of-two factor\n",
+                q.at("blocks").get<double>(), q.at("lattice_blocks").get<double>(),
+                100.0 * q.at("lattice_blocks").get<double>() / blocks, q.at("exact_blocks").get<double>(),
+                100.0 * q.at("exact_blocks").get<double>() / blocks, q.at("rows_with_factor").get<double>());
+  } catch (const nlohmann::json::exception& e) {
+    std::printf("q4_0 blocks: %s unreadable (%s)\n", ringlm::model::kQuantizationFile, e.what());
+  }
+}
+
 // Safetensors file, checkpoint directory or packed (`ringlm convert`) directory: the
 // tensors under their canonical names.
 void inspect_safetensors(const std::string& path) {
@@ -147,7 +170,9 @@ void inspect_safetensors(const std::string& path) {
     // The same checks as loading (sizes against config.json and meta.json), nothing copied.
     dir_source = ringlm::model::open_packed_dir(p, ringlm::model::load_model_config(p));
     for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
-    std::printf("%s: packed model directory (ringlm convert), %zu tensors\n\n", path.c_str(), views.size());
+    std::printf("%s: packed model directory (ringlm convert), %zu tensors\n", path.c_str(), views.size());
+    print_q4_rule(p);
+    std::printf("\n");
   } else if (std::filesystem::is_directory(p)) {
     dir_source = ringlm::io::open_safetensors_dir(p);
     for (const auto& n : dir_source->names()) views.push_back(dir_source->find(n));
@@ -169,6 +194,7 @@ void print_views(const std::vector<const ringlm::io::TensorView*>& views) {
     shape += "]";
     std::string dtype = ringlm::io::dtype_name(v->dtype);
     if (v->dtype == ringlm::io::DType::Q4_0 && v->packed) dtype += "p16";  // the kernels' layout (q4_packed.h)
+    if (v->dtype == ringlm::io::DType::Q4_0 && v->packed && v->row_scales) dtype += "+f";  // with row factors
     std::printf("  %-52s %-8s %-22s %14llu  %s\n", v->name.c_str(), dtype.c_str(), shape.c_str(),
                 static_cast<unsigned long long>(v->nbytes), std::filesystem::path(v->file).filename().c_str());
   }

@@ -19,7 +19,7 @@ RINGLM_COMMAND(make_test_model) {
     std::string out, preset = "tiny", dtype = "bf16", prefix = "model.language_model.", tokenizer;
     std::uint64_t seed = 1;
     int shards = 1;
-    bool flat = false, shared_kv = false, no_vision = false, no_audio = false, towers_only = false;
+    bool flat = false, shared_kv = false, no_vision = false, no_audio = false, towers_only = false, qat = false;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
@@ -31,6 +31,10 @@ RINGLM_COMMAND(make_test_model) {
   sub->add_option("--shards", opt->shards, "Number of safetensors shards")->capture_default_str();
   sub->add_flag("--flat-config", opt->flat, "Text config at the top level of config.json (text-only layout)");
   sub->add_option("--prefix", opt->prefix, "Tensor name prefix")->capture_default_str();
+  sub->add_flag("--qat", opt->qat,
+                "Weights like a QAT checkpoint: the matrices q4_0 quantizes lie exactly on an int4 lattice with bf16 "
+                "block scales (codes in [-8,7] and in [-7,7], +7 extremes, scales below fp16's normal range), "
+                "stored as float32");
   sub->add_flag("--with-shared-kv", opt->shared_kv, "Also store the unused k/v/k_norm of KV-shared layers");
   sub->add_option("--tokenizer", opt->tokenizer, "Directory with the Gemma 4 tokenizer files");
   sub->add_flag("--no-vision", opt->no_vision,
@@ -54,6 +58,7 @@ RINGLM_COMMAND(make_test_model) {
     o.flat_config = opt->flat;
     o.prefix = opt->prefix;
     o.with_shared_kv = opt->shared_kv;
+    o.qat = opt->qat;
     o.tokenizer_dir = opt->tokenizer.empty() ? std::filesystem::path(RINGLM_TOKENIZER_DIR)
                                              : std::filesystem::path(opt->tokenizer);
     const auto t0 = std::chrono::steady_clock::now();

@@ -52,6 +52,13 @@ void export_gguf(const std::string& dir_name, const std::string& out, const std:
               "%llu bytes, %.2f s\n",
               out.c_str(), result.tensors, result.fallback_f16, tok ? "with" : "no",
               static_cast<unsigned long long>(std::filesystem::file_size(out)), secs);
+  if (result.q4.blocks > 0)
+    std::printf("%s: q4_0 blocks: %llu; on an int4 lattice %llu, stored exactly %llu (%.2f %%); lattice blocks whose "
+                "scale GGUF's f16 d could not hold exactly: %llu\n",
+                out.c_str(), static_cast<unsigned long long>(result.q4.blocks),
+                static_cast<unsigned long long>(result.q4.lattice), static_cast<unsigned long long>(result.q4.exact),
+                100.0 * static_cast<double>(result.q4.exact) / static_cast<double>(result.q4.blocks),
+                static_cast<unsigned long long>(result.q4.lattice - result.q4.exact));
 }
 
 }  // namespace ringlm::cli

@@ -28,7 +28,8 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const G
     const GgmlTypeInfo& info = t.type_info();
     if (!info.dtype)
       fail_unsupported(f.path(), ": tensor '", t.name, "' has type ", info.name,
-           ", which ringlm does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+           ", which ringlm does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+           "Q6_K, IQ4_NL, IQ4_XS; docs/gguf.md)");
     if (index_.count(*canonical))
       fail_model_file(f.path(), ": tensors '", t.name, "' and '", gguf_names_[index_[*canonical]],
            "' both map to '", *canonical, "'");

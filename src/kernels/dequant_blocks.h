@@ -54,7 +54,55 @@ struct BlockQ6_K {
   std::int8_t scales[kQKK / 16];
   std::uint16_t d;
 };
+// 32 values: x = d * (q - 16), q in [0, 31]: the low four bits as Q4_0 (byte j: values j and
+// j + 16), the fifth bit of value i is bit i of the little-endian 32-bit qh.
+struct BlockQ5_0 {
+  std::uint16_t d;
+  std::uint8_t qh[4];
+  std::uint8_t qs[kQK / 2];
+};
+// 32 values: x = d * q + m, q in [0, 31], bits as Q5_0.
+struct BlockQ5_1 {
+  std::uint16_t d;
+  std::uint16_t m;
+  std::uint8_t qh[4];
+  std::uint8_t qs[kQK / 2];
+};
+// 256 values in 16 sub-blocks of 16: x = d * (sc & 15) * q - dmin * (sc >> 4), q in [0, 3]
+// (2-bit codes in qs, layout in dequant_ggml_more.cpp).
+struct BlockQ2_K {
+  std::uint8_t scales[kQKK / 16];
+  std::uint8_t qs[kQKK / 4];
+  std::uint16_t d;
+  std::uint16_t dmin;
+};
+// 256 values in 16 sub-blocks of 16: x = d * (s - 32) * (q - 4 * !h), q in [0, 3] from qs,
+// h from hmask, s a 6-bit scale packed in 12 bytes (layout in dequant_ggml_more.cpp).
+struct BlockQ3_K {
+  std::uint8_t hmask[kQKK / 8];
+  std::uint8_t qs[kQKK / 4];
+  std::uint8_t scales[12];
+  std::uint16_t d;
+};
+// 32 values: x = d * kIq4nlValues[q], q in [0, 15], nibbles as Q4_0.
+struct BlockIQ4_NL {
+  std::uint16_t d;
+  std::uint8_t qs[kQK / 2];
+};
+// 256 values in 8 sub-blocks of 32: x = d * (ls - 32) * kIq4nlValues[q] with a 6-bit ls per
+// sub-block (low 4 bits in scales_l, high 2 in scales_h); each sub-block's 16 bytes of qs
+// hold its values j (low nibble) and j + 16 (high nibble).
+struct BlockIQ4_XS {
+  std::uint16_t d;
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[kQKK / 64];
+  std::uint8_t qs[kQKK / 2];
+};
 #pragma pack(pop)
+
+// IQ4_NL / IQ4_XS: the 16 non-uniform levels a 4-bit code selects.
+inline constexpr std::int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
@@ -62,5 +110,11 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 }  // namespace ringlm::kernels

@@ -23,6 +23,12 @@ BlockFormat block_format(io::DType t) {
     case io::DType::Q4_K: return {kQKK, sizeof(BlockQ4_K)};
     case io::DType::Q5_K: return {kQKK, sizeof(BlockQ5_K)};
     case io::DType::Q6_K: return {kQKK, sizeof(BlockQ6_K)};
+    case io::DType::Q5_0: return {kQK, sizeof(BlockQ5_0)};
+    case io::DType::Q5_1: return {kQK, sizeof(BlockQ5_1)};
+    case io::DType::Q2_K: return {kQKK, sizeof(BlockQ2_K)};
+    case io::DType::Q3_K: return {kQKK, sizeof(BlockQ3_K)};
+    case io::DType::IQ4_NL: return {kQK, sizeof(BlockIQ4_NL)};
+    case io::DType::IQ4_XS: return {kQKK, sizeof(BlockIQ4_XS)};
   }
   fail("block_format: unknown dtype ", static_cast<int>(t));
 }
@@ -166,6 +172,12 @@ void dequantize_row(io::DType t, const void* src, float* dst, std::int64_t n) {
     case io::DType::Q4_K: return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case io::DType::Q5_K: return dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n);
     case io::DType::Q6_K: return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    case io::DType::Q5_0: return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+    case io::DType::Q5_1: return dequantize_row_q5_1(static_cast<const BlockQ5_1*>(src), dst, n);
+    case io::DType::Q2_K: return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
+    case io::DType::Q3_K: return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
+    case io::DType::IQ4_NL: return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
+    case io::DType::IQ4_XS: return dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
   }
   fail("dequantize_row: unknown dtype ", static_cast<int>(t));
 }
@@ -373,8 +385,14 @@ void quantize_row(io::DType t, const float* src, void* dst, std::int64_t n) {
     case io::DType::Q4_K: return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case io::DType::Q5_K: return quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
     case io::DType::Q6_K: return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    case io::DType::Q5_0:
+    case io::DType::Q5_1:
+    case io::DType::Q2_K:
+    case io::DType::Q3_K:
+    case io::DType::IQ4_NL:
+    case io::DType::IQ4_XS: break;  // read from GGUF files only; ringlm writes none of them
   }
-  fail("quantize_row: unknown dtype ", static_cast<int>(t));
+  fail("quantize_row: ringlm has no quantizer for ", io::dtype_name(t));
 }
 
 }  // namespace ringlm::kernels

@@ -36,6 +36,13 @@ void dequantize_row_q4_1(const BlockQ4_1* src, float* dst, std::int64_t n);
 void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, std::int64_t n);
 void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, std::int64_t n);
 void dequantize_row_q6_k(const BlockQ6_K* src, float* dst, std::int64_t n);
+// dequant_ggml_more.cpp: types read from GGUF files only (no quantizer, float path).
+void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, std::int64_t n);
+void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, std::int64_t n);
+void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, std::int64_t n);
+void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, std::int64_t n);
+void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, std::int64_t n);
+void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, std::int64_t n);
 
 void quantize_row_q8_0(const float* src, BlockQ8_0* dst, std::int64_t n);
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, std::int64_t n);

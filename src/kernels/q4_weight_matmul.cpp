@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/q4_gemm.h"
+#include "kernels/q4_lattice.h"
 #include "kernels/kernel_table.h"
 #include "kernels/q4_packed.h"
 #include "kernels/work_split.h"
@@ -16,13 +17,25 @@ namespace {
 Q4Packed packed_view(const WeightMatrix& w) {
   return {w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)};
 }
+
+// Rows [16 g0, 16 g1) of every token's output times their power-of-two row factors
+// (q4_lattice.h): a lattice-exact matrix whose scales fp16 could not hold directly.
+void apply_row_factors(const WeightMatrix& w, std::size_t g0, std::size_t g1, int n_tokens, float* out) {
+  if (!w.row_scales) return;
+  const std::size_t rows = static_cast<std::size_t>(w.rows);
+  const std::size_t r1 = std::min(rows, g1 * kQ4GroupRows);
+  for (int t = 0; t < n_tokens; ++t)
+    for (std::size_t r = g0 * kQ4GroupRows; r < r1; ++r) out[static_cast<std::size_t>(t) * rows + r] *= w.row_scales[r];
+}
 }  // namespace
 
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out) {
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
                static_cast<std::size_t>(w.cols), act, w.activations == Q4Activations::int8x2);
-  q4_matmul(packed_view(w), act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
+  const Q4Packed packed = packed_view(w);
+  q4_matmul(packed, act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
+  apply_row_factors(w, 0, packed.groups(), n_tokens, out);
 }
 
 void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, std::size_t count, const float* in,
@@ -51,6 +64,7 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
       const std::size_t end = std::min(g1, first_group[i + 1]);
       k.q4_matmul_groups(packed[i], g0 - first_group[i], end - first_group[i], x, outs[i],
                          static_cast<std::size_t>(ws[i]->rows));
+      apply_row_factors(*ws[i], g0 - first_group[i], end - first_group[i], n_tokens, outs[i]);
       g0 = end;
     }
   };
@@ -83,6 +97,7 @@ void q4_weight_matmul_groups(const WeightMatrix& w, const float* in, const std::
       std::size_t j = i + 1;
       while (j < e && groups[j] == groups[j - 1] + 1) ++j;
       k.q4_matmul_groups(packed, groups[i], groups[j - 1] + 1, x, out, ldy);
+      apply_row_factors(w, groups[i], groups[j - 1] + 1, 1, out);
       i = j;
     }
   };
@@ -97,6 +112,7 @@ void q4_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
   if (blocks.size() < nb) blocks.resize(nb);
   q4_unpack_row(packed_view(w), static_cast<std::size_t>(r), blocks.data());
   dequantize_row_q4_0(blocks.data(), out, static_cast<std::size_t>(w.cols));
+  if (w.row_scales) scale_outputs(out, static_cast<std::size_t>(w.cols), w.row_scales[r]);
 }
 
 }  // namespace ringlm::kernels

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include "io/safetensors.h"
 #include "kernels/q4_formats.h"
 #include "kernels/q4_packed.h"
@@ -101,26 +103,32 @@ void check_float_source(const kernels::WeightMatrix& w, const std::string& name)
     fail_unsupported("convert: tensor ", name, ": source dtype ", io::dtype_name(w.dtype), " (expected F32, F16 or BF16)");
 }
 
-// Rows [0, w.rows) in q4p16, a chunk of whole 16-row groups at a time.
-void write_q4p16(AtomicFile& out, const kernels::WeightMatrix& w) {
+// Rows [0, w.rows) in q4p16, a chunk of whole 16-row groups at a time; each row's factor
+// (q4_lattice.h) into *factors, written as the tensor's row_factors right after it.
+void write_q4p16(AtomicFile& out, const kernels::WeightMatrix& w, std::vector<float>* factors,
+                 kernels::Q4LatticeStats* stats) {
   const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  factors->assign(rows, 1.0f);
   std::vector<std::uint8_t> buf;
+  std::vector<kernels::Q4LatticeStats> part(kernels::default_thread_pool().size() + 1);
   for (std::size_t r0 = 0; r0 < rows; r0 += kChunkRows) {
     const std::size_t n = std::min(kChunkRows, rows - r0);
     const std::size_t bytes = kernels::q4_packed_bytes(n, cols);
     buf.assign(bytes, 0);  // padding rows of the last group stay zero
-    kernels::default_thread_pool().parallel_for(n, [&](std::size_t a, std::size_t b, std::size_t) {
+    kernels::default_thread_pool().parallel_for(n, [&](std::size_t a, std::size_t b, std::size_t p) {
       std::vector<float> row(cols);
       std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
       for (std::size_t i = a; i < b; ++i) {
         kernels::load_row_f32(w, static_cast<std::int64_t>(r0 + i), row.data());
-        kernels::quantize_row_q4_0_fast(row.data(), blocks.data(), cols);
+        (*factors)[r0 + i] =
+            kernels::quantize_row_q4_0_lattice(row.data(), w.dtype, blocks.data(), cols, true, &part[p]);
         kernels::q4_pack_row(blocks.data(), i, n, cols, buf.data());
       }
     });
     out.write(buf.data(), bytes);
     release_rows(w, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r0 + n));
   }
+  for (const auto& s : part) stats->add(s);
 }
 
 // Rows as float32, a chunk at a time.
@@ -251,8 +259,19 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
     out.write(plan.index_json.data(), plan.index_json.size());
     ProgressStage progress("convert: " + std::string(kPackedFile), plan.file_bytes, "bytes");
     std::uint64_t reported = 0;
+    std::vector<float> factors;  // of the last q4p16 tensor, written as the next tensor
     for (const PackedTensor& t : plan.tensors) {
       out.pad_to(t.offset);
+      if (t.row_factors) {
+        if (static_cast<std::int64_t>(factors.size()) != t.shape[0])
+          fail_internal("convert: tensor ", t.name, ": no row factors from the matrix before it");
+        out.write(factors.data(), factors.size() * 4);
+        result.row_factor_bytes += t.bytes;
+        factors.clear();
+        progress.add(out.written() - reported);
+        reported = out.written();
+        continue;
+      }
       // The member each planned tensor binds to (tensor_manifest.h); the head is the
       // embedding when tied (bind_weights), so it gets its own q4_0 copy here.
       const ManifestTensor mt{t.entry, t.layer, t.name, t.shape, true};
@@ -261,7 +280,7 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
         check_float_source(m, t.name);
         if (m.rows != t.shape[0] || m.cols != t.shape[1]) fail_internal("convert: tensor ", t.name, ": shape does not match the plan");
         if (t.dtype == io::DType::Q4_0) {
-          write_q4p16(out, m);
+          write_q4p16(out, m, &factors, &result.q4);
           ++result.q4_matrices;
         } else {
           write_f32_rows(out, m);
@@ -283,6 +302,20 @@ ConvertResult convert_to_packed_dir(const fs::path& hf_dir, const fs::path& out_
   }
   check_size(pack_path, plan.file_bytes);
   result.packed_bytes = plan.file_bytes;
+  {
+    // What the q4_0 rule found (informational: `ringlm inspect` prints it).
+    nlohmann::ordered_json q;
+    q["q4_0_rule"] = kQ4RuleLattice;
+    q["blocks"] = result.q4.blocks;
+    q["lattice_blocks"] = result.q4.lattice;
+    q["exact_blocks"] = result.q4.exact;
+    q["rows_with_factor"] = result.q4.rows_scaled;
+    q["row_factor_bytes"] = result.row_factor_bytes;
+    const std::string text = q.dump(1) + "\n";
+    AtomicFile f(out_dir / kQuantizationFile);
+    f.write(text.data(), text.size());
+    f.commit();
+  }
   return result;
 }
 

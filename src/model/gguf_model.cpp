@@ -6,6 +6,8 @@
 #include "io/gguf_reader.h"
 #include "io/gguf_writer.h"
 #include "kernels/dequant_ggml.h"
+#include "kernels/q4_lattice.h"
+#include "kernels/ref_matmul.h"
 #include "model/tensor_manifest.h"
 #include "util/error.h"
 
@@ -66,9 +68,23 @@ GgufExportResult export_gemma4_gguf(const io::TensorSource& source, const nlohma
     std::vector<std::int64_t> ne(v->shape.rbegin(), v->shape.rend());
     if (ne.empty()) ne = {1};
     const std::int64_t rows = v->numel() / cols;
-    w.add_tensor_lazy(*gguf_name, io::ggml_type_of(target), ne, [v, target, rows, cols](std::uint8_t* dst) {
+    kernels::Q4LatticeStats* q4 = &result.q4;
+    w.add_tensor_lazy(*gguf_name, io::ggml_type_of(target), ne, [v, target, rows, cols, q4](std::uint8_t* dst) {
       if (v->dtype == target) {
         std::copy(v->data, v->data + v->nbytes, dst);
+        return;
+      }
+      const bool float_source = v->dtype == io::DType::F32 || v->dtype == io::DType::F16 || v->dtype == io::DType::BF16;
+      if (target == io::DType::Q4_0 && float_source) {
+        // Lattice blocks keep their codes and scale (q4_lattice.h); a GGUF block has only its
+        // f16 d, so a lattice scale f16 cannot hold is rounded, and counted in q4->exact's gap.
+        std::vector<float> row(static_cast<std::size_t>(cols));
+        auto* blocks = reinterpret_cast<kernels::BlockQ4_0*>(dst);
+        const std::int64_t nb = cols / static_cast<std::int64_t>(kernels::kQBlock);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          kernels::load_row_f32(kernels::WeightMatrix{v->dtype, v->data, rows, cols}, r, row.data());
+          kernels::quantize_row_q4_0_lattice(row.data(), v->dtype, blocks + r * nb, static_cast<std::size_t>(cols), false, q4);
+        }
         return;
       }
       // Row by row through float32: dequantize / upcast, then quantize / downcast.

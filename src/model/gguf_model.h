@@ -9,6 +9,7 @@
 
 #include "io/gguf_tokenizer.h"
 #include "io/tensor.h"
+#include "kernels/q4_lattice.h"
 #include "model/model.h"
 
 namespace ringlm::model {
@@ -35,6 +36,9 @@ struct GgufExportOptions {
 struct GgufExportResult {
   int tensors = 0;
   int fallback_f16 = 0;  // matrices that could not take matrix_type
+  // Q4_0 from float weights: blocks on an int4 lattice, and of them those stored exactly
+  // (kernels/q4_lattice.h); lattice - exact = blocks whose scale the f16 d could not hold.
+  kernels::Q4LatticeStats q4;
 };
 
 // Writes `source` (canonical names) with `text_config` (Hugging Face Gemma4TextConfig JSON)

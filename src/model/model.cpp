@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
@@ -46,6 +47,15 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     });
   }
   m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
+  if (options.activations != kernels::Q4Activations::f32) {
+    SlowBlocksInfo slow;
+    for (auto& b : convert_slow_gguf_blocks(m->weights_, &slow)) m->quantized_.push_back(std::move(b));
+    if (slow.matrices > 0)
+      std::fprintf(stderr, "ringlm: %zu matrices of type %s have no fast kernel: converted to Q8_0 at load (%.1f MB "
+                   "in the file, %.1f MB in memory; adds Q8_0 rounding; --activations f32 runs them exactly)\n",
+                   slow.matrices, slow.types.c_str(), static_cast<double>(slow.file_bytes) / 1e6,
+                   static_cast<double>(slow.memory_bytes) / 1e6);
+  }
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   for_each_matrix(m->weights_, MatrixSet::all, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });

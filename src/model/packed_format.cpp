@@ -51,6 +51,8 @@ PackedPlan plan_packed(const ModelConfig& c) {
     for (const ManifestTensor* t : block) {
       const bool q4 = t->entry->kind == TensorKind::linear && t->shape[1] % static_cast<std::int64_t>(kernels::kQBlock) == 0;
       plan.tensors.push_back({t->name, q4 ? io::DType::Q4_0 : io::DType::F32, t->shape, 0, 0, t->entry, t->layer});
+      if (q4)
+        plan.tensors.push_back({t->name + kRowFactorsSuffix, io::DType::F32, {t->shape[0]}, 0, 0, t->entry, t->layer, true});
     }
   };
   const std::vector<ManifestTensor> all = manifest_tensors(c);
@@ -74,6 +76,7 @@ PackedPlan plan_packed(const ModelConfig& c) {
   index["format"] = "ringlm-packed";
   index["version"] = kPackedVersion;
   index["alignment"] = kPackedAlignment;
+  index["q4_0_rule"] = kQ4RuleLattice;
   index["tensors"] = nlohmann::ordered_json::array();
   std::uint64_t rel = 0;
   for (PackedTensor& t : plan.tensors) {
@@ -81,7 +84,7 @@ PackedPlan plan_packed(const ModelConfig& c) {
     nlohmann::ordered_json e;
     e["name"] = t.name;
     e["dtype"] = t.dtype == io::DType::Q4_0 ? "Q4_0" : "F32";
-    e["layout"] = t.dtype == io::DType::Q4_0 ? "q4p16" : "row_major";
+    e["layout"] = t.dtype == io::DType::Q4_0 ? "q4p16" : t.row_factors ? "row_factors" : "row_major";
     e["shape"] = t.shape;
     e["offset"] = rel;
     e["bytes"] = t.bytes;

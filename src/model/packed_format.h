@@ -35,11 +35,22 @@ namespace ringlm::model {
 inline constexpr char kPackedFile[] = "weights.rlpk";
 inline constexpr char kSidecarDir[] = "gemma4_qat_gather_raw";
 inline constexpr char kPackedMagic[8] = {'R', 'L', 'M', 'P', 'A', 'C', 'K', '\0'};
-inline constexpr std::uint32_t kPackedVersion = 1;
+// Version 2 added each q4p16 tensor's row factors (below); version 1 files still load.
+inline constexpr std::uint32_t kPackedVersion = 2;
+inline constexpr std::uint32_t kPackedOldestVersion = 1;
+inline constexpr char kQuantizationFile[] = "quantization.json";  // convert's q4_0 block counts
+inline constexpr char kRowFactorsSuffix[] = ".row_factors";
+// The index's "q4_0_rule": how the q4p16 blocks were made (docs/quantization.md). Version 1
+// files, which have no such field, used ggml's rule alone.
+inline constexpr char kQ4RuleLattice[] = "lattice-exact, else ggml";
+inline constexpr char kQ4RuleGgml[] = "ggml";
 inline constexpr std::uint64_t kPackedAlignment = 64;
 inline constexpr std::uint64_t kPackedHeaderBytes = 24;
 
 // One tensor of weights.rlpk. dtype Q4_0 always means the q4p16 layout (kernels/q4_packed.h).
+// Each Q4_0 tensor is followed by its row factors: F32 [rows], layout "row_factors", named
+// NAME.row_factors: the power-of-two factor of each row's outputs (kernels/q4_lattice.h;
+// 1.0 except in rows of lattice-exact blocks whose scales fp16 cannot hold).
 struct PackedTensor {
   std::string name;                 // canonical name (weights.h), e.g. layers.0.mlp.up_proj.weight
   io::DType dtype = io::DType::F32;   // Q4_0 (q4p16) or F32
@@ -48,6 +59,7 @@ struct PackedTensor {
   std::uint64_t bytes = 0;
   const TensorEntry* entry = nullptr;  // its manifest entry (tensor_manifest.h)
   int layer = -1;                      // -1: a whole-model tensor
+  bool row_factors = false;            // the row factors of the Q4_0 tensor before it
 };
 
 struct PackedPlan {

@@ -1,6 +1,7 @@
 #include "model/packed_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -62,8 +63,9 @@ class PackedDirSource : public io::TensorSource {
     if (std::memcmp(base, kPackedMagic, 8) != 0) fail_model_file(f, ": bad magic at byte 0 (not a ringlm packed weights file)");
     std::uint32_t version;
     std::memcpy(&version, base + 8, 4);
-    if (version != kPackedVersion)
-      fail_model_file(f, ": format version ", version, " at byte 8 (this build reads version ", kPackedVersion, "; re-run ringlm convert)");
+    if (version < kPackedOldestVersion || version > kPackedVersion)
+      fail_model_file(f, ": format version ", version, " at byte 8 (this build reads versions ", kPackedOldestVersion, " to ",
+                      kPackedVersion, "; re-run ringlm convert)");
     const std::uint64_t index_len = read_u64(base + 16);
     if (index_len > kMaxIndexBytes || index_len > pack_.size() - kPackedHeaderBytes)
       fail_model_file(f, ": index length ", index_len, " at byte 16 runs past the end of the file (", pack_.size(), " bytes)");
@@ -83,14 +85,17 @@ class PackedDirSource : public io::TensorSource {
       std::string name;
     };
     std::vector<Range> ranges;
+    std::vector<io::TensorView> factor_views;
     for (const auto& e : index["tensors"]) {
       io::TensorView v;
       v.file = f;
       try {
         v.name = e.at("name").get<std::string>();
         const std::string dtype = e.at("dtype").get<std::string>(), layout = e.at("layout").get<std::string>();
+        bool factors = false;
         if (dtype == "Q4_0" && layout == "q4p16") v.dtype = io::DType::Q4_0, v.packed = true;
         else if (dtype == "F32" && layout == "row_major") v.dtype = io::DType::F32;
+        else if (dtype == "F32" && layout == "row_factors" && version >= 2) v.dtype = io::DType::F32, factors = true;
         else fail_unsupported(f, ": tensor ", v.name, ": unsupported dtype/layout ", dtype, "/", layout);
         v.shape = e.at("shape").get<std::vector<std::int64_t>>();
         const auto rel = e.at("offset").get<std::uint64_t>();
@@ -109,6 +114,10 @@ class PackedDirSource : public io::TensorSource {
                ") run past the end of the file (", pack_.size(), " bytes; truncated?)");
         v.data = base + data_start + rel;
         ranges.push_back({data_start + rel, data_start + rel + v.nbytes, v.name});
+        if (factors) {
+          factor_views.push_back(std::move(v));  // attached once the ranges are known to be sound
+          continue;
+        }
       } catch (const nlohmann::json::exception& ex) {
         fail_model_file(f, ": index entry ", e.dump().substr(0, 120), ": ", ex.what());
       }
@@ -118,6 +127,31 @@ class PackedDirSource : public io::TensorSource {
     for (std::size_t i = 1; i < ranges.size(); ++i)
       if (ranges[i].begin < ranges[i - 1].end)
         fail_model_file(f, ": tensors ", ranges[i - 1].name, " and ", ranges[i].name, " overlap at byte ", ranges[i].begin);
+    for (const io::TensorView& v : factor_views) attach_row_factors(v);
+  }
+
+  // NAME.row_factors (packed_format.h) becomes the row_scales of the q4p16 tensor NAME listed
+  // before it; all-ones factors (every non-QAT row) are dropped, so those matrices run as before.
+  void attach_row_factors(const io::TensorView& v) {
+    const std::string& f = v.file;
+    const std::string_view name(v.name);
+    const std::size_t cut = name.size() - std::min(name.size(), std::strlen(kRowFactorsSuffix));
+    auto it = by_name_.find(name.substr(0, cut));
+    if (name.substr(cut) != kRowFactorsSuffix || it == by_name_.end() || !tensors_[it->second].packed)
+      fail_model_file(f, ": tensor ", v.name, ": row factors of no q4p16 tensor listed before it");
+    io::TensorView& m = tensors_[it->second];
+    if (v.shape.size() != 1 || v.shape[0] != m.shape[0])
+      fail_model_file(f, ": tensor ", v.name, ": ", v.shape[0], " row factors for ", m.shape[0], " rows");
+    const auto* rf = reinterpret_cast<const float*>(v.data);
+    bool ones = true;
+    for (std::int64_t r = 0; r < v.shape[0]; ++r) {
+      float x;
+      std::memcpy(&x, rf + r, 4);
+      if (!std::isfinite(x) || !(x > 0.0f))
+        fail_model_file(f, ": tensor ", v.name, ": factor of row ", r, " is ", x, " (expected a finite positive number)");
+      ones &= x == 1.0f;
+    }
+    if (!ones) m.row_scales = rf;
   }
 
   void read_sidecar(const std::filesystem::path& dir, const ModelConfig& c) {
@@ -184,6 +218,22 @@ class PackedDirSource : public io::TensorSource {
 
 std::unique_ptr<io::TensorSource> open_packed_dir(const std::filesystem::path& dir, const ModelConfig& config) {
   return std::make_unique<PackedDirSource>(dir, config);
+}
+
+std::string packed_q4_rule(const std::filesystem::path& dir) {
+  const io::MappedFile pack(dir / kPackedFile);
+  const std::string& f = pack.path();
+  if (pack.size() < kPackedHeaderBytes || std::memcmp(pack.data(), kPackedMagic, 8) != 0)
+    fail_model_file(f, ": not a ringlm packed weights file");
+  const std::uint64_t index_len = read_u64(pack.data() + 16);
+  if (index_len > kMaxIndexBytes || index_len > pack.size() - kPackedHeaderBytes)
+    fail_model_file(f, ": index length ", index_len, " at byte 16 runs past the end of the file");
+  try {
+    const auto index = nlohmann::json::parse(pack.data() + kPackedHeaderBytes, pack.data() + kPackedHeaderBytes + index_len);
+    return index.value("q4_0_rule", std::string(kQ4RuleGgml));
+  } catch (const nlohmann::json::exception& e) {
+    fail_model_file(f, ": index at byte 24: invalid JSON: ", e.what());
+  }
 }
 
 }  // namespace ringlm::model

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 #if defined(__linux__)
@@ -12,6 +13,7 @@
 
 #include "kernels/dequant_ggml.h"
 #include "kernels/q4_formats.h"
+#include "kernels/q4_lattice.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -47,9 +49,15 @@ void release_pages(const std::uint8_t* data, std::size_t bytes) {
 }
 
 bool quantizable(const kernels::WeightMatrix& w) {
+  // Float (and int8-row) matrices only: a ggml block type is never re-quantized to q4_0.
   return w.rows > 0 && w.cols > 0 && w.cols % static_cast<std::int64_t>(kernels::kQBlock) == 0 &&
-         w.dtype != io::DType::Q4_0 && w.dtype != io::DType::Q8_0 && w.dtype != io::DType::Q4_1 &&
-         w.dtype != io::DType::Q4_K && w.dtype != io::DType::Q5_K && w.dtype != io::DType::Q6_K;
+         kernels::block_format(w.dtype).block_elems == 1;
+}
+
+// GGUF block types with no kernel of their own (kernels/dequant_ggml_more.cpp).
+bool slow_block_type(io::DType t) {
+  return t == io::DType::Q5_0 || t == io::DType::Q5_1 || t == io::DType::Q2_K || t == io::DType::Q3_K ||
+         t == io::DType::IQ4_NL || t == io::DType::IQ4_XS;
 }
 
 void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned, QuantizedWeightsInfo& info) {
@@ -61,22 +69,34 @@ void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>
   kernels::Q4PackedBuffer buf(rows, cols);
   std::uint8_t* dst = buf.data();
   const kernels::WeightMatrix src = w;
-  kernels::default_thread_pool().parallel_for(rows, [&](std::size_t r0, std::size_t r1, std::size_t) {
+  std::vector<float> factors(rows, 1.0f);
+  std::vector<kernels::Q4LatticeStats> part(kernels::default_thread_pool().size() + 1);
+  kernels::default_thread_pool().parallel_for(rows, [&](std::size_t r0, std::size_t r1, std::size_t p) {
     std::vector<float> row(cols);
     std::vector<kernels::BlockQ4_0> blocks(cols / kernels::kQBlock);
     for (std::size_t r = r0; r < r1; ++r) {
       kernels::load_row_f32(src, static_cast<std::int64_t>(r), row.data());
-      kernels::quantize_row_q4_0_fast(row.data(), blocks.data(), cols);
+      factors[r] = kernels::quantize_row_q4_0_lattice(row.data(), src.dtype, blocks.data(), cols, true, &part[p]);
       kernels::q4_pack_row(blocks.data(), r, rows, cols, dst);
     }
   });
+  for (const auto& s : part) info.q4.add(s);
   release_pages(src.data, stored_bytes(src));
   w.dtype = io::DType::Q4_0;
   w.packed = true;
   w.data = buf.view().data;
+  w.row_scales = nullptr;
   info.bytes += buf.view().bytes();
   ++info.matrices;
   owned.push_back(std::move(buf));
+  if (std::any_of(factors.begin(), factors.end(), [](float f) { return f != 1.0f; })) {
+    // Only rows of lattice blocks fp16 cannot hold need factors (q4_lattice.h); 4 bytes a row.
+    auto fb = kernels::Q4PackedBuffer::raw(rows * sizeof(float));
+    std::memcpy(fb.data(), factors.data(), rows * sizeof(float));
+    w.row_scales = reinterpret_cast<const float*>(fb.data());
+    info.bytes += rows * sizeof(float);
+    owned.push_back(std::move(fb));
+  }
 }
 
 bool plain_q4_0(const kernels::WeightMatrix& w) {
@@ -130,6 +150,27 @@ void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels:
   owned.push_back(std::move(buf));
 }
 
+// One such matrix -> plain Q8_0 blocks (decoded, then ggml's q8_0 rounding) in an owned
+// buffer; repack_one_k then regroups it for the int8-activation kernels.
+void to_q8_0(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned) {
+  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
+  const std::size_t row_out = static_cast<std::size_t>(kernels::row_bytes(io::DType::Q8_0, w.cols));
+  auto buf = kernels::Q4PackedBuffer::raw(rows * row_out);
+  std::uint8_t* dst = buf.data();
+  const kernels::WeightMatrix src = w;
+  kernels::default_thread_pool().parallel_for(rows, [&](std::size_t r0, std::size_t r1, std::size_t) {
+    std::vector<float> row(cols);
+    for (std::size_t r = r0; r < r1; ++r) {
+      kernels::load_row_f32(src, static_cast<std::int64_t>(r), row.data());
+      kernels::quantize_row(io::DType::Q8_0, row.data(), dst + r * row_out, w.cols);
+    }
+  });
+  release_pages(src.data, stored_bytes(src));
+  w.dtype = io::DType::Q8_0;
+  w.data = dst;
+  owned.push_back(std::move(buf));
+}
+
 // The linear layers (model/tensor_manifest.h): embed_tokens keeps its stored rows; the LM
 // head, when tied, is a copy of its WeightMatrix and gets its own quantized data.
 void for_each_linear(ModelWeights& weights, const std::function<void(kernels::WeightMatrix&)>& fn) {
@@ -156,6 +197,25 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
                                                                                              owned, info);
   });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (info_out) *info_out = info;
+  return owned;
+}
+
+std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(ModelWeights& weights, SlowBlocksInfo* info_out) {
+  std::vector<kernels::Q4PackedBuffer> owned;
+  SlowBlocksInfo info;
+  QuantizedWeightsInfo packed;
+  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+    if (!slow_block_type(w.dtype) || w.cols % static_cast<std::int64_t>(kernels::kQBlock) != 0) return;
+    const std::string name = io::dtype_name(w.dtype);
+    if (info.types.find(name) == std::string::npos) info.types += (info.types.empty() ? "" : ", ") + name;
+    info.file_bytes += stored_bytes(w);
+    to_q8_0(w, owned);
+    repack_one_k<kernels::BlockQ8_0, kernels::q8p16_packed_bytes, kernels::q8p16_pack_row, 32>(io::DType::Q8_0, w,
+                                                                                             owned, packed);
+    ++info.matrices;
+  });
+  info.memory_bytes = packed.bytes;
   if (info_out) *info_out = info;
   return owned;
 }

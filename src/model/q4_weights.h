@@ -1,5 +1,5 @@
-// `--weights q4_0`: replaces the model's linear-layer matrices by q4_0 copies (ggml
-// rounding, q4p16 layout, see kernels/q4_packed.h) made at load time from the stored
+// `--weights q4_0`: replaces the model's linear-layer matrices by q4_0 copies (blocks on an
+// int4 lattice kept exactly, the rest with ggml's rounding: kernels/q4_lattice.h; q4p16 layout, see kernels/q4_packed.h) made at load time from the stored
 // weights. matmul() then runs them on the w4a8 kernels (kernels/q4_weight_matmul.h).
 //
 // Quantized: q/k/v/o, gate/up/down, the per-layer gate and projection, the per-layer model
@@ -8,8 +8,11 @@
 // models) stays stored and runs on the float path.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
+#include "kernels/q4_lattice.h"
 #include "kernels/q4_packed.h"
 #include "model/weights.h"
 
@@ -19,6 +22,7 @@ struct QuantizedWeightsInfo {
   std::size_t matrices = 0, skipped = 0;
   std::size_t bytes = 0;  // packed bytes owned
   double seconds = 0.0;   // wall time spent
+  kernels::Q4LatticeStats q4;  // quantize_weights_q4_0: blocks on an int4 lattice / kept exactly
 };
 
 // Quantizes in place (rows split over the default kernel thread pool); the returned buffers
@@ -37,5 +41,18 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
 // Q5_K runs on kernels that read the file's blocks directly, Q4_1 on the scalar decoder).
 // quantize_weights_q4_0 skips packed matrices.
 std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+
+struct SlowBlocksInfo {
+  std::size_t matrices = 0;
+  std::string types;               // e.g. "Q5_0, IQ4_XS"
+  std::uint64_t file_bytes = 0;    // their bytes in the file
+  std::uint64_t memory_bytes = 0;  // their q8p16 copies
+};
+
+// GGUF matrices of a type with no kernel of its own (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS)
+// -> Q8_0 (decoded, then q8_0-rounded) in the q8p16 layout, for the int8-activation kernels.
+// Costs memory (8.5 bits a weight) and adds Q8_0's rounding; without it these matrices run on
+// the float path, decoding every row at every use (exact: the model's `--activations f32`).
+std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(ModelWeights& weights, SlowBlocksInfo* info = nullptr);
 
 }  // namespace ringlm::model

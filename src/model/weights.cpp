@@ -60,6 +60,16 @@ void check_scales(const io::TensorView& v, const std::string& name) {
     case io::DType::Q5_K:
       return check_blocks<BlockQ5_K>(v, name, [](const BlockQ5_K& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.dmin); });
     case io::DType::Q6_K: return check_blocks<BlockQ6_K>(v, name, [](const BlockQ6_K& b) { return !fp16_not_finite(b.d); });
+    case io::DType::Q5_0: return check_blocks<BlockQ5_0>(v, name, [](const BlockQ5_0& b) { return !fp16_not_finite(b.d); });
+    case io::DType::Q5_1:
+      return check_blocks<BlockQ5_1>(v, name, [](const BlockQ5_1& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.m); });
+    case io::DType::Q2_K:
+      return check_blocks<BlockQ2_K>(v, name, [](const BlockQ2_K& b) { return !fp16_not_finite(b.d) && !fp16_not_finite(b.dmin); });
+    case io::DType::Q3_K: return check_blocks<BlockQ3_K>(v, name, [](const BlockQ3_K& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ4_NL:
+      return check_blocks<BlockIQ4_NL>(v, name, [](const BlockIQ4_NL& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ4_XS:
+      return check_blocks<BlockIQ4_XS>(v, name, [](const BlockIQ4_XS& b) { return !fp16_not_finite(b.d); });
     default: return;  // float matrices: a full pass over every weight (see check_scales' comment)
   }
 }

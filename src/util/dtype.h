@@ -10,6 +10,7 @@ namespace ringlm::io {
 enum class DType : std::uint8_t {
   F32, F16, BF16, I8,
   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
+  Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS,  // more ggml block formats (GGUF input only)
 };
 
 constexpr const char* dtype_name(DType t) {
@@ -24,6 +25,12 @@ constexpr const char* dtype_name(DType t) {
     case DType::Q4_K: return "Q4_K";
     case DType::Q5_K: return "Q5_K";
     case DType::Q6_K: return "Q6_K";
+    case DType::Q5_0: return "Q5_0";
+    case DType::Q5_1: return "Q5_1";
+    case DType::Q2_K: return "Q2_K";
+    case DType::Q3_K: return "Q3_K";
+    case DType::IQ4_NL: return "IQ4_NL";
+    case DType::IQ4_XS: return "IQ4_XS";
   }
   return "?";
 }

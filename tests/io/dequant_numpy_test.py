@@ -130,6 +130,17 @@ for name in ("Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"):
         if name in ("Q4_1", "Q4_K", "Q5_K"):
             put16(b, 2, np.roll(scales(nblk), 5))
     tensors.append(("raw." + name, t, [be * 8, nblk // 8], b.tobytes()))
+# The types ringlm reads but does not write: raw blocks with random codes and scales (specials
+# included); their fp16 fields sit at: Q5_0 d@0; Q5_1 d@0 m@2; Q2_K d@80 dmin@82; Q3_K d@108;
+# IQ4_NL d@0; IQ4_XS d@0. Checked bit for bit below.
+MORE_F16 = {"Q5_0": (0,), "Q5_1": (0, 2), "Q2_K": (80, 82), "Q3_K": (108,), "IQ4_NL": (0,), "IQ4_XS": (0,)}
+for name, cols in MORE_F16.items():
+    t = g.TYPE_ID[name]
+    _, be, bb = g.TYPES[t]
+    b = rng.integers(0, 256, (nblk, bb), dtype=np.uint16).astype(np.uint8)
+    for k, col in enumerate(cols):
+        put16(b, col, np.roll(scales(nblk), 5 * k))
+    tensors.append(("raw." + name, t, [be * 8, nblk // 8], b.tobytes()))
 # 16-bit floats with every exponent, and F32 with specials.
 tensors.append(("raw.F16", 1, [256, 4], rng.integers(0, 65536, 1024, dtype=np.uint16).astype("<u2").tobytes()))
 tensors.append(("raw.BF16", 30, [256, 4], rng.integers(0, 65536, 1024, dtype=np.uint16).astype("<u2").tobytes()))
@@ -146,6 +157,10 @@ for name, t, ne, raw in tensors:
     cpp = np.frombuffer(deq[name][2], np.float32)
     check(deq[name][1] == ne, f"{name}: shape {deq[name][1]} != {ne}")
     same(cpp, ref, mag, f"raw blocks {name}")
+    if name[4:] in MORE_F16:  # bit-exact: same float32 operations as ggml's decoder
+        want = g.MORE[name[4:]](raw).astype(np.float32).ravel()
+        exact = (cpp.view(np.uint32) == want.view(np.uint32)) | (np.isnan(cpp) & np.isnan(want))
+        check(exact.all(), f"raw blocks {name}: {int((~exact).sum())} values not bit-identical to numpy's float32 decode")
     print(f"raw {name:6s}: {len(ref)} values, {np.isnan(ref).sum()} NaN, {np.isinf(ref).sum()} inf: ok")
 
 if failures:

@@ -9,8 +9,11 @@ import numpy as np
 TYPES = {
     0: ("F32", 1, 4), 1: ("F16", 1, 2), 30: ("BF16", 1, 2), 8: ("Q8_0", 32, 34),
     2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176),
-    14: ("Q6_K", 256, 210),
+    14: ("Q6_K", 256, 210), 6: ("Q5_0", 32, 22), 7: ("Q5_1", 32, 24), 10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110), 20: ("IQ4_NL", 32, 18), 23: ("IQ4_XS", 256, 136),
 }
+# IQ4_NL / IQ4_XS levels (ggml's kvalues_iq4nl).
+IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.float32)
 TYPE_ID = {v[0]: k for k, v in TYPES.items()}
 SCALAR_FMT = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 
@@ -181,4 +184,95 @@ def decode(t, raw, n):
             ds = (d * sc)[:, np.arange(256) // 16]
             v = ds * (q - 32)
             return v.ravel(), np.abs(v).ravel()
+    if name in MORE:
+        v = MORE[name](raw)
+        return v.astype(np.float64).ravel(), np.abs(v).astype(np.float64).ravel()
     raise ValueError(name)
+
+
+# The types ringlm reads but does not write (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS), decoded
+# in float32 with one operation per step in ggml's order (scale product, multiply, subtract),
+# so the results are the exact float32 values a correct decoder produces.
+def f16_32(b, col):
+    return (b[:, col] | (b[:, col + 1].astype(np.uint16) << 8)).view(np.float16).astype(np.float32)
+
+
+def _q5(raw, bb):
+    b = blocks(raw, bb)
+    qh = b[:, bb - 20:bb - 16].copy().view("<u4").astype(np.int64)  # (nb, 1)
+    qs = b[:, bb - 16:].astype(np.int64)
+    low = np.concatenate([qs & 15, qs >> 4], axis=1)
+    high = (qh >> np.arange(32)) & 1
+    return b, (low | (high << 4))
+
+
+def _dec_q5_0(raw):
+    b, q = _q5(raw, 22)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (q - 16).astype(np.float32) * f16_32(b, 0)[:, None]
+
+
+def _dec_q5_1(raw):
+    b, q = _q5(raw, 24)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return q.astype(np.float32) * f16_32(b, 0)[:, None] + f16_32(b, 2)[:, None]
+
+
+def _two_bit(qs):
+    """(nb, 64) bytes -> (nb, 256) 2-bit codes: value 128h + 32s + l is bits 2s.. of byte 32h + l."""
+    qs = qs.astype(np.int64).reshape(-1, 2, 1, 32)
+    return ((qs >> (2 * np.arange(4)[None, None, :, None])) & 3).reshape(-1, 256)
+
+
+def _dec_q2_k(raw):
+    b = blocks(raw, 84)
+    sc = b[:, 0:16].astype(np.int64)
+    q = _two_bit(b[:, 16:80])
+    d, dmin = f16_32(b, 80)[:, None], f16_32(b, 82)[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        dl = (d * (sc & 15).astype(np.float32))[:, np.arange(256) // 16]
+        ml = (dmin * (sc >> 4).astype(np.float32))[:, np.arange(256) // 16]
+        return dl * q.astype(np.float32) - ml
+
+
+def _dec_q3_k(raw):
+    b = blocks(raw, 110)
+    hm = b[:, 0:32].astype(np.int64)
+    low = _two_bit(b[:, 32:96])
+    v = np.arange(256)
+    high = (hm[:, v % 32] >> (v // 32)) & 1
+    q = low - 4 * (1 - high)
+    p = b[:, 96:108].astype(np.int64)
+    j = np.arange(16)
+    lo4 = np.where(j < 8, p[:, j % 8] & 15, p[:, j % 8] >> 4)
+    hi2 = (p[:, 8 + j % 4] >> (2 * (j // 4))) & 3
+    s = (lo4 | (hi2 << 4)) - 32
+    d = f16_32(b, 108)[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        dl = (d * s.astype(np.float32))[:, v // 16]
+        return dl * q.astype(np.float32)
+
+
+def _dec_iq4_nl(raw):
+    b = blocks(raw, 18)
+    qs = b[:, 2:].astype(np.int64)
+    q = np.concatenate([qs & 15, qs >> 4], axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return f16_32(b, 0)[:, None] * IQ4_LEVELS[q]
+
+
+def _dec_iq4_xs(raw):
+    b = blocks(raw, 136)
+    sh = (b[:, 2] | (b[:, 3].astype(np.uint16) << 8)).astype(np.int64)[:, None]
+    sl = b[:, 4:8].astype(np.int64)
+    ib = np.arange(8)
+    ls = ((sl[:, ib // 2] >> (4 * (ib % 2))) & 15) | (((sh >> (2 * ib)) & 3) << 4)
+    qs = b[:, 8:].astype(np.int64).reshape(-1, 8, 16)
+    q = np.concatenate([qs & 15, qs >> 4], axis=2)  # (nb, 8, 32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dl = f16_32(b, 0)[:, None] * (ls - 32).astype(np.float32)  # (nb, 8)
+        return (dl[:, :, None] * IQ4_LEVELS[q]).reshape(-1, 256)
+
+
+MORE = {"Q5_0": _dec_q5_0, "Q5_1": _dec_q5_1, "Q2_K": _dec_q2_k, "Q3_K": _dec_q3_k, "IQ4_NL": _dec_iq4_nl,
+        "IQ4_XS": _dec_iq4_xs}

@@ -120,9 +120,11 @@ TEST(Convert, E2bPackedPlanIsAlignedAndSizedLikeLoadTimeQuantization) {
     else EXPECT_EQ(t.shape.size(), 1u) << t.name << ": every E2B matrix quantizes";
   }
   EXPECT_EQ(plan.file_bytes, prev_end);
-  // LM head 262144 x 1536 at 18 bytes per 32 weights.
-  EXPECT_EQ(plan.tensors[plan.tensors.size() - 3].name, "lm_head.weight");
-  EXPECT_EQ(plan.tensors[plan.tensors.size() - 3].bytes, 262144ull * 1536 / 32 * 18);
+  // LM head 262144 x 1536 at 18 bytes per 32 weights, then its row factors (4 bytes a row).
+  EXPECT_EQ(plan.tensors[plan.tensors.size() - 4].name, "lm_head.weight");
+  EXPECT_EQ(plan.tensors[plan.tensors.size() - 4].bytes, 262144ull * 1536 / 32 * 18);
+  EXPECT_EQ(plan.tensors[plan.tensors.size() - 3].name, "lm_head.weight.row_factors");
+  EXPECT_EQ(plan.tensors[plan.tensors.size() - 3].bytes, 262144ull * 4);
   EXPECT_GT(q4, 1'000'000'000ull);  // the issue's ~1.05 GB of layer weights + 0.23 GB head
   EXPECT_LT(q4, 1'400'000'000ull);
 }

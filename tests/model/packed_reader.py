@@ -2,7 +2,8 @@
 """Independent numpy reader of ringlm's packed model directory (docs/convert.md), written
 from the format description, sharing no code with the C++ engine: weights.rlpk's header and
 JSON index, the q4p16 layout (16-row groups: codes [nb][4][16][4] bytes, then [nb][16] fp16
-scales), and the int8 sidecar tables with their f32 row scales.
+scales) with, from version 2, each q4p16 tensor's NAME.row_factors (f32 per row, multiplying
+the row's values), and the int8 sidecar tables with their f32 row scales.
 
 load_packed(dir) -> (text_config, weights) in the form reference_forward.forward() takes:
 float64 arrays by canonical name, with the LM head as lm_head.weight (tie switched off, since
@@ -22,7 +23,7 @@ def read_index(path):
         if head[:8] != MAGIC:
             raise ValueError(f"{path}: bad magic")
         version, _reserved, n = struct.unpack("<IIQ", head[8:24])
-        if version != 1:
+        if version not in (1, 2):
             raise ValueError(f"{path}: version {version}")
         index = json.loads(f.read(n))
     data_start = (24 + n + 63) // 64 * 64
@@ -70,6 +71,11 @@ def load_packed(directory):
         if t["dtype"] == "Q4_0":
             assert t["layout"] == "q4p16"
             W[t["name"]] = q4p16_dequant(raw.tobytes(), *t["shape"])
+        elif t["layout"] == "row_factors":
+            base = t["name"][:-len(".row_factors")]
+            f = raw.view("<f4").astype(np.float32)
+            # float32 product, as the engine scales each output (exact: powers of two)
+            W[base] = (W[base].astype(np.float32) * f[:, None]).astype(np.float32).astype(np.float64)
         else:
             W[t["name"]] = raw.view("<f4").astype(np.float64).reshape(t["shape"])
     side = os.path.join(directory, "gemma4_qat_gather_raw")

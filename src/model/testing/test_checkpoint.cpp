@@ -101,6 +101,7 @@ Init symmetric(double std_dev) {
 struct PlannedTensor {
   io::TensorSpec spec;
   Init init;
+  bool lattice = false;  // TestCheckpointOptions::qat: values on an int4 lattice (fill_lattice)
 };
 
 ojson text_config_json(const Preset& p) {
@@ -171,14 +172,53 @@ std::vector<PlannedTensor> plan_tensors(const ModelConfig& c, const TestCheckpoi
   for (const ManifestTensor& t : manifest_tensors(c)) {
     const bool shared_kv = o.with_shared_kv && t.entry->presence == Presence::own_kv;
     if (!t.present && !shared_kv) continue;
-    out.push_back({io::TensorSpec{o.prefix + t.name, o.dtype, t.shape}, init_of(t, c)});
+    const bool lattice = o.qat && t.shape.size() == 2 && t.shape[1] % 32 == 0 &&
+                         (t.entry->kind == TensorKind::linear || t.entry->kind == TensorKind::embedding);
+    out.push_back({io::TensorSpec{o.prefix + t.name, lattice ? io::DType::F32 : o.dtype, t.shape}, init_of(t, c), lattice});
   }
   return out;
+}
+
+// One row of a lattice tensor: blocks of 32 values c_i * s with a bf16 scale s near the
+// tensor's spread and integer codes c_i, of four kinds in turn (by a random draw):
+//   ggml-like   codes in [-8, 7], one of them -8 (ggml's own rule recovers these);
+//   clipped +7  codes in [-7, 7] with +7 present and no -7 (what symmetric clipping gives
+//               when the extreme is positive: ggml's rule moves these off the lattice);
+//   symmetric   codes in [-7, 7] with -7 present;
+//   tiny        codes in [-8, 7], s below fp16's smallest normal (2^-14): fp16 cannot hold s.
+void fill_lattice_row(Rng& rng, const Init& init, std::int64_t cols, float* row) {
+  const float spread = std::max(std::fabs(init.lo), std::fabs(init.hi));
+  for (std::int64_t b = 0; b < cols / 32; ++b) {
+    const int kind = static_cast<int>(rng.next() % 8);
+    float s = spread / 7.0f * rng.uniform(0.5f, 1.5f);
+    if (kind == 7) s = std::ldexp(rng.uniform(1.0f, 2.0f), -16 - static_cast<int>(rng.next() % 8));  // 2^-23..2^-15
+    s = bf16_to_f32(f32_to_bf16(s));
+    const int lo = kind <= 2 || kind == 7 ? -8 : -7;
+    int c[32];
+    for (int& x : c) x = lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(7 - lo + 1));
+    const int at = static_cast<int>(rng.next() % 32);
+    if (kind <= 2 || kind == 7) c[at] = -8;
+    else if (kind <= 5) {
+      for (int& x : c) x = x == -7 ? -6 : x;
+      c[at] = 7;
+    } else {
+      c[at] = -7;
+    }
+    for (int i = 0; i < 32; ++i) row[b * 32 + i] = static_cast<float>(c[i]) * s;  // exact in float32
+  }
 }
 
 void fill_tensor(const PlannedTensor& t, std::uint64_t seed,
                  const std::function<void(const void*, std::size_t)>& write) {
   Rng rng(seed, t.spec.name);
+  if (t.lattice) {
+    std::vector<float> row(static_cast<std::size_t>(t.spec.shape[1]));
+    for (std::int64_t r = 0; r < t.spec.shape[0]; ++r) {
+      fill_lattice_row(rng, t.init, t.spec.shape[1], row.data());
+      write(row.data(), row.size() * 4);
+    }
+    return;
+  }
   std::int64_t n = 1;
   for (auto d : t.spec.shape) n *= d;
   constexpr std::int64_t kBlock = 1 << 16;
@@ -240,6 +280,7 @@ std::string test_checkpoint_config_json(const TestCheckpointOptions& o) {
   }
   config["torch_dtype"] = o.dtype == io::DType::BF16 ? "bfloat16" : o.dtype == io::DType::F16 ? "float16" : "float32";
   config["ringlm_test_model"] = {{"preset", o.preset}, {"seed", o.seed}};
+  if (o.qat) config["ringlm_test_model"]["qat"] = "int4 lattice, blocks of 32, bf16 scales, stored as float32";
   return config.dump(2);
 }
 

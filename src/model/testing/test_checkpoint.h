@@ -23,6 +23,10 @@ struct TestCheckpointOptions {
   bool flat_config = false;              // text config at top level instead of text_config
   std::string prefix = "model.language_model.";
   bool with_shared_kv = false;           // also store unused k/v/k_norm on KV-shared layers
+  // Like a QAT checkpoint (docs/quantization.md): the matrices q4_0 would quantize (linear
+  // layers with input width % 32 == 0, and the token embedding, the tied head) lie exactly on
+  // an int4 lattice with bf16 block scales, stored as float32 so every value c * s is exact.
+  bool qat = false;
   std::filesystem::path tokenizer_dir;   // e2b/e4b (and the tiny chat template): real tokenizer files
   // More tensors stored after the text decoder's, names as stored (e.g. a vision tower,
   // vision/testing/test_vision_tower.h), with the filler that writes their bytes.
