@@ -15,6 +15,7 @@
 #include "engine/batch_job.h"
 #include "engine/generator.h"
 #include "guided/validator.h"
+#include "sampling/sampler.h"
 #include "util/error.h"
 
 namespace py = pybind11;
@@ -52,6 +53,7 @@ struct Sampling {
     p.max_tokens = max_tokens;
     p.stop = stop;
     p.json_schema = json_schema;
+    ringlm::sampling::check_sampler_params(p.sampling);  // the rule every front end shares (raises ringlm.Error)
     return p;
   }
 };

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -201,11 +202,28 @@ class Pacer {
   Clock::time_point next_;
 };
 
+std::string base64_encode(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    std::uint32_t v = static_cast<std::uint8_t>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<std::uint8_t>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) v |= static_cast<std::uint8_t>(in[i + 2]);
+    out += k[(v >> 18) & 63];
+    out += k[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? k[v & 63] : '=';
+  }
+  return out;
+}
+
 std::vector<std::thread> start_attacks(const std::string& host, int port, std::size_t max_body, int idle_connections,
-                                       double rate, const std::atomic<bool>& stop, AttackStats& stats) {
+                                       double rate, const std::string& bomb_image, const std::atomic<bool>& stop,
+                                       AttackStats& stats) {
   const std::string src = "127.0.0.2";
   std::vector<std::thread> threads;
-  const std::string chat_head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  // A loopback Host: a keyless server refuses other names (DNS rebinding protection).
+  const std::string chat_head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
   // Chunked bodies 4x over the limit.
   threads.emplace_back([=, &stop, &stats] {
     const std::string piece = "4000\r\n" + std::string(0x4000, 'a') + "\r\n";
@@ -286,6 +304,62 @@ std::vector<std::thread> start_attacks(const std::string& host, int port, std::s
       close(fd);
     }
   });
+  // Issue #28's attacks, each paced like the floods: a 1 MiB body of 131k keys (quadratic to
+  // parse before; "n": 2 makes it a 400 once parsed), the top_p that crashed the server, a
+  // DNS-rebinding Host, a text/plain CSRF body, and with --bomb-image an image that decodes to
+  // hundreds of MB (once, and 16 times with detail: high, past the context).
+  auto post_status = [](int fd, const std::string& req) {
+    timeval tv{60, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (std::size_t sent = 0; sent < req.size();) {
+      const ssize_t n = send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    char buf[64] = {};
+    const ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    return n > 12 ? std::atoi(buf + 9) : 0;
+  };
+  std::vector<std::pair<std::string, std::string>> issue28;  // attack -> whole request
+  auto with_body = [&](const std::string& head, const std::string& body) {
+    return head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  {
+    std::string keys = "{";
+    for (int i = 0; i < 131072; ++i) {
+      keys += (i ? ",\"" : "\"");
+      for (int v = i, k = 0; k < 4; ++k, v /= 26) keys += static_cast<char>('a' + v % 26);
+      keys += "\":0";
+    }
+    keys += "}";
+    issue28.emplace_back("quadratic_body", with_body(chat_head, R"({"n":2,"messages":[{"role":"user","content":"x"}],"junk":)" + keys + "}"));
+    issue28.emplace_back("sampler_crash", with_body(chat_head, R"({"messages":[{"role":"user","content":"x"}],"top_p":1e-46,"max_tokens":2})"));
+    const std::string plain = R"({"messages":[{"role":"user","content":"x"}],"max_tokens":2})";
+    issue28.emplace_back("foreign_host", with_body("POST /v1/chat/completions HTTP/1.1\r\nHost: rebind.example\r\nContent-Type: application/json\r\n", plain));
+    issue28.emplace_back("text_plain_csrf", with_body("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n", plain));
+    if (!bomb_image.empty()) {
+      std::ifstream in(bomb_image, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string url = "data:image/png;base64," + base64_encode(bytes);
+      json one = {{"max_tokens", 2}, {"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", url}}}}}}}}}};
+      issue28.emplace_back("image_bomb", with_body(chat_head, one.dump()));
+      json many = json::array();
+      for (int i = 0; i < 16; ++i) many.push_back({{"type", "image_url"}, {"image_url", {{"url", url}, {"detail", "high"}}}});
+      json sixteen = {{"max_tokens", 2}, {"messages", {{{"role", "user"}, {"content", many}}}}};
+      issue28.emplace_back("sixteen_high_images", with_body(chat_head, sixteen.dump()));
+    }
+  }
+  for (const auto& [name, req] : issue28) {
+    threads.emplace_back([=, &stop, &stats] {
+      Pacer pace(rate > 0 ? std::min(rate, 2.0) : 2.0);  // at most 2/s each: they cost the server real work
+      while (pace.wait(stop)) {
+        int fd = connect_from(src, host, port);
+        if (fd < 0) continue;
+        stats.add(name, post_status(fd, req));
+        close(fd);
+      }
+    });
+  }
   // Idle connections: opened, never used, reopened when the server closes them.
   threads.emplace_back([=, &stop, &stats] {
     std::vector<int> fds;
@@ -419,6 +493,10 @@ int main(int argc, char** argv) {
   app.add_option("--attack-rate", attack_rate,
                  "With --attacks: new connections per second for each flooding attacker (chunked, gzip, endless "
                  "headers), so runs face the same volume (0: as fast as the server answers; gzip every 20 ms)");
+  std::string bomb_image;
+  app.add_option("--bomb-image", bomb_image,
+                 "With --attacks: a PNG that decodes to hundreds of MB (e.g. convert -size 9459x9459 xc:white -depth 1 "
+                 "bomb.png), sent once and 16 times with detail: high");
   app.add_option("--settle", settle, "Seconds to wait idle after the load before a last RSS reading (0: none)");
   bool throughput = false, disconnect_check = false;
   int max_tokens = 32;
@@ -457,7 +535,7 @@ int main(int argc, char** argv) {
   AttackStats attack_stats;
   std::vector<std::thread> attackers;
   if (attacks) {
-    attackers = start_attacks(host, port, max_body, idle_connections, attack_rate, stop_attacks, attack_stats);
+    attackers = start_attacks(host, port, max_body, idle_connections, attack_rate, bomb_image, stop_attacks, attack_stats);
     attack_start = Clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let the attacks take hold first
   }

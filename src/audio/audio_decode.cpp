@@ -211,6 +211,32 @@ AudioClip decode_audio(const std::uint8_t* data, std::size_t size, const std::st
   return clip;
 }
 
+AudioInfo probe_audio(const std::uint8_t* data, std::size_t size, const std::string& name, const AudioLimits& limits) {
+  if (size > limits.max_file_bytes) fail(name, ": audio is ", size, " bytes; the limit is ", limits.max_file_bytes);
+  if (size == 0) fail(name, ": empty audio file");
+  if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WAVE", 4) == 0)
+    check_wav_header(data, size, name, limits);
+  MemoryStream stream{data, static_cast<sf_count_t>(size), 0};
+  SF_VIRTUAL_IO vio{vio_len, vio_seek, vio_read, vio_write, vio_tell};
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndCloser> snd(sf_open_virtual(&vio, SFM_READ, &info, &stream));
+  if (!snd) fail(name, ": not a readable WAV, FLAC, OGG or MP3 file (libsndfile: ", sf_strerror(nullptr), ")");
+  AudioInfo out;
+  out.format = format_name(info.format);
+  out.channels = info.channels;
+  out.rate = info.samplerate;
+  if (info.channels < 1 || info.channels > limits.max_channels)
+    fail(name, ": ", out.format, " audio has ", info.channels, " channels; at most ", limits.max_channels, " are accepted");
+  if (info.samplerate < limits.min_rate || info.samplerate > limits.max_rate)
+    fail(name, ": ", out.format, " audio has a sample rate of ", info.samplerate, " Hz; accepted: ", limits.min_rate,
+         " to ", limits.max_rate, " Hz");
+  if (info.frames > 0 && info.frames < SF_COUNT_MAX) {
+    out.seconds = static_cast<double>(info.frames) / info.samplerate;
+    if (out.seconds > limits.max_seconds) too_long(name, out.seconds, limits, "the file holds");
+  }
+  return out;
+}
+
 AudioClip read_audio_file(const std::filesystem::path& path, int target_rate, const AudioLimits& limits) {
   const std::string name = path.string();
   std::error_code ec;

@@ -38,6 +38,19 @@ struct AudioClip {
   std::string format;          // "wav", "flac", "ogg", "mp3", ...
 };
 
+// What an audio file's header says (libsndfile's open, no sample decoded; MP3 and OGG
+// lengths come from libsndfile's scan of the stream).
+struct AudioInfo {
+  std::string format;    // as AudioClip::format
+  int rate = 0;
+  int channels = 0;
+  double seconds = -1;   // -1: the header does not say
+};
+
+// Checks what decode_audio would check from the header (size, channels, rate, declared
+// length against limits.max_seconds) without decoding, so a server can budget a clip first.
+AudioInfo probe_audio(const std::uint8_t* data, std::size_t size, const std::string& name, const AudioLimits& limits = {});
+
 // `name` is used in error messages only. target_rate 0 keeps the file's rate.
 AudioClip decode_audio(const std::uint8_t* data, std::size_t size, const std::string& name, int target_rate,
                        const AudioLimits& limits = {});

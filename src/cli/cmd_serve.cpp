@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/common_options.h"
+#include "cli/environment.h"
 #include "server/engine_backend.h"
 #include "server/fake_backend.h"
 #include "server/connection_guard.h"
@@ -29,6 +30,8 @@ struct ServeArgs {
   int fake_token_delay_us = 1000;
   int grace_ms = 10000;
   int header_timeout_ms = 10000, idle_timeout_ms = 5000, body_timeout_ms = 30000;
+  std::string api_key_file;
+  std::size_t media_memory_mb = 1024;
   ServeArgs() { server.access_log = true; }  // on by default for the command (--no-access-log)
 };
 
@@ -43,8 +46,25 @@ void raise_descriptor_limit(int connections) {
   setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-void run_serve(const ServeArgs& args) {
+// The key from --api-key, else --api-key-file (its first line), else RINGLM_API_KEY: the last
+// two keep it out of the command line, which any local user can read with ps.
+std::string resolve_api_key(const ServeArgs& args) {
+  if (!args.server.api_key.empty() && !args.api_key_file.empty())
+    ringlm::fail("serve: give --api-key or --api-key-file, not both");
+  if (!args.server.api_key.empty()) return args.server.api_key;
+  if (!args.api_key_file.empty()) {
+    std::string text = ringlm::cli::read_text_file(args.api_key_file);
+    text = text.substr(0, text.find('\n'));
+    while (!text.empty() && (text.back() == '\r' || text.back() == ' ' || text.back() == '\t')) text.pop_back();
+    if (text.empty()) ringlm::fail(args.api_key_file, ": --api-key-file holds no key on its first line");
+    return text;
+  }
+  return ringlm::cli::api_key_from_env();
+}
+
+void run_serve(ServeArgs args) {
   using namespace ringlm::server;
+  args.server.api_key = resolve_api_key(args);
   if (args.server.host != "127.0.0.1" && args.server.host != "localhost" && args.server.host != "::1" &&
       args.server.api_key.empty()) {
     // Not a hard rule of HTTP, but without --api-key anyone who reaches the port may use it.
@@ -79,6 +99,7 @@ void run_serve(const ServeArgs& args) {
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
+  so.media_budget.max_bytes = args.media_memory_mb << 20;
   so.shutdown_grace = std::chrono::milliseconds(args.grace_ms);
   so.header_timeout = std::chrono::milliseconds(args.header_timeout_ms);
   so.idle_timeout = std::chrono::milliseconds(args.idle_timeout_ms);
@@ -125,6 +146,12 @@ RINGLM_COMMAND(serve) {
   sub->add_option("--max-body", args->server.max_body, "Request body limit in bytes")->capture_default_str();
   sub->add_option("--api-key", args->server.api_key,
                   "Require 'Authorization: Bearer KEY' on every /v1 route (the web page asks for it)");
+  sub->add_option("--api-key-file", args->api_key_file,
+                  "Read the API key from the first line of FILE (kept out of `ps`; env RINGLM_API_KEY works too)");
+  sub->add_option("--allowed-hosts", args->server.allowed_hosts,
+                  "Without an API key, Host names served besides localhost, IP addresses and --host "
+                  "(DNS rebinding protection; comma-separated, * = any)")
+      ->delimiter(',');
   sub->add_option("--cors-origin", args->server.cors_origin,
                   "Allow browser pages from this origin (e.g. http://localhost:3000, or *) to call the API");
   sub->add_flag("!--no-web-ui", args->server.web_ui, "Do not serve the chat and extraction page at /");
@@ -177,6 +204,15 @@ RINGLM_COMMAND(serve) {
   sub->add_option("--max-media-bytes", args->server.media.max_bytes,
                   "Largest encoded image or audio clip (data: URL, input_audio data or file) a request may carry (400 above)")
       ->capture_default_str();
+  sub->add_option("--media-memory-mb", args->media_memory_mb,
+                  "Memory all requests together may hold decoding and encoding images and audio, estimated from "
+                  "their headers before decoding (413 for a request that can never fit, 429 while others hold it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  sub->add_option("--media-concurrency", args->server.media_budget.max_concurrent,
+                  "Requests that may decode and encode media at once (429 above)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   sub->add_flag("--trust-control-tokens", args->trust_control_tokens,
                 "Parse control tokens written in messages (e.g. <turn|>) as control tokens; trusted clients only");
   sub->add_option("--shutdown-grace-ms", args->grace_ms, "How long in-flight requests may run after SIGTERM")

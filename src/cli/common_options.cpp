@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/environment.h"
 #include "cli/model_locator.h"
+#include "sampling/sampler.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
@@ -109,6 +110,19 @@ engine::GenerationParams SamplingFlags::params() const {
   p.sampling.repetition_penalty = repeat_penalty;
   p.sampling.seed = seed;
   p.max_tokens = max_tokens;
+  // The rule serve applies to a request (sampling/sampler.h), checked before any model loads;
+  // the message names the flag the user typed.
+  try {
+    sampling::check_sampler_params(p.sampling);
+  } catch (const Error& e) {
+    const std::string flag = e.param() == "repetition_penalty" ? "--repeat-penalty"
+                             : e.param() == "temperature"      ? "--temperature"
+                             : e.param() == "top_k"            ? "--top-k"
+                             : e.param() == "top_p"            ? "--top-p"
+                             : e.param() == "min_p"            ? "--min-p"
+                                                               : e.param();
+    throw Error(flag + ": " + e.what(), e.kind(), e.param());
+  }
   return p;
 }
 

@@ -57,3 +57,9 @@ engine::EngineOptions::HeadSubset lm_head_subset_from_env() {
 }
 
 }  // namespace ringlm::cli
+
+namespace ringlm::cli {
+
+std::string api_key_from_env() { return std::string(env("RINGLM_API_KEY")); }
+
+}  // namespace ringlm::cli

@@ -6,7 +6,10 @@
 //   RINGLM_ATTENTION=tiled|reference   the float reference attention (decoder and vision tower), for A/B checks
 //   RINGLM_LM_HEAD_SUBSET=auto|always|never   the guided LM-head subset policy (generator.h)
 //   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (main.cpp)
+//   RINGLM_API_KEY=KEY          serve's API key when neither --api-key nor --api-key-file is given
 #pragma once
+
+#include <string>
 
 #include "engine/engine.h"
 
@@ -24,5 +27,8 @@ void apply_process_environment();
 bool reference_attention_from_env();
 // RINGLM_LM_HEAD_SUBSET (unset or empty: Auto).
 engine::EngineOptions::HeadSubset lm_head_subset_from_env();
+
+// RINGLM_API_KEY ("" when unset): a key kept out of the command line, which `ps` shows.
+std::string api_key_from_env();
 
 }  // namespace ringlm::cli

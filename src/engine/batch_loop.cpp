@@ -75,7 +75,7 @@ void BatchLoop::run() {
         queue_.pop_front();
         try {
           sched_.admit(std::move(w->request));
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {  // an Error, or bad_alloc: refused, never fatal to the loop
           w->rejected = true;
           w->outcome.error = e.what();
           w->done = true;

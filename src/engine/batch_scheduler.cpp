@@ -164,11 +164,20 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
     fail_limit("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
+  // Everything that can fail for this request is built here, before a slot is chosen or
+  // touched: a throw below leaves the scheduler exactly as it was (issue #28: a sampler that
+  // threw after the slot was marked busy left a busy slot without a sampler, and the next
+  // step crashed). What follows the slot choice only moves these into it.
   std::unique_ptr<guided::Matcher> matcher;
   if (auto grammar = engine_.grammar_for(params)) {
     matcher = std::make_unique<guided::Matcher>(std::move(grammar));
     matcher->set_thinking_budget(params.thinking_budget);
   }
+  sampling::Sampler sampler(params.sampling, tok.vocab_size());
+  sampler.enable_logprobs(params.logprobs);
+  chat::StopStringMatcher stop_strings(params.stop);
+  std::vector<std::int32_t> generated;
+  generated.reserve(static_cast<std::size_t>(params.max_tokens));
 
   // Soft tokens: placeholder ids do not identify the image, so no cached KV is reused from the
   // first soft-token position on.
@@ -208,7 +217,13 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   const bool pin_applies = !pinned_.empty() && pinned_.size() <= limit &&
                            std::equal(pinned_.begin(), pinned_.end(), prompt.begin());
   if (pin_applies && reused < pinned_.size()) {
-    s.session.copy_prefix_from(*pinned_session_, static_cast<std::int64_t>(pinned_.size()));
+    try {
+      s.session.copy_prefix_from(*pinned_session_, static_cast<std::int64_t>(pinned_.size()));
+    } catch (...) {  // the free slot's cache is left empty and consistent, not half-copied
+      s.session.reset();
+      s.cached.clear();
+      throw;
+    }
     s.cached = pinned_;
     reused = pinned_.size();
     ++stats_.prefix_copies;
@@ -234,7 +249,7 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   stats_.prefix_hits += reused > 0;
   stats_.prefix_misses += reused == 0 && limit >= PrefixCache::kBlockTokens;
 
-  s.busy = true;
+  s.detok.emplace(tok);
   s.cancel_requested = false;
   s.id = next_id_++;
   s.order = s.id;
@@ -255,17 +270,15 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
       s.overrides.push_back({s.media->positions[i], s.media->rows.data() + i * static_cast<std::size_t>(s.media->hidden)});
   }
   s.session.set_embedding_overrides(s.overrides);
-  s.sampler.emplace(s.params.sampling, tok.vocab_size());
-  s.sampler->enable_logprobs(s.params.logprobs);
-  s.detok.emplace(tok);
-  s.stop_strings = chat::StopStringMatcher(s.params.stop);
+  s.sampler.emplace(std::move(sampler));
+  s.stop_strings = std::move(stop_strings);
   s.result = GenerationResult{};
   s.result.prompt_tokens = static_cast<int>(s.prompt.size());
   s.result.cached_prompt_tokens = static_cast<int>(reused);
-  s.generated.clear();
-  s.generated.reserve(static_cast<std::size_t>(s.params.max_tokens));
+  s.generated = std::move(generated);
   s.pending.clear();
   s.t0 = Clock::now();
+  s.busy = true;  // last: only now does step() look at this slot
   return s.id;
 }
 

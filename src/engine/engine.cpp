@@ -12,6 +12,7 @@
 #include "model/gguf_model.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace ringlm::engine {
 
@@ -100,10 +101,12 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for_schema(const std::stri
 namespace {
 
 guided::Json parse_schema_text(const std::string& text, const char* param) {
+  // Linear in the text (util/json_parse.h): a schema of 100k properties must not cost
+  // minutes before the compiler's own budgets apply.
   try {
-    return guided::Json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error(std::string("JSON Schema: not valid JSON: ") + e.what(), ErrorKind::invalid_argument, param);
+    return parse_json(text);
+  } catch (const Error& e) {
+    throw Error(std::string("JSON Schema: not valid JSON: ") + e.what(), e.kind(), param);
   }
 }
 

@@ -17,15 +17,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kLogitCutoff = 30.0f;
 }  // namespace
 
+namespace {
+[[noreturn]] void bad_param(const char* field, const char* rule, double got) {
+  throw Error(detail::concat(field, " must be ", rule, ", got ", got, " (as a 32-bit float)"),
+              ErrorKind::invalid_argument, field);
+}
+}  // namespace
+
+void check_sampler_params(const SamplerParams& p) {
+  // Written as !(in range) so that NaN, which compares false, is refused too.
+  if (!(p.temperature == 0.0f || (p.temperature >= kMinTemperature && std::isfinite(p.temperature))))
+    bad_param("temperature", "0 (greedy) or a finite value of at least 1e-4", p.temperature);
+  if (p.top_k < 0) bad_param("top_k", ">= 0 (0 = off)", p.top_k);
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) bad_param("top_p", "greater than 0 and at most 1", p.top_p);
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) bad_param("min_p", "between 0 and 1", p.min_p);
+  if (!(p.repetition_penalty >= kMinRepetitionPenalty && p.repetition_penalty <= kMaxRepetitionPenalty))
+    bad_param("repetition_penalty", "between 0.01 and 100 (1 = off)", p.repetition_penalty);
+  if (p.repetition_window < 0) bad_param("repetition_window", ">= 0 (0 = all)", p.repetition_window);
+}
+
 Sampler::Sampler(const SamplerParams& params, std::int32_t vocab_size)
     : params_(params), vocab_(vocab_size), rng_(params.seed) {
   if (vocab_size <= 0) fail("sampler: vocabulary size must be positive");
-  if (!(params.temperature >= 0.0f)) fail("sampler: temperature must be >= 0, got ", params.temperature);
-  if (params.top_k < 0) fail("sampler: top_k must be >= 0, got ", params.top_k);
-  if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) fail("sampler: top_p must be in (0, 1], got ", params.top_p);
-  if (!(params.min_p >= 0.0f && params.min_p <= 1.0f)) fail("sampler: min_p must be in [0, 1], got ", params.min_p);
-  if (!(params.repetition_penalty > 0.0f))
-    fail("sampler: repetition_penalty must be > 0, got ", params.repetition_penalty);
+  check_sampler_params(params);
   candidates_.resize(static_cast<std::size_t>(vocab_size));
   probs_.resize(static_cast<std::size_t>(vocab_size));
   seen_.assign(static_cast<std::size_t>(vocab_size), 0);

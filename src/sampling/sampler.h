@@ -22,6 +22,27 @@ struct SamplerParams {
   std::uint64_t seed = 0;
 };
 
+// The smallest positive temperature: below it 1/T overflows float (a denormal T gives inf, and
+// inf * 0 gives NaN for the best token). Everything under it samples like greedy anyway.
+inline constexpr float kMinTemperature = 1e-4f;
+// Repetition penalties outside this range turn ordinary logits into inf (x / tiny) and then
+// NaN (inf - inf); HF's useful range is about 1..2.
+inline constexpr float kMinRepetitionPenalty = 0.01f;
+inline constexpr float kMaxRepetitionPenalty = 100.0f;
+
+// The one check of sampling parameters, in the units the sampler uses (float), shared by
+// every front end (serve, extract, run, chat, the Python binding) and by the Sampler's
+// constructor. A value that was valid as a double may round to 0, a denormal or inf as a
+// float: the check sees what the sampler would. Throws ringlm::Error (invalid_argument) whose
+// param() is the field's API name ("top_p") and whose message gives the rule and the value:
+//   temperature         0 (greedy) or in [kMinTemperature, inf), finite
+//   top_k               >= 0 (0 = off)
+//   top_p               in (0, 1]
+//   min_p               in [0, 1]
+//   repetition_penalty  in [kMinRepetitionPenalty, kMaxRepetitionPenalty]
+//   repetition_window   >= 0
+void check_sampler_params(const SamplerParams& params);
+
 struct TokenLogprob {
   std::int32_t id;
   float logprob;

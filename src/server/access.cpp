@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 
@@ -37,9 +38,35 @@ bool same_secret(const std::string& a, const std::string& b) {
 bool authorized(const httplib::Request& req, const std::string& key) {
   if (key.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
-  static constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() < kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return false;
-  return same_secret(header.substr(kBearer.size()), key);
+  // The scheme is case-insensitive (RFC 9110 section 11.1): "bearer KEY" is the same.
+  static constexpr std::string_view kBearer = "bearer";
+  if (header.size() <= kBearer.size() || (header[kBearer.size()] != ' ' && header[kBearer.size()] != '\t')) return false;
+  for (std::size_t i = 0; i < kBearer.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kBearer[i]) return false;
+  std::size_t at = kBearer.size();
+  while (at < header.size() && (header[at] == ' ' || header[at] == '\t')) ++at;
+  return same_secret(header.substr(at), key);
+}
+
+std::string escape_for_log(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 8);
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 bool is_preflight(const httplib::Request& req) {
@@ -77,10 +104,12 @@ std::string access_line(const httplib::Request& req, const httplib::Response& re
   if (t_record.prompt_tokens >= 0)
     std::snprintf(tokens, sizeof tokens, "%d+%d", t_record.prompt_tokens, t_record.completion_tokens);
   // The path only: a query string could carry something the client meant to keep private.
-  char line[512];
-  std::snprintf(line, sizeof line, "ringlm serve: %s %s %.200s %d tokens=%s %.1f ms", req.remote_addr.c_str(),
-                req.method.c_str(), req.path.c_str(), res.status, tokens, ms);
-  return line;
+  // Everything from the request is escaped: a decoded path may hold CR/LF (a forged log
+  // line) or ESC (terminal control sequences), issue #28.
+  char tail[128];
+  std::snprintf(tail, sizeof tail, " %d tokens=%s %.1f ms", res.status, tokens, ms);
+  return "ringlm serve: " + escape_for_log(req.remote_addr, 64) + " " + escape_for_log(req.method, 32) + " " +
+         escape_for_log(req.path, 200) + tail;
 }
 
 }  // namespace ringlm::server

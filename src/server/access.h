@@ -3,7 +3,9 @@
 // access log line (method, path, status, tokens, milliseconds).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace httplib {
 struct Request;
@@ -13,7 +15,8 @@ struct Response;
 namespace ringlm::server {
 
 // True when `key` is empty (no auth configured) or the request carries
-// "Authorization: Bearer <key>". The comparison takes the same time wherever it differs.
+// "Authorization: Bearer <key>" (the scheme in any letter case). The comparison takes the
+// same time wherever it differs.
 bool authorized(const httplib::Request& req, const std::string& key);
 
 // A CORS preflight: OPTIONS with an Access-Control-Request-Method header.
@@ -29,5 +32,10 @@ void add_cors_headers(const httplib::Request& req, httplib::Response& res, const
 void access_begin();
 void access_tokens(int prompt_tokens, int completion_tokens);
 std::string access_line(const httplib::Request& req, const httplib::Response& res);
+
+// `text` safe to write to a log or a terminal: bytes outside printable ASCII (CR, LF, ESC,
+// C1 controls, UTF-8) and the backslash become \xNN, so one request is one line and cannot
+// drive the terminal. Cut after `max_bytes` of output ("..." appended).
+std::string escape_for_log(std::string_view text, std::size_t max_bytes);
 
 }  // namespace ringlm::server

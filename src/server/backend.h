@@ -2,6 +2,7 @@
 // tested with a deterministic test double and run for real on the engine.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,17 @@ struct PromptWithMedia {
   int media_tokens = 0;  // soft tokens over all media
 };
 
+// What a chat prompt with media will cost, known from the media's headers before anything
+// is decoded (Backend::plan_chat_media).
+struct MediaPlan {
+  // The prompt's tokens with every part expanded to its soft tokens: exact for images, at
+  // most one token short per clip for audio (a clip whose header gives no length counts 0).
+  int prompt_tokens = 0;
+  // Estimated peak memory of decoding, preprocessing and the soft-token rows, all parts
+  // together (the towers' own scratch is not counted: encodes run one at a time).
+  std::size_t work_bytes = 0;
+};
+
 // Thread safety: the HTTP layer calls model_id, context_length, slots, render_chat, tokenize,
 // token_text, parse_reply and kv_tokens_* concurrently from its request threads, and
 // generate() concurrently for different slots (never twice at once for the same slot).
@@ -83,6 +95,16 @@ class Backend {
                                             bool enable_thinking, const std::vector<MediaInput>& media) {
     if (!media.empty()) throw Error("this server's model takes no images or audio", ErrorKind::unsupported, media[0].param);
     return {render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking), nullptr, 0};
+  }
+  // The plan for render_chat_media with the same arguments, from headers only: throws
+  // ringlm::Error (naming the part) for what render_chat_media would refuse from the headers
+  // (format, dimensions, pixel and duration limits, a model without that tower). The default
+  // refuses media, as render_chat_media does.
+  virtual MediaPlan plan_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking,
+                                    const std::vector<MediaInput>& media) {
+    if (!media.empty()) throw Error("this server's model takes no images or audio", ErrorKind::unsupported, media[0].param);
+    return {static_cast<int>(render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking).size()), 0};
   }
   // Token ids for a raw completion prompt (/v1/completions), including BOS if the model needs it.
   virtual std::vector<std::int32_t> tokenize(std::string_view text) = 0;

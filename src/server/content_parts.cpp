@@ -72,6 +72,35 @@ void parse_data_url(std::string_view url, const std::string& param, MediaRef& re
   ref.mime = std::move(type);
 }
 
+// A file:// URL's path with its %XX escapes decoded (a browser writes "my%20photo.png"); a
+// malformed escape or an encoded NUL or '/' is refused (an encoded '/' would name another path
+// than the one the URL shows).
+std::string percent_decode_path(std::string_view s, const std::string& param) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    const int hi = i + 2 < s.size() ? hex(s[i + 1]) : -1, lo = i + 2 < s.size() ? hex(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) bad(param, "'" + param + "': malformed %-escape at offset " + std::to_string(i) + " of the file:// URL's path");
+    const char c = static_cast<char>(hi * 16 + lo);
+    if (c == '\0' || c == '/')
+      bad(param, "'" + param + "': the file:// URL's path encodes " + (c == '/' ? "'/'" : "a NUL byte") + " at offset " +
+                     std::to_string(i));
+    out += c;
+    i += 2;
+  }
+  return out;
+}
+
 // The URL of an image part: a data: URL is decoded here; a file:// URL or a plain path is
 // kept for the server to resolve (local_media.h); any other scheme is refused.
 void image_url_part(const json& part, const std::string& param, PartsOut& out) {
@@ -103,8 +132,10 @@ void image_url_part(const json& part, const std::string& param, PartsOut& out) {
   if (starts_with_ci(url, "data:")) {
     parse_data_url(url, at, ref);
   } else if (starts_with_ci(url, "file://")) {
-    ref.path = url.substr(7);
-    if (ref.path.empty() || ref.path[0] != '/') bad(at, "'" + at + "': a file:// URL needs an absolute path (file:///dir/image.png)");
+    std::string_view rest = std::string_view(url).substr(7);
+    if (starts_with_ci(rest, "localhost/")) rest.remove_prefix(9);  // file://localhost/x is file:///x (RFC 8089)
+    if (rest.empty() || rest[0] != '/') bad(at, "'" + at + "': a file:// URL needs an absolute path (file:///dir/image.png)");
+    ref.path = percent_decode_path(rest, at);
   } else if (const std::size_t colon = url.find(':');
              colon != std::string::npos && colon > 1 && url.find('/') > colon) {
     // A scheme ("https:", "ftp:"); a one-letter one would be a Windows drive, not a URL.

@@ -4,7 +4,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "audio/audio_decode.h"
 #include "util/error.h"
+#include "vision/image_decode.h"
 
 namespace ringlm::server {
 
@@ -166,6 +168,45 @@ std::vector<std::int32_t> FakeBackend::render_chat(const json& messages, const j
     seen_.enable_thinking = enable_thinking;
   }
   return tokenize(text);
+}
+
+// Media (with FakeBackendOptions::media): headers are probed for real, each part costs
+// media_tokens soft tokens ('M' ids), and "encoding" holds the planned bytes for media_delay.
+MediaPlan FakeBackend::plan_chat_media(const json& messages, const json& tools, const std::string& tool_choice,
+                                       bool add_generation_prompt, bool enable_thinking,
+                                       const std::vector<MediaInput>& media) {
+  if (!options_.media) return Backend::plan_chat_media(messages, tools, tool_choice, add_generation_prompt, enable_thinking, media);
+  MediaPlan plan{static_cast<int>(render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking).size()), 0};
+  for (const auto& m : media) {
+    try {
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(m.bytes.data());
+      if (m.kind == MediaKind::audio) {
+        const audio::AudioInfo info = audio::probe_audio(bytes, m.bytes.size(), m.name);
+        plan.work_bytes += static_cast<std::size_t>((info.seconds >= 0 ? info.seconds : 30.0) * info.rate * 4);
+      } else {
+        const vision::ImageInfo info = vision::probe_image(bytes, m.bytes.size(), m.name);
+        plan.work_bytes += static_cast<std::size_t>(info.width) * static_cast<std::size_t>(info.height) * 3;
+      }
+    } catch (const Error& e) {
+      throw Error(e.what(), e.kind(), m.param);
+    }
+    plan.prompt_tokens += options_.media_tokens;
+  }
+  return plan;
+}
+
+PromptWithMedia FakeBackend::render_chat_media(const json& messages, const json& tools, const std::string& tool_choice,
+                                               bool add_generation_prompt, bool enable_thinking,
+                                               const std::vector<MediaInput>& media) {
+  if (!options_.media) return Backend::render_chat_media(messages, tools, tool_choice, add_generation_prompt, enable_thinking, media);
+  const MediaPlan plan = plan_chat_media(messages, tools, tool_choice, add_generation_prompt, enable_thinking, media);
+  media_encodes_.fetch_add(1);
+  std::vector<std::uint8_t> held(plan.work_bytes, 1);  // what decoding would hold
+  std::this_thread::sleep_for(options_.media_delay);
+  PromptWithMedia out{render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking), nullptr, 0};
+  out.media_tokens = options_.media_tokens * static_cast<int>(media.size());
+  out.ids.insert(out.ids.end(), static_cast<std::size_t>(out.media_tokens), 'M');
+  return out;
 }
 
 std::vector<std::int32_t> FakeBackend::tokenize(std::string_view text) {

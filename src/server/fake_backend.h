@@ -22,6 +22,11 @@ struct FakeBackendOptions {
   int context_length = 4096;
   std::chrono::microseconds token_delay{1000};  // simulated decode time per token
   int reply_words = 12;                         // length of a plain reply
+  // Media parts accepted (headers probed for real, nothing decoded): each costs media_tokens
+  // prompt tokens, and "encoding" holds the planned bytes for media_delay.
+  bool media = false;
+  int media_tokens = 64;
+  std::chrono::milliseconds media_delay{0};
 };
 
 class FakeBackend : public Backend {
@@ -34,6 +39,12 @@ class FakeBackend : public Backend {
   std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                         const std::string& tool_choice, bool add_generation_prompt,
                                         bool enable_thinking) override;
+  MediaPlan plan_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                            const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking,
+                            const std::vector<MediaInput>& media) override;
+  PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                    const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking,
+                                    const std::vector<MediaInput>& media) override;
   std::vector<std::int32_t> tokenize(std::string_view text) override;
   std::string token_text(std::int32_t id) override;
   engine::GenerationResult generate(int slot, const std::vector<std::int32_t>& prompt,
@@ -59,6 +70,8 @@ class FakeBackend : public Backend {
   int generations() const { return generations_.load(); }
   int active() const { return active_.load(); }
   int max_active() const { return max_active_.load(); }
+  int media_encodes() const { return media_encodes_.load(); }  // render_chat_media calls that "decoded"
+
 
   // The reply text generate() would produce before max_tokens/stop are applied.
   std::string reply_for(const std::vector<std::int32_t>& prompt, const engine::GenerationParams& params) const;
@@ -69,7 +82,7 @@ class FakeBackend : public Backend {
   Seen seen_;
   std::vector<std::atomic<bool>> slot_busy_;
   std::vector<std::vector<std::int32_t>> slot_history_;  // per slot: last prompt + reply (the "KV cache")
-  std::atomic<int> cancellations_{0}, generations_{0}, active_{0}, max_active_{0};
+  std::atomic<int> cancellations_{0}, generations_{0}, active_{0}, max_active_{0}, media_encodes_{0};
   std::atomic<std::int64_t> kv_used_{0};
 };
 

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "server/access.h"
+#include "server/browser_guard.h"
 #include "server/local_media.h"
 #include "server/api_error.h"
 #include "server/client_socket.h"
@@ -51,6 +52,7 @@ const Route* find_route(const std::string& path) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status();
+  if (e.status() == 429) res.set_header("Retry-After", "1");
   res.set_content(dump_json(e.to_json()), "application/json");
 }
 
@@ -273,6 +275,7 @@ HttpServer::HttpServer(Backend& backend, ServerOptions options)
     : backend_(backend),
       options_(std::move(options)),
       scheduler_(std::make_unique<Scheduler>(backend, options_.queue, metrics_)),
+      media_budget_(options_.media_budget),
       http_(std::make_unique<GuardedServer>(connection_limits(options_))) {
   install_routes();
 }
@@ -293,10 +296,25 @@ void HttpServer::install_routes() {
   // wrong path → 404, wrong method → 405; all before the body is read.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     access_begin();
+    // Without a key, the browser rules of browser_guard.h: a Host that a DNS rebinding could
+    // have produced is refused before anything else (the page included).
+    const bool keyless = options_.api_key.empty();
+    if (keyless && !host_allowed(req.get_header_value("Host"), {options_.host, options_.allowed_hosts})) {
+      send_error(res, ApiError(403, "Host '" + escape_for_log(req.get_header_value("Host"), 100) +
+                                        "' is not served without --api-key (DNS rebinding protection): use "
+                                        "localhost or an IP address, or start serve with --allowed-hosts NAME",
+                               "", "host_not_allowed", "permission_error"));
+      res.set_header("Connection", "close");  // the body, if any, was not read
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options_.web_ui && (req.method == "GET" || req.method == "HEAD")) {
       if (const WebAsset* a = find_web_asset(req.path)) {
         res.set_content(a->body.data(), a->body.size(), std::string(a->content_type).c_str());
         res.set_header("Cache-Control", "no-cache");
+        res.set_header("Content-Security-Policy", kPageCsp);
+        res.set_header("X-Frame-Options", "DENY");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Referrer-Policy", "no-referrer");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -320,6 +338,18 @@ void HttpServer::install_routes() {
       send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + " (use " + r->method + ")",
                                "", "method_not_allowed"));
       res.set_header("Allow", r->method);
+      res.set_header("Connection", "close");  // the body, if any, was not read
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A browser sends text/plain, form and multipart bodies cross-origin without asking
+    // first; without a key only JSON is taken (the API takes nothing else anyway).
+    if (keyless && req.method == "POST" && !is_json_content_type(req.get_header_value("Content-Type"))) {
+      const std::string ct = req.get_header_value("Content-Type");
+      send_error(res, ApiError(415,
+                               "request body must be sent with Content-Type: application/json, not " +
+                                   (ct.empty() ? std::string("none") : "'" + escape_for_log(ct, 100) + "'") +
+                                   " (curl: -H 'Content-Type: application/json')",
+                               "", "unsupported_media_type"));
       res.set_header("Connection", "close");  // the body, if any, was not read
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -487,14 +517,22 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   // whose arguments follow that tool's parameter schema, enforced by the grammar.
   if (!cr.tools.empty() && cr.tool_choice == "required") cr.params.tool_schemas = tool_schemas_json(cr.tools);
   std::vector<std::int32_t> prompt;
+  Scheduler::Reservation place;
   try {
     if (cr.media.empty()) {
       prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true, cr.enable_thinking);
     } else {
       // Images and audio: read (data as sent, local image files only under
-      // --allow-local-media), then decoded and encoded by the backend into soft-token rows.
-      PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking,
-                                                      load_media(cr.media, options_.media));
+      // --allow-local-media); everything that can be known from their headers is checked
+      // first (limits, token count against the context), then a queue place and a lease of
+      // the media budget are taken, and only then are they decoded and encoded by the
+      // backend into soft-token rows (issue #28: decoding came first, unbudgeted).
+      const std::vector<MediaInput> media = load_media(cr.media, options_.media);
+      const MediaPlan plan = backend_.plan_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking, media);
+      resolve_max_tokens(cr.max_tokens, static_cast<std::size_t>(plan.prompt_tokens), "messages");
+      place = scheduler_->reserve();
+      MediaBudget::Lease lease = media_budget_.acquire(plan.work_bytes, cr.media[0].param);
+      PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking, media);
       prompt = std::move(pm.ids);
       cr.params.prompt_embeddings = std::move(pm.embeddings);
     }
@@ -508,7 +546,7 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
   ResponseIdentity who{new_id("chatcmpl-"), static_cast<std::int64_t>(std::time(nullptr)), backend_.model_id()};
 
   auto job = std::make_shared<Job>(std::move(prompt), cr.params);
-  scheduler_->submit(job);
+  scheduler_->submit(job, std::move(place));
   const int fd = connection_fd(req);
 
   if (cr.stream) {
@@ -636,6 +674,10 @@ void HttpServer::handle_metrics(const httplib::Request&, httplib::Response& res)
   g.slots_total = scheduler_->slots();
   g.kv_used = backend_.kv_tokens_used();
   g.kv_capacity = backend_.kv_tokens_capacity();
+  g.media_bytes_in_use = media_budget_.bytes_in_use();
+  g.media_max_bytes = media_budget_.max_bytes();
+  g.media_active = media_budget_.active();
+  g.media_refused = media_budget_.refused();
   backend_.add_gauges(g);
   res.set_content(metrics_.render(g), "text/plain; version=0.0.4");
 }

@@ -10,9 +10,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/backend.h"
 #include "server/local_media.h"
+#include "server/media_budget.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -42,6 +44,9 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout{30000};    // a request body must arrive in this (408)
   std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
   std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
+  // Without api_key, Host names served besides loopback names, IP literals and `host`
+  // (DNS rebinding protection, browser_guard.h); "*" = any.
+  std::vector<std::string> allowed_hosts;
   std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
   bool web_ui = true;               // the chat / extraction page at / (src/server/web)
   // Describe a request's response_format schema to the model in a system message (off by
@@ -49,6 +54,7 @@ struct ServerOptions {
   bool schema_in_prompt = false;
   bool access_log = false;          // one line per request on stderr (method, path, status, tokens, ms)
   MediaPolicy media;                // image parts: local folder allowed (--allow-local-media), size limit
+  MediaBudgetOptions media_budget;  // decoding and encoding media: memory and concurrency (media_budget.h)
 };
 
 class HttpServer {
@@ -85,6 +91,7 @@ class HttpServer {
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<Scheduler> scheduler_;
+  MediaBudget media_budget_;
   std::unique_ptr<GuardedServer> http_;
   std::thread listener_;
   std::atomic<bool> running_{false};

@@ -124,6 +124,15 @@ std::string Metrics::render(const Gauges& g) const {
          static_cast<double>(g.kv_used));
   metric(out, "ringlm_kv_tokens_capacity", "gauge", "KV cache capacity in tokens across all slots.",
          static_cast<double>(g.kv_capacity));
+  metric(out, "ringlm_media_bytes_in_use", "gauge",
+         "Estimated bytes held by requests decoding or encoding images and audio now (--media-memory-mb bounds it).",
+         static_cast<double>(g.media_bytes_in_use));
+  metric(out, "ringlm_media_max_bytes", "gauge", "The media budget (--media-memory-mb).",
+         static_cast<double>(g.media_max_bytes));
+  metric(out, "ringlm_media_active", "gauge", "Requests decoding or encoding media now (--media-concurrency bounds it).",
+         g.media_active);
+  metric(out, "ringlm_media_refused_total", "counter", "Requests refused 413/429 by the media budget.",
+         static_cast<double>(g.media_refused));
   if (g.batched) {
     metric(out, "ringlm_batch_steps_total", "counter", "Batched forward passes (each advances every active sequence).",
            static_cast<double>(g.batch_steps));

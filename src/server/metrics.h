@@ -52,6 +52,10 @@ struct Gauges {
   std::uint64_t prefix_store_blocks = 0;
   // The compiled-schema cache (guided/grammar_cache.h; --grammar-cache-mb/-entries): each
   // entry's bytes are its grammar index's own count (masks, transition tables, stacks).
+  // Media work under --media-memory-mb (media_budget.h): estimated bytes held by requests
+  // decoding or encoding images and audio now, the bound, how many, and leases refused.
+  std::uint64_t media_bytes_in_use = 0, media_max_bytes = 0, media_refused = 0;
+  int media_active = 0;
   bool grammar_cache = false;
   std::uint64_t grammar_entries = 0, grammar_bytes = 0, grammar_max_bytes = 0;
   std::uint64_t grammar_hits = 0, grammar_misses = 0, grammar_evictions = 0;

@@ -7,6 +7,9 @@
 
 #include "server/api_error.h"
 #include "server/content_parts.h"
+#include "sampling/sampler.h"
+#include "util/error.h"
+#include "util/json_parse.h"
 
 namespace ringlm::server {
 
@@ -16,27 +19,6 @@ namespace {
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) {
   throw ApiError(400, message, param, "invalid_value");
-}
-
-// Counts bracket nesting outside strings, so a hostile body cannot drive deep recursion
-// anywhere downstream (dumping, templates). Returns false when deeper than `limit`.
-bool depth_within(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return false;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return true;
 }
 
 const json* field(const json& body, const char* name) {
@@ -123,10 +105,7 @@ void parse_sampling(const json& body, SamplingRequest& r) {
   auto& s = r.params.sampling;
   s.temperature = 1.0f;  // OpenAI's default
   if (auto t = get_number(body, "temperature", 0.0, 2.0)) s.temperature = static_cast<float>(*t);
-  if (auto t = get_number(body, "top_p", 0.0, 1.0)) {
-    if (*t <= 0.0) bad("top_p", "'top_p' must be greater than 0");
-    s.top_p = static_cast<float>(*t);
-  }
+  if (auto t = get_number(body, "top_p", 0.0, 1.0)) s.top_p = static_cast<float>(*t);
   if (auto k = get_integer(body, "top_k", 0, 1 << 20)) s.top_k = static_cast<int>(*k);
   if (auto m = get_number(body, "min_p", 0.0, 1.0)) s.min_p = static_cast<float>(*m);
   if (auto rp = get_number(body, "repetition_penalty", 0.01, 100.0)) s.repetition_penalty = static_cast<float>(*rp);
@@ -149,6 +128,14 @@ void parse_sampling(const json& body, SamplingRequest& r) {
     bad("n", "only n=1 is supported");
   }
   parse_stop(body, r.params);
+  // The OpenAI ranges above are in double; the sampler works in float, where 1e-46 is 0 and
+  // 1e-40 a denormal. The shared rule (sampling/sampler.h) decides on what the sampler sees,
+  // here, so that nothing the sampler would refuse gets as far as a slot.
+  try {
+    sampling::check_sampler_params(s);
+  } catch (const Error& e) {
+    bad(e.param(), "'" + e.param() + "': " + e.what());
+  }
   if (auto st = get_bool(body, "stream")) r.stream = *st;
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad("stream_options", "'stream_options' must be an object");
@@ -182,8 +169,13 @@ json normalise_messages(const json& body, std::vector<MediaRef>& media) {
         if (!fn.contains("name") || !fn["name"].is_string()) bad(cat + ".function.name", "'" + cat + ".function.name' must be a string");
         if (fn.contains("arguments") && fn["arguments"].is_string()) {
           // OpenAI sends arguments as JSON text; the chat template wants the object.
-          json args = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
-          if (args.is_discarded() || !args.is_object()) {
+          json args;
+          try {
+            args = parse_json(fn["arguments"].get_ref<const std::string&>(), {.max_depth = kMaxJsonDepth});
+          } catch (const Error&) {
+            args = nullptr;
+          }
+          if (!args.is_object()) {
             bad(cat + ".function.arguments", "'" + cat + ".function.arguments' must be a JSON object encoded as a string");
           }
           fn["arguments"] = std::move(args);
@@ -295,11 +287,17 @@ void parse_thinking(const json& body, ChatRequest& r) {
 }  // namespace
 
 json parse_body(std::string_view body) {
-  if (!depth_within(body, kMaxJsonDepth)) {
-    throw ApiError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "", "invalid_json");
+  // Linear in the body's bytes whatever its shape (util/json_parse.h: ordered_json's own
+  // parser is quadratic in the keys of one object), and the depth is checked while parsing,
+  // so a hostile body cannot drive deep recursion anywhere downstream (dumping, templates).
+  json j;
+  try {
+    j = parse_json(body, {.max_depth = kMaxJsonDepth});
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::resource_limit)
+      throw ApiError(400, "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "", "invalid_json");
+    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what(), "", "invalid_json");
   }
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw ApiError(400, "request body is not valid JSON", "", "invalid_json");
   if (!j.is_object()) throw ApiError(400, "request body must be a JSON object", "", "invalid_json");
   return j;
 }

@@ -68,17 +68,58 @@ Scheduler::~Scheduler() {
   for (auto& job : queue_) job->fail(503, "server is shutting down");
 }
 
+void Scheduler::check_room_locked() {
+  if (draining_ || stopping_) throw ApiError(503, "server is shutting down", "", "shutting_down");
+  // Jobs that an idle worker will pick up at once do not count against the queue.
+  if (static_cast<int>(queue_.size()) + reserved_ >= queue_limit_ + idle_workers_) {
+    metrics_.count_rejected_queue_full();
+    throw ApiError(429, "server is busy: all " + std::to_string(slots()) + " slots are in use and " +
+                            std::to_string(queue_limit_) + " requests are already waiting",
+                   "", "queue_full");
+  }
+}
+
 void Scheduler::submit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lock(mu_);
+    check_room_locked();
+    queue_.push_back(job);
+  }
+  work_cv_.notify_one();
+}
+
+Scheduler::Reservation Scheduler::reserve() {
+  std::lock_guard lock(mu_);
+  check_room_locked();
+  ++reserved_;
+  return Reservation(this);
+}
+
+Scheduler::Reservation::~Reservation() {
+  if (!s_) return;
+  std::lock_guard lock(s_->mu_);
+  --s_->reserved_;
+}
+
+Scheduler::Reservation& Scheduler::Reservation::operator=(Reservation&& o) noexcept {
+  if (this != &o) {
+    Reservation old(std::move(*this));  // gives this one's place back as it goes
+    s_ = o.s_;
+    o.s_ = nullptr;
+  }
+  return *this;
+}
+
+void Scheduler::submit(const std::shared_ptr<Job>& job, Reservation&& r) {
+  if (r.s_ != this) {
+    submit(job);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    --reserved_;
+    r.s_ = nullptr;
     if (draining_ || stopping_) throw ApiError(503, "server is shutting down", "", "shutting_down");
-    // Jobs that an idle worker will pick up at once do not count against the queue.
-    if (static_cast<int>(queue_.size()) >= queue_limit_ + idle_workers_) {
-      metrics_.count_rejected_queue_full();
-      throw ApiError(429, "server is busy: all " + std::to_string(slots()) + " slots are in use and " +
-                              std::to_string(queue_limit_) + " requests are already waiting",
-                     "", "queue_full");
-    }
     queue_.push_back(job);
   }
   work_cv_.notify_one();

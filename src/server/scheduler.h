@@ -77,6 +77,27 @@ class Scheduler {
   // Queues a job (FIFO). Throws ApiError 429 when the queue is full, 503 when draining.
   void submit(const std::shared_ptr<Job>& job);
 
+  // A place in the queue held while a request prepares expensive input (decoding and
+  // encoding media), so that a request the queue would refuse is refused before that work.
+  // Counts against the queue like a waiting job until submitted or destroyed.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+    Reservation& operator=(Reservation&& o) noexcept;
+    Reservation(const Reservation&) = delete;
+    ~Reservation();
+
+   private:
+    friend class Scheduler;
+    explicit Reservation(Scheduler* s) : s_(s) {}
+    Scheduler* s_ = nullptr;
+  };
+  // Throws as submit() would.
+  Reservation reserve();
+  // Queues a job in the place `r` holds (no second check).
+  void submit(const std::shared_ptr<Job>& job, Reservation&& r);
+
   void begin_drain();  // refuse new jobs from now on
   bool draining() const { return draining_.load(); }
   void cancel_all();   // cancel running and waiting jobs
@@ -88,6 +109,7 @@ class Scheduler {
   int active() const { return active_.load(); }
 
  private:
+  void check_room_locked();  // throws 503/429 as submit()
   void worker_loop(int slot);
   void run(int slot, Job& job);
 
@@ -101,6 +123,7 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> running_;  // per slot, null when idle
   int idle_workers_ = 0;
+  int reserved_ = 0;  // places held by Reservations
   bool stopping_ = false;
   std::atomic<bool> draining_{false};
   std::atomic<int> active_{0};

@@ -1,5 +1,6 @@
 #include "vision/image_decode.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -204,6 +205,61 @@ const char* sniff_image_format(const std::uint8_t* d, std::size_t n) {
   if (n >= 8 && std::memcmp(d, kPng, 8) == 0) return "png";
   if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0) return "webp";
   return "";
+}
+
+namespace {
+
+// The JPEG's frame header through libjpeg (jpeg_read_header stops before any scan data).
+ImageInfo probe_jpeg(const std::uint8_t* data, std::size_t size, const std::string& name) {
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = jpeg_on_error;
+  err.mgr.emit_message = jpeg_on_message;
+  err.message[0] = 0;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    fail(name, ": corrupt or truncated JPEG: ", err.message);
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  const ImageInfo info{static_cast<int>(std::min<JDIMENSION>(cinfo.image_width, 1u << 30)),
+                       static_cast<int>(std::min<JDIMENSION>(cinfo.image_height, 1u << 30)), "jpeg"};
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  jpeg_destroy_decompress(&cinfo);
+  if (cmyk) fail(name, ": CMYK JPEG images are not supported (convert it to RGB)");
+  return info;
+}
+
+}  // namespace
+
+ImageInfo probe_image(const std::uint8_t* data, std::size_t size, const std::string& name, const ImageLimits& limits) {
+  if (size > limits.max_file_bytes) fail(name, ": image is ", size, " bytes; the limit is ", limits.max_file_bytes);
+  const std::string format = sniff_image_format(data, size);
+  ImageInfo info;
+  if (format == "jpeg") {
+    info = probe_jpeg(data, size, name);
+  } else if (format == "png") {
+    // IHDR is the first chunk, at a fixed offset (the PNG specification requires it).
+    if (size < 24 || std::memcmp(data + 12, "IHDR", 4) != 0) fail(name, ": corrupt PNG: no IHDR chunk first");
+    auto be32 = [&](std::size_t at) {
+      return (std::uint32_t{data[at]} << 24) | (std::uint32_t{data[at + 1]} << 16) | (std::uint32_t{data[at + 2]} << 8) |
+             std::uint32_t{data[at + 3]};
+    };
+    info = {static_cast<int>(std::min<std::uint32_t>(be32(16), 1u << 30)),
+            static_cast<int>(std::min<std::uint32_t>(be32(20), 1u << 30)), "png"};
+  } else if (format == "webp") {
+    WebPBitstreamFeatures f;
+    if (WebPGetFeatures(data, size, &f) != VP8_STATUS_OK) fail(name, ": corrupt or truncated WebP header");
+    if (f.has_animation) fail(name, ": animated WebP images are not supported");
+    info = {f.width, f.height, "webp"};
+  } else {
+    fail(name, ": not a JPEG, PNG or WebP image (", size == 0 ? "empty file" : "unknown magic bytes", ")");
+  }
+  check_dimensions(name, info.format, static_cast<std::uint64_t>(info.width), static_cast<std::uint64_t>(info.height),
+                   limits);
+  return info;
 }
 
 RgbImage decode_image(const std::uint8_t* data, std::size_t size, const std::string& name, const ImageLimits& limits) {

@@ -32,6 +32,20 @@ struct RgbImage {
   std::string format;             // "jpeg", "png" or "webp"
 };
 
+// What an image's header says, read without decoding a pixel.
+struct ImageInfo {
+  int width = 0;
+  int height = 0;
+  const char* format = "";  // "jpeg", "png" or "webp"
+};
+
+// The format and dimensions from the header alone (a JPEG's frame header, a PNG's IHDR, a
+// WebP's VP8/VP8L/VP8X chunk), checked against `limits` as decode_image would: microseconds
+// and no pixel memory, so a server can budget an image before decoding it. Throws
+// ringlm::Error naming `name` for what decode_image would refuse from the header.
+ImageInfo probe_image(const std::uint8_t* data, std::size_t size, const std::string& name,
+                      const ImageLimits& limits = {});
+
 // `name` is used in error messages only.
 RgbImage decode_image(const std::uint8_t* data, std::size_t size, const std::string& name,
                       const ImageLimits& limits = {});

@@ -269,3 +269,41 @@ TEST(BatchScheduler, BadRequestsAreRefusedBeforeTakingASlot) {
   EXPECT_TRUE(done);
   EXPECT_TRUE(sched.has_room());
 }
+
+// Issue #28: a request whose sampler cannot be built (top_p 1e-46 is 0 as a float) used to
+// take the slot first (busy, on_done installed) and throw after; the next step then sampled
+// with no sampler (SIGSEGV). Now the throw leaves the scheduler as it was, and the next
+// request runs on the same slot.
+TEST(BatchScheduler, FailedAdmitLeavesTheSchedulerAsItWas) {
+  auto& engine = q4_engine();
+  engine::BatchScheduler sched(engine, {.max_sequences = 1});
+  bool called = false;
+  engine::SequenceRequest bad{prompt_of(6, 3), {}, nullptr, [&](engine::SequenceOutcome&&) { called = true; }};
+  bad.params.sampling.temperature = 1.0f;
+  bad.params.sampling.top_p = static_cast<float>(1e-46);
+  bad.params.max_tokens = 4;
+  EXPECT_THROW(sched.admit(bad), Error);
+  engine::SequenceRequest bad_stop = bad;  // another late failure: an invalid repetition penalty
+  bad_stop.params.sampling.top_p = 1.0f;
+  bad_stop.params.sampling.repetition_penalty = 0.0f;
+  EXPECT_THROW(sched.admit(bad_stop), Error);
+  EXPECT_TRUE(sched.has_room());
+  EXPECT_EQ(sched.active(), 0);
+  EXPECT_EQ(sched.step(), 0);  // nothing runs (before the fix: a step over a busy slot with no sampler)
+  EXPECT_FALSE(called);
+
+  bool done = false;
+  engine::SequenceRequest ok{prompt_of(6, 3), {}, nullptr, [&](engine::SequenceOutcome&& o) {
+                               done = true;
+                               EXPECT_TRUE(o.error.empty()) << o.error;
+                               EXPECT_EQ(o.result.completion_tokens, 4);
+                             }};
+  ok.params.max_tokens = 4;
+  ok.params.ignore_stop_ids = true;
+  sched.admit(std::move(ok));
+  while (sched.step() > 0) {
+  }
+  EXPECT_TRUE(done);
+  EXPECT_FALSE(called);
+  EXPECT_TRUE(sched.has_room());
+}

@@ -210,3 +210,72 @@ TEST(Sampler, LogprobsAreNormalised) {
   auto p = softmax(l, 1.0);
   EXPECT_NEAR(std::exp(top[0].logprob), p[1], 1e-5);
 }
+
+// Issue #28: the sampling parameters are checked once, as the float the sampler uses. A value
+// that was fine as a double but rounds to 0 (1e-46), NaN, inf, and denormals that would
+// overflow 1/T or x/penalty are refused with the field named; harmless denormals are taken.
+TEST(SamplerParamsCheck, RefusesWhatTheSamplerCannotUseAsAFloat) {
+  auto refused = [](SamplerParams p, const char* field) {
+    try {
+      check_sampler_params(p);
+    } catch (const ringlm::Error& e) {
+      EXPECT_EQ(e.param(), field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_THROW(Sampler(p, 8), ringlm::Error);  // the constructor applies the same rule
+      return;
+    }
+    ADD_FAILURE() << field << " was accepted";
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float denormal = 1e-40f;
+  ASSERT_GT(denormal, 0.0f);
+  ASSERT_LT(denormal, std::numeric_limits<float>::min());
+  ASSERT_EQ(static_cast<float>(1e-46), 0.0f);  // the issue's top_p
+
+  SamplerParams p;
+  p.top_p = static_cast<float>(1e-46);
+  refused(p, "top_p");
+  for (float v : {nan, inf, -inf, -0.5f, 1.0000001f}) {
+    SamplerParams q;
+    q.top_p = v;
+    refused(q, "top_p");
+  }
+  for (float v : {nan, inf, -1.0f, denormal, 1e-5f}) {
+    SamplerParams q;
+    q.temperature = v;
+    refused(q, "temperature");
+  }
+  for (float v : {nan, -inf, inf, -0.1f, 1.5f}) {
+    SamplerParams q;
+    q.min_p = v;
+    refused(q, "min_p");
+  }
+  for (float v : {nan, inf, 0.0f, denormal, static_cast<float>(1e-46), 101.0f}) {
+    SamplerParams q;
+    q.repetition_penalty = v;
+    refused(q, "repetition_penalty");
+  }
+  SamplerParams k;
+  k.top_k = -1;
+  refused(k, "top_k");
+  SamplerParams w;
+  w.repetition_window = -1;
+  refused(w, "repetition_window");
+
+  // Accepted edges, and they sample sensibly: a denormal top_p keeps only the best token,
+  // the smallest temperature behaves like greedy.
+  SamplerParams ok;
+  ok.temperature = kMinTemperature;
+  ok.top_p = denormal;
+  ok.min_p = denormal;
+  ok.repetition_penalty = kMinRepetitionPenalty;
+  EXPECT_NO_THROW(check_sampler_params(ok));
+  Sampler s(ok, 4);
+  for (int i = 0; i < 50; ++i) {
+    std::vector<float> row = {0.5f, 2.0f, 1.9f, -1.0f};
+    EXPECT_EQ(s.sample(row, nullptr, {}), 1);
+  }
+  SamplerParams greedy;  // the defaults: temperature 0
+  EXPECT_NO_THROW(check_sampler_params(greedy));
+}

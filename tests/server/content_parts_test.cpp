@@ -81,6 +81,21 @@ TEST(ContentParts, DetailPicksTheBudgetAndPathsAreKept) {
   EXPECT_EQ(parse_chat_request(with_content(json::array({legacy}))).media.at(0).data, "RIFF");
 }
 
+// Issue #28: file:// URLs are percent-decoded (a browser writes "my%20photo.png"); an escape
+// that is malformed or encodes '/' or NUL is refused, naming the part.
+TEST(ContentParts, FileUrlsArePercentDecoded) {
+  ChatRequest r = parse_chat_request(with_content(
+      {image_part("file:///srv/my%20photo%2Bx.png"), image_part("FILE://localhost/srv/%C3%A9t%c3%a9.png")}));
+  ASSERT_EQ(r.media.size(), 2u);
+  EXPECT_EQ(r.media[0].path, "/srv/my photo+x.png");
+  EXPECT_EQ(r.media[1].path, "/srv/\xc3\xa9t\xc3\xa9.png");
+  for (const char* url : {"file:///srv/a%2Fb.png", "file:///srv/a%00.png", "file:///srv/a%zz.png", "file:///srv/a%2"}) {
+    const ApiError e = error_of(with_content(json::array({image_part(url)})));
+    EXPECT_EQ(e.status(), 400) << url;
+    EXPECT_EQ(e.param(), "messages[1].content[0].image_url.url") << url;
+  }
+}
+
 TEST(ContentParts, InputAudioBecomesAnAudioPartAndBytes) {
   ChatRequest r = parse_chat_request(with_content(
       {image_part("data:image/png;base64,iVBORw0K"), audio_part("UklGRg==", "WAV"), {{"type", "text"}, {"text", "Both?"}}}));

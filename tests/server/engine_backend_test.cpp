@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "model/testing/test_checkpoint.h"
 #include "server/engine_backend.h"
+#include "server/http_server.h"
 #include "backend_contract.h"
 
 namespace fs = std::filesystem;
@@ -41,6 +46,65 @@ TEST(EngineBackend, MeetsTheBackendContract) {
     split->finish(d);
     EXPECT_EQ(d.reasoning, "weigh it");
     EXPECT_EQ(d.content, "{\"a\":1}<|tool_call>call:f{}<tool_call|>");
+  }
+  fs::remove_all(dir);
+}
+
+// Issue #28's remote crash: {"prompt":"x","top_p":1e-46} answered 400 and then the server died
+// (SIGSEGV in the batched loop: a slot was left busy without a sampler). The request is now
+// refused at parsing (top_p is 0 as a float), a sampler the engine refuses all the same leaves
+// the loop as it was, and normal requests keep working.
+TEST(EngineBackend, RefusedSamplingLeavesTheServerServing) {
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_engine_backend_crash_" + std::to_string(::getpid()));
+  ringlm::model::testing::TestCheckpointOptions o;
+  o.preset = "tiny";
+  o.seed = 5;
+  o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);
+  ringlm::model::testing::write_test_checkpoint(dir, o);
+  {
+    ringlm::server::BackendOptions bo;
+    bo.engine.model_dir = dir;
+    bo.engine.context_tokens = 256;
+    bo.slots = 1;
+    auto backend = ringlm::server::make_engine_backend(bo);
+    const std::vector<std::int32_t> prompt = backend->tokenize("hello");
+    ringlm::engine::GenerationParams bad;
+    bad.max_tokens = 3;
+    bad.sampling.temperature = 1.0f;
+    bad.sampling.top_p = 0.0f;  // past the request parser (a caller of the library)
+    for (int i = 0; i < 3; ++i)
+      EXPECT_THROW(backend->generate(0, prompt, bad, [](const ringlm::engine::TokenEvent&) { return true; }),
+                   ringlm::Error);
+    ringlm::engine::GenerationParams ok;
+    ok.max_tokens = 3;
+    ok.ignore_stop_ids = true;
+    auto r = backend->generate(0, prompt, ok, [](const ringlm::engine::TokenEvent&) { return true; });
+    EXPECT_EQ(r.completion_tokens, 3);
+
+    ringlm::server::ServerOptions so;
+    so.port = 0;
+    so.access_log = false;
+    ringlm::server::HttpServer server(*backend, so);
+    const int port = server.start();
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60);
+    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+      const std::string body = std::string(path) == "/v1/completions"
+                                   ? R"({"prompt":"x","top_p":1e-46,"max_tokens":2})"
+                                   : R"({"messages":[{"role":"user","content":"x"}],"top_p":1e-46,"max_tokens":2})";
+      auto res = c.Post(path, body, "application/json");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 400) << res->body;
+      EXPECT_EQ(nlohmann::json::parse(res->body)["error"]["param"], "top_p") << res->body;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the crash came within a step or two
+    for (int i = 0; i < 3; ++i) {
+      auto res = c.Post("/v1/completions", R"({"prompt":"x","max_tokens":2,"temperature":1,"top_p":0.5})", "application/json");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 200) << res->body;
+    }
+    server.stop();
+    server.wait();
   }
   fs::remove_all(dir);
 }

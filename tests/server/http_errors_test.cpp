@@ -97,10 +97,32 @@ TEST_F(HttpErrors, OversizedBodyIs413) {
   EXPECT_EQ(post("/v1/chat/completions", chat("x")).status, 200);
 }
 
-// curl -d sends application/x-www-form-urlencoded, which cpp-httplib caps at 8 KiB by itself:
-// the 413 must name that cap and the fix, not --max-body (which the body is far below).
-TEST_F(HttpErrors, FormEncodedBodyOverTheLibraryCapNamesIt) {
+// curl -d sends application/x-www-form-urlencoded. Without an API key that is refused (415)
+// whatever its size, as browsers send it cross-origin without a preflight (browser_guard.h);
+// the message names the fix.
+TEST_F(HttpErrors, FormEncodedBodyIs415WithoutAKey) {
   httplib::Client c("127.0.0.1", port_);
+  auto r = c.Post("/v1/chat/completions", chat("x").dump(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 415);
+  auto e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["code"], "unsupported_media_type");
+  EXPECT_NE(e["message"].get<std::string>().find("Content-Type: application/json"), std::string::npos) << e["message"];
+}
+
+// With a key it is taken, and cpp-httplib caps such a body at 8 KiB by itself: the 413 must
+// name that cap and the fix, not --max-body (which the body is far below).
+TEST_F(HttpErrors, FormEncodedBodyOverTheLibraryCapNamesIt) {
+  EXPECT_EQ(request("GET", "/health").status, 200);  // listening (a stop before that is lost by httplib)
+  server_->stop();
+  server_->wait();
+  server_.reset();  // before start() replaces the backend it uses
+  ServerOptions so;
+  so.max_body = 64 * 1024;
+  so.api_key = "k";
+  start({}, so);
+  httplib::Client c("127.0.0.1", port_);
+  c.set_bearer_token_auth("k");
   auto r = c.Post("/v1/chat/completions", chat(std::string(20 * 1024, 'a')).dump(), "application/x-www-form-urlencoded");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);

@@ -201,7 +201,7 @@ TEST_F(HttpLimitsTest, TooManyOrTooLargeHeadersAre431) {
 TEST_F(HttpLimitsTest, EndlessHeadersAreCutOffAfterTheLimit) {
   start();
   int fd = connect_raw();
-  send_str(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n");
+  send_str(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n");
   const std::string line = "X-Endless: " + std::string(8000, 'e') + "\r\n";
   std::size_t sent = 0;
   // The server must answer (431) and stop reading long before 4 MB have been sent.
@@ -235,7 +235,7 @@ TEST_F(HttpLimitsTest, SlowHeadGets408AndIdleConnectionIsClosed) {
   start({}, so);
   int fd = connect_raw();
   const auto t0 = Clock::now();
-  send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\n");  // the head never ends
+  send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\n");  // the head never ends
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   send_str(fd, "X-Drip: 1\r\n");
   RawReply r = read_reply(fd, 3000);
@@ -250,7 +250,7 @@ TEST_F(HttpLimitsTest, SlowHeadGets408AndIdleConnectionIsClosed) {
 
   // Idle after a served request (keep-alive) as well.
   fd = connect_raw();
-  send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
   EXPECT_EQ(read_reply(fd).status, 200);
   EXPECT_TRUE(closed_within(fd, 2000));
   close(fd);
@@ -318,7 +318,7 @@ TEST_F(HttpLimitsTest, ConnectionRatePerClientIsLimited) {
   const auto t0 = Clock::now();
   for (int i = 0; i < 80; ++i) {
     int fd = connect_raw();
-    send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     RawReply r = read_reply(fd, 3000);
     if (r.status == 200) ++ok;
     if (r.status == 429) {
@@ -368,7 +368,7 @@ TEST_F(HttpLimitsTest, PipelinedKeepAliveAndExpectContinueStillWork) {
   start();
   int fd = connect_raw();
   const std::string body = small_chat();
-  send_str(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + chat_head("Content-Length: " + std::to_string(body.size()) + "\r\n") +
+  send_str(fd, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" + chat_head("Content-Length: " + std::to_string(body.size()) + "\r\n") +
                    body);
   RawReply a = read_reply(fd);
   RawReply b = read_reply(fd);

@@ -40,6 +40,6 @@ stop_serve
 [[ $status -eq 0 ]] || { cat "$serve_log" >&2; exit $status; }
 start_serve --model "$model" --threads 2 --ctx 2048
 body='{"max_tokens":2,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a.png"}}]}]}'
-reply=$(curl -s -d "$body" "http://127.0.0.1:$port/v1/chat/completions")
+reply=$(curl -s -H "Content-Type: application/json" -d "$body" "http://127.0.0.1:$port/v1/chat/completions")
 grep -q '"code":"local_media_disabled"' <<<"$reply" || { echo "FAIL: a path without --allow-local-media: $reply" >&2; exit 1; }
 stop_serve

@@ -17,7 +17,7 @@ system="You are the support assistant of a parcel company. Answer in one short s
 ask() {  # system, user -> the reply's cached_tokens
   local body
   body=$("$RINGLM_PYTHON" -c 'import json,sys; print(json.dumps({"max_tokens": 2, "temperature": 0, "messages": ([{"role": "system", "content": sys.argv[1]}] if sys.argv[1] else []) + [{"role": "user", "content": sys.argv[2]}]}))' "$1" "$2")
-  curl -s -d "$body" "$base/v1/chat/completions" |
+  curl -s -H "Content-Type: application/json" -d "$body" "$base/v1/chat/completions" |
     "$RINGLM_PYTHON" -c 'import json,sys; r=json.load(sys.stdin); print(r["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0), r["usage"]["prompt_tokens"])'
 }
 read -r c1 p1 <<<"$(ask "$system" "Where is order AB-1234?")"
