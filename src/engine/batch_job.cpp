@@ -6,24 +6,69 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <vector>
 
 #include "util/error.h"
 
 namespace ringlm::engine {
 
-std::vector<InputRow> read_input_rows(const std::string& path, const std::string& id_field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::vector<InputRow> rows;
-  std::map<std::string, std::size_t> seen;
+namespace {
+
+// Opens an input ("-": standard input) for reading; a folder or a device is refused by name.
+std::FILE* open_input(const std::string& path) {
+  if (path == "-") return stdin;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    ::close(fd);
+    fail(path, ": not a file of rows (a folder or a device)");
+  }
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    fail(path, ": cannot open: ", std::strerror(errno));
+  }
+  return f;
+}
+
+// Calls on_line(n, text) for every line (1-based; the last may lack its newline), holding at
+// most one line plus one block in memory.
+template <class F>
+void for_each_line(std::FILE* f, const std::string& name, F&& on_line) {
+  std::vector<char> block(1 << 16);
   std::string line;
   std::size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (;;) {
+    const std::size_t got = std::fread(block.data(), 1, block.size(), f);
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < got; ++i) {
+      if (block[i] != '\n') continue;
+      line.append(block.data() + start, i - start);
+      on_line(++n, line);
+      line.clear();
+      start = i + 1;
+    }
+    line.append(block.data() + start, got - start);
+    if (line.size() > kMaxInputLine) fail(name, ": line ", n + 1, " is longer than ", kMaxInputLine >> 20, " MiB");
+    if (got < block.size()) break;
+  }
+  if (std::ferror(f)) fail(name, ": read error");
+  if (!line.empty()) on_line(++n, line);
+}
+
+}  // namespace
+
+std::vector<InputRow> read_input_rows(const std::string& path, const std::string& id_field) {
+  std::FILE* in = open_input(path);
+  const std::string name = path == "-" ? "standard input" : path;
+  std::vector<InputRow> rows;
+  std::map<std::string, std::size_t> seen;
+  auto add = [&](std::size_t n, const std::string& line) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return;
     InputRow row;
     row.line = n;
     row.id = "line-" + std::to_string(n);
@@ -38,10 +83,16 @@ std::vector<InputRow> read_input_rows(const std::string& path, const std::string
       row.error = "line " + std::to_string(n) + " is not valid JSON: " + e.what();
     }
     auto [it, inserted] = seen.emplace(row.id, n);
-    if (!inserted) fail(path, ": line ", n, " repeats id '", row.id, "' of line ", it->second);
+    if (!inserted) fail(name, ": line ", n, " repeats id '", row.id, "' of line ", it->second);
     rows.push_back(std::move(row));
+  };
+  try {
+    for_each_line(in, name, add);
+  } catch (...) {
+    if (in != stdin) std::fclose(in);
+    throw;
   }
-  if (in.bad()) fail(path, ": read error");
+  if (in != stdin) std::fclose(in);
   return rows;
 }
 
@@ -72,7 +123,11 @@ std::set<std::string> recover_output(const std::string& path) {
       ::close(fd);
       fail(path, ": cannot drop the torn last line: ", std::strerror(errno));
     }
-    ::fsync(fd);
+    if (::fsync(fd) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(path, ": cannot flush after dropping the torn last line: ", std::strerror(err));
+    }
   }
   ::close(fd);
   std::size_t start = 0, lineno = 0;
@@ -95,8 +150,24 @@ std::set<std::string> recover_output(const std::string& path) {
 }
 
 JsonlAppender::JsonlAppender(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (path == "-") {
+    path_ = "standard output";
+    stdout_ = true;
+    fd_ = ::dup(STDOUT_FILENO);
+    if (fd_ < 0) fail("standard output: ", std::strerror(errno));
+    struct stat st {};
+    regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+    return;
+  }
+  // O_NONBLOCK: a FIFO named as the output must be refused, not wait for a reader.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd_ < 0) fail(path, ": cannot open for appending: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(path, ": not a regular file (--output - writes to standard output)");
+  }
   // Two jobs appending to one output would each redo the other's rows: the second one fails.
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
@@ -112,18 +183,37 @@ JsonlAppender::~JsonlAppender() {
 void JsonlAppender::append(const nlohmann::ordered_json& record) {
   std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
-  // One write() of the whole line: a kill leaves either the full line or a torn tail that
-  // recover_output() removes.
+  // The file's length before this record: a failed write or flush cuts the file back to it,
+  // so a record is either whole and on disk, or absent (and its row is done again on resume).
+  const off_t before = regular_ ? ::lseek(fd_, 0, stdout_ ? SEEK_CUR : SEEK_END) : 0;
+  const char* failed = nullptr;
+  int err = 0;
+  // One write() of the whole line (a loop only for a partial write): a kill leaves either the
+  // full line or a torn tail that recover_output() removes.
   std::size_t off = 0;
   while (off < line.size()) {
-    ssize_t w = ::write(fd_, line.data() + off, line.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      fail(path_, ": write failed: ", std::strerror(errno));
+    const ssize_t w = ::write(fd_, line.data() + off, line.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      failed = "write failed";
+      err = w < 0 ? errno : EIO;
+      break;
     }
     off += static_cast<std::size_t>(w);
   }
-  ::fdatasync(fd_);
+  if (!failed && regular_ && ::fdatasync(fd_) != 0) {
+    failed = "flush to disk (fdatasync) failed";
+    err = errno;
+  }
+  if (!failed) {
+    ++appended_;
+    return;
+  }
+  std::string cut;
+  if (regular_ && before >= 0 && ::ftruncate(fd_, before) != 0)
+    cut = std::string("; cutting back the partial record failed too (") + std::strerror(errno) +
+          "), the next run drops it";
+  fail(path_, ": ", failed, ": ", std::strerror(err), cut);
 }
 
 std::string fill_prompt_template(const std::string& tmpl, const nlohmann::ordered_json& row) {

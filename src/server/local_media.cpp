@@ -1,9 +1,6 @@
 #include "server/local_media.h"
 
-#include <algorithm>
-#include <fstream>
-#include <system_error>
-
+#include "io/beneath.h"
 #include "server/api_error.h"
 
 namespace ringlm::server {
@@ -16,37 +13,27 @@ namespace {
   throw ApiError(400, "'" + ref.param + "': " + message, ref.param, code);
 }
 
-bool inside(const fs::path& root, const fs::path& p) {
-  auto [r, q] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
-  return r == root.end();
-}
-
 std::string read_local(const MediaRef& ref, const MediaPolicy& policy) {
   if (policy.allow_dir.empty())
     bad(ref, "local files are refused (start the server with --allow-local-media DIR to allow files under DIR)",
         "local_media_disabled");
-  std::error_code ec;
-  const fs::path root = fs::canonical(policy.allow_dir, ec);
-  if (ec) bad(ref, "the --allow-local-media folder cannot be resolved: " + ec.message());
-  const fs::path asked = fs::path(ref.path).is_absolute() ? fs::path(ref.path) : root / ref.path;
-  // Containment first (on the resolved existing prefix), so a path outside is refused the
-  // same way whether or not it exists.
-  const fs::path weak = fs::weakly_canonical(asked, ec);
-  if (ec || !inside(root, weak)) bad(ref, "'" + ref.path + "' is outside the --allow-local-media folder", "local_media_refused");
-  const fs::path real = fs::canonical(asked, ec);
-  if (ec) bad(ref, "'" + ref.path + "': no such file");
-  if (!inside(root, real)) bad(ref, "'" + ref.path + "' is outside the --allow-local-media folder", "local_media_refused");
-  if (!fs::is_regular_file(real, ec)) bad(ref, "'" + ref.path + "' is not a regular file");
-  const auto size = fs::file_size(real, ec);
-  if (ec) bad(ref, "'" + ref.path + "': cannot read its size");
-  if (size > policy.max_bytes)
-    bad(ref, "'" + ref.path + "' is " + std::to_string(size) + " bytes; the limit is " + std::to_string(policy.max_bytes) +
-                 " (--max-media-bytes)", "media_too_large");
-  std::ifstream in(real, std::ios::binary);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
-    bad(ref, "'" + ref.path + "': read failed");
-  return bytes;
+  // Outside is decided on the spelling alone, so a path outside gets the same answer whether
+  // or not it exists; then the kernel resolves the rest beneath DIR (io/beneath.h).
+  bool outside = false;
+  const fs::path rel = io::relative_beneath(policy.allow_dir, ref.path, {}, &outside);
+  const std::string shown = "'" + ref.path + "'";
+  if (outside) bad(ref, shown + " is outside the --allow-local-media folder", "local_media_refused");
+  io::BeneathRead r = io::read_beneath(policy.allow_dir, rel, policy.max_bytes);
+  switch (r.status) {
+    case io::BeneathStatus::ok: return std::move(r.bytes);
+    case io::BeneathStatus::outside:
+      bad(ref, shown + " is outside the --allow-local-media folder (symlinks below it are refused)", "local_media_refused");
+    case io::BeneathStatus::too_large:
+      bad(ref, shown + " is " + std::to_string(r.size) + " bytes; the limit is " + std::to_string(policy.max_bytes) +
+                   " (--max-media-bytes)", "media_too_large");
+    case io::BeneathStatus::no_root: bad(ref, "the --allow-local-media folder cannot be opened: " + r.detail);
+    default: bad(ref, io::describe(r, ref.path, "the --allow-local-media folder"));
+  }
 }
 
 }  // namespace

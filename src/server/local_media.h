@@ -1,7 +1,9 @@
 // The bytes of a request's media parts: a data: URL's bytes as they came, a local path read
-// only from inside the folder `serve --allow-local-media DIR` names. The path is resolved
-// (symlinks and "..", relative paths against DIR) before the check, so nothing outside DIR
-// is ever opened; without the flag every path is refused. Sizes are checked before reading.
+// only from inside the folder `serve --allow-local-media DIR` names. The path is folded
+// lexically (relative paths against DIR) and must name something under DIR; the kernel then
+// opens it beneath DIR refusing every symlink, and the bytes come from that descriptor
+// (io/beneath.h), so a folder swapped for a symlink mid-request cannot lead outside. Without
+// the flag every path is refused. Sizes are checked (fstat) before reading.
 // Failures are ApiError 400 naming the part (param) and, for files, the path as sent.
 #pragma once
 
