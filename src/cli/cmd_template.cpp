@@ -135,7 +135,6 @@ void run_template(const TemplateOptions& o) {
 
 RINGLM_COMMAND(template) {
   auto opts = std::make_shared<TemplateOptions>();
-  opts->model = ringlm::cli::default_model_dir();
   auto* sub = app.add_subcommand("template", "Render a conversation with the model's chat template and tokenize it");
   sub->footer("Example:\n  ringlm template --model DIR --messages m.json --add-generation-prompt");
   sub->add_option("--model,-m", opts->model, "Model or tokenizer directory");
@@ -158,5 +157,9 @@ RINGLM_COMMAND(template) {
   sub->add_flag("--expand-ids", opts->expand_ids,
                 "With media: expand the placeholder ids of the tokenized prompt, as serve does");
   sub->add_option("--threads,-t", opts->threads, "Threads for the towers")->capture_default_str();
-  sub->callback([opts] { run_template(*opts); });
+  sub->callback([opts] {
+    // The demo model is found (or written) only when the command runs, not at registration.
+    if (opts->model.empty()) opts->model = ringlm::cli::default_model_dir();
+    run_template(*opts);
+  });
 }

@@ -52,7 +52,8 @@ std::string ModelFlags::model_dir() const {
   if (!model.empty()) return resolve_model(model);  // a path, or a Hugging Face repo id in the local cache
   const std::string demo = default_model_dir();
   if (demo.empty())
-    fail("no --model given and the built-in demo model is missing (run ./scripts/setup.sh, or pass --model DIR)");
+    fail("no --model given, and no cache directory for the built-in demo model (set HOME or XDG_CACHE_HOME, or pass "
+         "--model DIR)");
   std::fprintf(stderr,
                "ringlm: no --model given: using the built-in DEMO model (%s): tiny, RANDOM weights, "
                "real Gemma 4 tokenizer; its text is meaningless\n",

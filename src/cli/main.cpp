@@ -31,18 +31,6 @@ std::vector<std::pair<std::string, CommandSetup>> registered_commands() {
   return commands;
 }
 
-std::string default_model_dir() {
-  if (const char* env = std::getenv("RINGLM_DEMO_MODEL")) return env;
-  // The demo model is written next to the binary by `ringlm make-demo-model` at setup time.
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto dir = exe.parent_path() / "demo-model";
-    if (std::filesystem::exists(dir / "config.json")) return dir.string();
-  }
-  return "";
-}
-
 }  // namespace ringlm::cli
 
 int main(int raw_argc, char** raw_argv) {
@@ -57,7 +45,7 @@ int main(int raw_argc, char** raw_argv) {
   // Wide enough that the llama.cpp aliases ("-n,--max-tokens,--n-predict INT") keep their
   // description, and so their default, on the same line.
   app.get_formatter()->column_width(40);
-  app.set_version_flag("--version", "ringlm 0.1.0");
+  app.set_version_flag("--version", "ringlm " RINGLM_VERSION);
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   ringlm::cli::show_defaults(app);
   ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load
