@@ -1,7 +1,7 @@
 # %% [markdown]
 # # ringlm from Python
 # Build once (`./scripts/setup.sh`), then `PYTHONPATH=build/python` (or
-# `pip install --no-build-isolation .`). Run this file as a script, or open it as a notebook:
+# `pip install .`). Run this file as a script, or open it as a notebook:
 # each `# %%` is a cell (Jupyter with jupytext, VS Code, PyCharm).
 
 # %%
@@ -39,10 +39,10 @@ schema = {
 }
 print(engine.guided("My order AB-1234 never arrived", schema, max_tokens=200))
 
-# %% Batch extraction: one validated dict per row
+# %% Batch extraction: one result per row (a failing row is reported, never raised)
 rows = ["I was charged twice this month", {"text": "The app crashes on start"}]
-for value in engine.extract(rows, schema, max_tokens=200):
-    print(value)
+for r in engine.extract(rows, schema, max_tokens=200):
+    print(r["output"] if r["ok"] else f"row {r['index']}: {r['error']}")
 
 # %% Errors carry the engine's message
 try:

@@ -1,7 +1,9 @@
 // `import ringlm`: the engine from Python (pybind11). One Engine holds the model; each call
 // runs on one Generator (KV session) owned by the Engine object, so consecutive calls with a
 // shared prefix reuse its KV cache, as the CLI chat does. The GIL is released while tokens
-// are computed; errors arrive as ringlm.Error with the engine's own message.
+// are computed; errors arrive as ringlm.Error with the engine's own message. A guided reply
+// (json_schema) cut by max_tokens or the context raises ringlm.Error naming the limit: no
+// call returns a cut-off value as if it were complete (extract() reports it per row).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "engine/batch_job.h"
+#include "chat/gemma_reply.h"
 #include "engine/generator.h"
 #include "guided/validator.h"
 #include "sampling/sampler.h"
@@ -77,6 +80,16 @@ Sampling sampling_from(const py::kwargs& kw) {
   return s;
 }
 
+// Raises ringlm.Error when a guided reply ended before its value was complete.
+void check_guided(const ringlm::engine::GenerationResult& r, const ringlm::engine::GenerationParams& p, int ctx) {
+  if (p.json_schema.empty() && p.tool_schemas.empty()) return;
+  if (r.finish != ringlm::engine::FinishReason::Length) return;
+  if (std::string(ringlm::engine::length_limit(r, p.max_tokens)) == "max_tokens")
+    ringlm::fail("the reply was cut by max_tokens=", p.max_tokens, " before its JSON value was complete (raise max_tokens): ",
+                 r.text.substr(0, 200));
+  ringlm::fail("the reply was cut by the context (", ctx, " tokens) before its JSON value was complete: ", r.text.substr(0, 200));
+}
+
 class PyEngine;
 
 // Tokens of one generation handed from the worker thread to the Python iterator.
@@ -121,9 +134,10 @@ class PyEngine {
     return o;
   }
 
-  std::vector<std::int32_t> chat_ids(const Json& messages) {
+  std::vector<std::int32_t> chat_ids(const Json& messages, const Json& tools = Json()) {
     ringlm::chat::ChatRequest req;
     req.messages = messages;
+    req.tools = tools;
     req.add_generation_prompt = true;
     return engine_.tokenizer().encode(engine_.render_chat(req));
   }
@@ -143,19 +157,58 @@ class PyEngine {
   std::string generate(const std::string& prompt, const std::string& system, const py::kwargs& kw) {
     const auto params = sampling_from(kw).params();
     const auto ids = chat_ids(user_turn(prompt, system));
-    py::gil_scoped_release nogil;
-    return run(ids, params).text;
+    ringlm::engine::GenerationResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = run(ids, params);
+    }
+    check_guided(r, params, context_length());
+    return r.text;
   }
 
   std::unique_ptr<TokenStream> stream(const std::string& prompt, const std::string& system, const py::kwargs& kw) {
     return std::make_unique<TokenStream>(*this, chat_ids(user_turn(prompt, system)), sampling_from(kw).params());
   }
 
-  std::string chat(const py::object& messages, const py::kwargs& kw) {
-    const auto params = sampling_from(kw).params();
-    const auto ids = chat_ids(to_json(messages));
-    py::gil_scoped_release nogil;
-    return run(ids, params).text;
+  // Without tools: the reply text. With tools (OpenAI's [{"type": "function", "function":
+  // {...}}] list): the assistant message as a dict, {"role", "content", "tool_calls"}, whose
+  // calls carry their arguments as dicts; it can be appended to `messages` as is.
+  py::object chat(const py::object& messages, const py::object& tools, const std::string& tool_choice,
+                  const py::kwargs& kw) {
+    auto params = sampling_from(kw).params();
+    Json tools_json;
+    if (!tools.is_none()) {
+      tools_json = to_json(tools);
+      if (!tools_json.is_array()) ringlm::fail("tools: expected a list of {\"type\": \"function\", \"function\": {...}}");
+      Json schemas = Json::array();
+      for (std::size_t i = 0; i < tools_json.size(); ++i) {
+        const Json& t = tools_json[i];
+        if (!t.is_object() || !t.contains("function") || !t["function"].is_object() || !t["function"].contains("name") ||
+            !t["function"]["name"].is_string())
+          ringlm::fail("tools[", i, "]: expected {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}");
+        const Json& fn = t["function"];
+        schemas.push_back({{"name", fn["name"]},
+                           {"parameters", fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : Json::object()}});
+      }
+      if (tool_choice == "required") params.tool_schemas = schemas.dump();
+      else if (tool_choice == "none") tools_json = Json();
+      else if (tool_choice != "auto") ringlm::fail("tool_choice: '", tool_choice, "' is not auto, none or required");
+    }
+    const auto ids = chat_ids(to_json(messages), tools_json);
+    ringlm::engine::GenerationResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = run(ids, params);
+    }
+    check_guided(r, params, context_length());
+    if (tools.is_none()) return py::str(r.text);
+    const ringlm::chat::GemmaReply reply = ringlm::chat::parse_gemma_reply(r.text);
+    Json msg = {{"role", "assistant"}, {"content", reply.content}, {"tool_calls", Json::array()}};
+    for (std::size_t i = 0; i < reply.tool_calls.size(); ++i)
+      msg["tool_calls"].push_back({{"id", "call_" + std::to_string(i)},
+                                   {"type", "function"},
+                                   {"function", {{"name", reply.tool_calls[i].name}, {"arguments", reply.tool_calls[i].arguments}}}});
+    return from_json(msg.dump());
   }
 
   py::object guided(const std::string& prompt, const py::object& schema, const std::string& system, py::kwargs kw) {
@@ -164,39 +217,66 @@ class PyEngine {
     try {
       return from_json(text);
     } catch (const py::error_already_set&) {
-      ringlm::fail("the reply is not complete JSON (raise max_tokens?): ", text.substr(0, 200));
+      ringlm::fail("the reply is not complete JSON (ended by a stop string?): ", text.substr(0, 200));
     }
   }
 
-  // Each row (a str, or a dict rendered through `template`) becomes one guided generation;
-  // returns the parsed, validated objects in row order.
+  // Each row (a str, or a dict rendered through `template`) becomes one guided generation.
+  // One result per row, in row order, never an exception for a row's failure: {"index",
+  // "ok", "output" (the validated value, or None), "error" (None, or why: cut by a limit,
+  // not valid, a template field missing), "finish", "text" (the raw reply)}.
   py::list extract(const py::iterable& rows, const py::object& schema, const std::string& instructions,
                    const std::string& tmpl, py::kwargs kw) {
     const Json schema_json = to_json(schema);
     ringlm::guided::Validator validator(schema_json);
     kw["json_schema"] = schema;
     const auto params = sampling_from(kw).params();
+    engine_.grammar_for(params);  // a schema the grammar refuses is the call's error, not every row's
     const Json system = {{"role", "system"}, {"content", instructions + "\n" + schema_json.dump()}};
-    std::vector<std::vector<std::int32_t>> prompts;
-    for (const auto& row : rows) {
-      const std::string user = py::isinstance<py::str>(row) ? row.cast<std::string>()
-                                                            : ringlm::engine::fill_prompt_template(tmpl, to_json(row));
-      prompts.push_back(chat_ids(Json::array({system, {{"role", "user"}, {"content", user}}})));
-    }
     py::list out;
-    for (std::size_t i = 0; i < prompts.size(); ++i) {
+    std::size_t index = 0;
+    for (const auto& row : rows) {
+      py::dict d;
+      d["index"] = index++;
+      d["ok"] = false;
+      d["output"] = py::none();
+      d["error"] = py::none();
+      d["finish"] = py::none();
+      d["text"] = py::none();
+      out.append(d);
+      std::vector<std::int32_t> prompt;
       ringlm::engine::GenerationResult r;
-      {
+      try {
+        const std::string user = py::isinstance<py::str>(row) ? row.cast<std::string>()
+                                                              : ringlm::engine::fill_prompt_template(tmpl, to_json(row));
+        prompt = chat_ids(Json::array({system, {{"role", "user"}, {"content", user}}}));
         py::gil_scoped_release nogil;
-        r = run(prompts[i], params);
+        r = run(prompt, params);
+      } catch (const ringlm::Error& e) {
+        d["error"] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(e.what(), std::strlen(e.what()), "replace"));
+        continue;
       }
+      d["finish"] = ringlm::engine::finish_reason_name(r.finish);
+      d["text"] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(r.text.data(), r.text.size(), "replace"));
       Json value = Json::parse(r.text, nullptr, false);
-      if (value.is_discarded())
-        ringlm::fail("row ", i, ": the reply is not complete JSON (finish: ", ringlm::engine::finish_reason_name(r.finish),
-                     "; raise max_tokens?): ", r.text.substr(0, 200));
       std::string why;
-      if (!validator.validate(value, &why)) ringlm::fail("row ", i, ": the reply does not validate against the schema: ", why);
-      out.append(from_json(r.text));
+      if (value.is_discarded()) {
+        why = r.finish == ringlm::engine::FinishReason::Length
+                  ? std::string("the reply was cut by ") +
+                        (std::string(ringlm::engine::length_limit(r, params.max_tokens)) == "max_tokens"
+                             ? "max_tokens=" + std::to_string(params.max_tokens) + " (raise max_tokens)"
+                             : "the context (" + std::to_string(context_length()) + " tokens)") +
+                        " before its JSON value was complete"
+                  : "the reply is not complete JSON";
+      } else if (!validator.validate(value, &why)) {
+        why = "the reply does not validate against the schema: " + why;
+      }
+      if (!why.empty()) {
+        d["error"] = why;
+        continue;
+      }
+      d["ok"] = true;
+      d["output"] = from_json(r.text);
     }
     return out;
   }
@@ -226,10 +306,13 @@ TokenStream::TokenStream(PyEngine& owner, std::vector<std::int32_t> ids, ringlm:
         cv_.notify_one();
         return !cancel_;
       });
-      std::lock_guard lock(mu_);
-      // Text held back until the end (an unfinished stop-string candidate) comes last.
-      if (r.text.size() > streamed_) pieces_.push_back(r.text.substr(streamed_));
-      result_ = std::move(r);
+      {
+        std::lock_guard lock(mu_);
+        // Text held back until the end (an unfinished stop-string candidate) comes last.
+        if (r.text.size() > streamed_) pieces_.push_back(r.text.substr(streamed_));
+        result_ = r;
+      }
+      check_guided(r, params, owner_.context_length());  // a cut guided reply: the iteration raises at its end
     } catch (const std::exception& e) {
       std::lock_guard lock(mu_);
       error_ = e.what();
@@ -279,6 +362,7 @@ py::dict TokenStream::result() const {
 
 PYBIND11_MODULE(ringlm, m) {
   m.doc() = "ringlm: a native runtime for Gemma 4 on-device models (generation, chat, JSON-Schema-guided extraction)";
+  m.attr("__version__") = RINGLM_VERSION;
   static py::exception<ringlm::Error> error(m, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -305,22 +389,30 @@ PYBIND11_MODULE(ringlm, m) {
 model: a checkpoint directory (Hugging Face layout or `ringlm convert` output) or a .gguf
 file. threads=0 uses every core; ctx=0 is the model's default context.
 Sampling keywords of every call: temperature (0 = greedy), top_k, top_p, min_p,
-repeat_penalty, seed, max_tokens (256), stop (str or list), json_schema (dict or JSON text).)")
+repeat_penalty, seed, max_tokens (256), stop (str or list), json_schema (dict or JSON text).
+A json_schema reply cut by max_tokens or the context raises ringlm.Error naming the limit
+(stream(): at the end of the iteration); extract() reports it in the row's result instead.)")
       .def(py::init<const std::string&, int, int, const std::string&, const std::string&>(), py::arg("model"),
            py::arg("threads") = 0, py::arg("ctx") = 0, py::arg("weights") = "q4_0", py::arg("activations") = "int8x2")
       .def("generate", &PyEngine::generate, py::arg("prompt"), py::arg("system") = "",
            "Reply to one user message (through the chat template); returns the text")
       .def("stream", &PyEngine::stream, py::arg("prompt"), py::arg("system") = "",
            "Like generate(), as an iterator of text pieces")
-      .def("chat", &PyEngine::chat, py::arg("messages"),
-           "Reply to a conversation: a list of {'role': ..., 'content': ...} dicts; returns the text")
+      .def("chat", &PyEngine::chat, py::arg("messages"), py::kw_only(), py::arg("tools") = py::none(),
+           py::arg("tool_choice") = "auto",
+           "Reply to a conversation: a list of {'role': ..., 'content': ...} dicts; returns the text. With tools "
+           "(OpenAI's list of {'type': 'function', 'function': {name, description, parameters}}): returns the "
+           "assistant message dict {'role', 'content', 'tool_calls': [{'id', 'type', 'function': {'name', "
+           "'arguments' (a dict)}}]}; tool_choice 'required' constrains the reply to one call, 'none' hides the tools")
       .def("guided", &PyEngine::guided, py::arg("prompt"), py::arg("schema"), py::arg("system") = "",
            "Reply constrained to a JSON Schema (dict or text); returns the parsed value")
       .def("extract", &PyEngine::extract, py::arg("rows"), py::arg("schema"),
            py::arg("instructions") = "Extract the requested fields from the user's message. Reply with one JSON object "
                                      "that follows this JSON Schema:",
            py::arg("template") = "{text}",
-           "One guided generation per row (str, or dict filled into `template`); returns the validated dicts")
+           "One guided generation per row (str, or dict filled into `template`); returns one result per row, in "
+           "order: {'index', 'ok', 'output' (the validated value or None), 'error' (None or why), 'finish', 'text'}; "
+           "a failing row never raises")
       .def("tokenize", &PyEngine::tokenize, py::arg("text"))
       .def("detokenize", &PyEngine::detokenize, py::arg("ids"))
       .def("reset", &PyEngine::reset, "Forget the KV cache")

@@ -12,7 +12,7 @@ PACKAGES=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev imagemagick
   libsndfile1-dev libsoxr-dev sox espeak-ng python3-soundfile
   libedit-dev tmux chromium
-  python3-dev pybind11-dev python3-pybind11 python3-pytest
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-venv libssl-dev
   libclang-rt-14-dev
   g++-aarch64-linux-gnu qemu-user-static
 )

@@ -19,13 +19,13 @@ RINGLM_COMMAND(bench_grammar) {
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("bench-grammar", "Benchmark guided generation on JSONSchemaBench-format files");
   sub->footer("Example:\n  ringlm bench-grammar --model build/demo-model /path/to/JSONSchemaBench/Github_easy");
-  sub->add_option("--model", args->model, "Tokenizer or model directory (tokenizer.json)");
+  sub->add_option("--model,-m", args->model, "Tokenizer or model directory (tokenizer.json)");
   sub->add_option("--json", args->json_out, "Write the summary (and failures) as JSON to this file");
   sub->add_option("--schema-mode", args->schema_mode, "strict (refuse what the grammar cannot enforce) or lenient")
       ->check(CLI::IsMember({"strict", "lenient"}));
   sub->add_option("--whitespace", args->whitespace, "Grammar whitespace style: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
-  sub->add_option("--threads", args->threads, "Files processed in parallel (timings are per thread)")
+  sub->add_option("--threads,-t", args->threads, "Files processed in parallel (timings are per thread)")
       ->check(CLI::Range(1, 256));
   sub->add_option("--mask-every", args->mask_every, "Compute the mask at every Nth token (1 = all)")
       ->check(CLI::Range(1, 1000000));

@@ -160,6 +160,13 @@ void chat_loop(const ChatOptions& o) {
     std::fputc('\n', stdout);
     std::fflush(stdout);
     if (result.finish == engine::FinishReason::Cancelled) std::fprintf(stderr, "[stopped]\n");
+    if (result.finish == engine::FinishReason::Length) {  // never shown as if the model had finished
+      if (std::string(engine::length_limit(result, params.max_tokens)) == "max_tokens")
+        std::fprintf(stderr, "[cut by --max-tokens %d]\n", params.max_tokens);
+      else
+        std::fprintf(stderr, "[cut: the context is full (--ctx %lld tokens); /reset or /save and start over]\n",
+                     static_cast<long long>(gen.session().context_capacity()));
+    }
     if (o.stats)
       std::fprintf(stderr, "[%d prompt tokens, %d reused from the cache, %d generated, TTFT %.3f s]\n",
                    result.prompt_tokens, result.cached_prompt_tokens, result.completion_tokens, result.ttft_s);

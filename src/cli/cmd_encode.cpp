@@ -72,7 +72,7 @@ RINGLM_COMMAND(encode) {
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("encode",
                                  "Write the projected soft-token embeddings of an image or audio clip (float32 [tokens][hidden])");
-  sub->add_option("--model", opt->model, "Checkpoint directory (default: the built-in demo model)");
+  sub->add_option("--model,-m", opt->model, "Checkpoint directory (default: the built-in demo model)");
   sub->add_option("--mmproj", opt->mmproj, "Towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a) instead of the "
                   "model directory's; --model is then not needed")->check(CLI::ExistingFile);
   sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP");
@@ -86,7 +86,7 @@ RINGLM_COMMAND(encode) {
                   "With --audio, also write the log-mel features: raw float32 [frames][mels]");
   sub->add_option("--samples-out", opt->samples_out,
                   "With --audio, also write the decoded mono waveform at the extractor's rate: raw float32");
-  sub->add_option("--threads", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
+  sub->add_option("--threads,-t", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([opt] {
     using namespace ringlm;
     std::string dir = !opt->model.empty() || !opt->mmproj.empty() ? opt->model : cli::default_model_dir();

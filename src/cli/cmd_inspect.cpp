@@ -209,7 +209,7 @@ RINGLM_COMMAND(inspect) {
   static std::size_t max_elems = 8;
   static bool config = false;
   sub->add_option("file", path, "GGUF file, .safetensors file, checkpoint directory or packed model directory")->required();
-  sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default 8)");
+  sub->add_option("--max-elems", max_elems, "Array elements shown before abbreviating (default: 8)");
   sub->add_flag("--config", config, "Print only the model config derived from gemma4 metadata (HF text_config JSON)");
   sub->callback([] {
     if (!std::filesystem::exists(path)) ringlm::fail(path, ": no such file or directory");

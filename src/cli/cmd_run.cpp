@@ -104,14 +104,34 @@ void run(const RunOptions& o) {
   });
   std::fwrite(result.text.data() + streamed, 1, result.text.size() - streamed, stdout);
   std::fputc('\n', stdout);
-  if (!params.json_schema.empty() && !engine.grammar_for(params)->unenforced().empty()) {
-    // Lenient: what the grammar did not enforce is checked now, by the validator (on the
-    // answer: a thought channel before it is not part of the value).
+  const bool cut = result.finish == engine::FinishReason::Length;
+  const std::string limit = !cut ? std::string()
+                            : std::string(engine::length_limit(result, params.max_tokens)) == "max_tokens"
+                                ? "--max-tokens " + std::to_string(params.max_tokens)
+                                : "the context (--ctx " + std::to_string(gen.session().context_capacity()) + " tokens)";
+  int status = 0;
+  if (!params.json_schema.empty()) {
+    // Never lie: a guided reply is one complete value that follows the schema, or an error
+    // (exit 3, as `extract` marks such a row), never a cut-off object printed with exit 0.
+    // Lenient mode: what the grammar did not enforce is checked now, by the validator (on
+    // the answer: a thought channel before it is not part of the value).
     std::string why;
     const std::string answer = params.guided_thinking ? chat::parse_gemma_reply(result.text).content : result.text;
     auto reply = guided::Json::parse(answer, nullptr, false);
-    bool ok = !reply.is_discarded() && guided::Validator(guided::Json::parse(params.json_schema)).validate(reply, &why);
-    if (!ok) std::fprintf(stderr, "ringlm run: the reply does not satisfy the schema: %s\n", reply.is_discarded() ? "not complete JSON" : why.c_str());
+    if (reply.is_discarded()) {
+      why = cut ? "the reply was cut by " + limit + " before its JSON value was complete"
+                : "the reply is not complete JSON (ended by " + std::string(engine::finish_reason_name(result.finish)) +
+                      (o.stop.empty() ? ")" : ", --stop given)");
+    } else if (!engine.grammar_for(params)->unenforced().empty() &&
+               !guided::Validator(guided::Json::parse(params.json_schema)).validate(reply, &why)) {
+      why = "the reply does not satisfy the schema: " + why;
+    }
+    if (!why.empty()) {
+      std::fprintf(stderr, "ringlm run: error: %s%s\n", why.c_str(), cut ? " (raise it and run again)" : "");
+      status = 3;
+    }
+  } else if (cut) {
+    std::fprintf(stderr, "ringlm run: the reply was cut by %s\n", limit.c_str());
   }
   if (o.stats) {
     std::fprintf(stderr, "ringlm: %d prompt tokens, %d generated (%s), TTFT %.3f s, %.2f tok/s\n", result.prompt_tokens,
@@ -127,6 +147,7 @@ void run(const RunOptions& o) {
       std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
                    result.subset_head_steps);
   }
+  if (status != 0) throw cli::ExitStatus{status};
 }
 
 }  // namespace
@@ -134,7 +155,9 @@ void run(const RunOptions& o) {
 RINGLM_COMMAND(run) {
   auto opts = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Generate a reply to one prompt, streamed to stdout");
-  sub->footer("Example:\n  echo \"Classify: my order never arrived\" | ringlm run --json-schema examples/ticket.schema.json");
+  sub->footer("Example:\n  echo \"Classify: my order never arrived\" | ringlm run --json-schema examples/ticket.schema.json\n"
+              "Exit status 3: a --json-schema reply cut by --max-tokens or the context, or that fails the schema "
+              "(stderr says which); 2: a usage error");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
   sub->add_option("--prompt,-p", opts->prompt, "The user message");

@@ -136,7 +136,7 @@ RINGLM_COMMAND(serve) {
   args->model.add_to(sub);
   sub->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
-  sub->add_option("--slots", args->slots, "Concurrent generations")->capture_default_str()->check(CLI::Range(1, 256));
+  sub->add_option("--slots,--parallel", args->slots, "Concurrent generations (-np N, as in llama.cpp)")->capture_default_str()->check(CLI::Range(1, 256));
   sub->add_option("--queue", args->server.queue, "Requests that may wait for a slot (more get 429)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));

@@ -135,10 +135,9 @@ void run_template(const TemplateOptions& o) {
 
 RINGLM_COMMAND(template) {
   auto opts = std::make_shared<TemplateOptions>();
-  opts->model = ringlm::cli::default_model_dir();
   auto* sub = app.add_subcommand("template", "Render a conversation with the model's chat template and tokenize it");
   sub->footer("Example:\n  ringlm template --model DIR --messages m.json --add-generation-prompt");
-  sub->add_option("--model", opts->model, "Model or tokenizer directory");
+  sub->add_option("--model,-m", opts->model, "Model or tokenizer directory");
   sub->add_option("--messages", opts->messages, "JSON file {\"messages\": [...], \"tools\": [...]}");
   sub->add_flag("--add-generation-prompt", opts->add_generation_prompt, "End with the assistant turn header");
   sub->add_flag_function(
@@ -157,6 +156,10 @@ RINGLM_COMMAND(template) {
   sub->add_option("--image-tokens", opts->image_tokens, "Soft tokens per image (default: the processor config's)");
   sub->add_flag("--expand-ids", opts->expand_ids,
                 "With media: expand the placeholder ids of the tokenized prompt, as serve does");
-  sub->add_option("--threads", opts->threads, "Threads for the towers")->capture_default_str();
-  sub->callback([opts] { run_template(*opts); });
+  sub->add_option("--threads,-t", opts->threads, "Threads for the towers")->capture_default_str();
+  sub->callback([opts] {
+    // The demo model is found (or written) only when the command runs, not at registration.
+    if (opts->model.empty()) opts->model = ringlm::cli::default_model_dir();
+    run_template(*opts);
+  });
 }

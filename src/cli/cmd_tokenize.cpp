@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/common_options.h"
 #include "cli/model_locator.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -23,13 +24,8 @@ std::string model_dir_or_default(const std::string& model) {
   return dflt;
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ringlm::fail(path, ": cannot open the file");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) ringlm::fail(path, ": read error");
-  return data;
-}
+// A file's bytes; "-" is standard input (as llama.cpp's tools read it).
+std::string read_whole_file(const std::string& path) { return ringlm::cli::read_text_file(path); }
 
 // "1,2,3", "1 2 3" or "[1, 2, 3]".
 std::vector<int32_t> parse_id_list(const std::string& text) {
@@ -101,11 +97,11 @@ RINGLM_COMMAND(tokenize) {
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("tokenize", "Encode text into token ids (printed as a JSON array)");
   sub->footer("Example:\n  ringlm tokenize --model DIR --text \"Hello world\"");
-  sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
   auto* text = sub->add_option("--text", opts->text, "Text to encode");
-  auto* file = sub->add_option("--file", opts->file, "File whose bytes are encoded");
+  auto* file = sub->add_option("--file,-f,--input", opts->file, "File whose bytes are encoded (- = standard input)");
   auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
-                                 "Batch mode: a JSON Lines file of {\"text\": ...}; prints one id array per line");
+                                 "Batch mode: a JSON Lines file of {\"text\": ...} (- = standard input); prints one id array per line");
   text->excludes(file);
   jsonl->excludes(text);
   jsonl->excludes(file);
@@ -142,7 +138,7 @@ RINGLM_COMMAND(detokenize) {
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids into text (printed as is, no newline added)");
   sub->footer("Example:\n  ringlm detokenize --model DIR --ids 9259,1902");
-  sub->add_option("--model", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
   auto* ids_opt = sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]");
   auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
                                  "Batch mode: a JSON Lines file of {\"ids\": [...]}; prints one JSON string per line");

@@ -24,7 +24,9 @@ struct ExitStatus {
   int code;
 };
 
-// Default model directory when --model is omitted (the built-in demo model), or "" if none.
+// Default model directory when --model is omitted: the built-in demo model ($RINGLM_DEMO_MODEL,
+// else demo-model/ next to the binary, else the user's cache, written there on first use), or
+// "" when there is no cache directory (no HOME). Call it only when the model is needed.
 std::string default_model_dir();
 
 }  // namespace ringlm::cli

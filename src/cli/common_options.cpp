@@ -21,36 +21,40 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
                   "Vision/audio towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a; `ringlm convert "
                   "--mmproj-out` writes one), e.g. next to a text-only --model x.gguf")
       ->check(CLI::ExistingFile);
-  app->add_option("--ctx", ctx, "Full-attention KV capacity in tokens (default 8192)");
-  app->add_option("--threads", threads, "Worker threads (default: RINGLM_THREADS, else all cores)");
-  app->add_option("--weights", weights, "q4_0 (default: linear layers in q4_0, quantized at load or as stored "
-                  "by ringlm convert, w4a8 kernels) or stored (float reference path over the stored weights)")
+  app->add_option("--ctx,-c,--ctx-size", ctx, "Full-attention KV capacity in tokens (default: 8192)");
+  app->add_option("--threads,-t", threads, "Worker threads (default: RINGLM_THREADS, else all cores)")
+      ->check(thread_count_validator());
+  app->add_option("--n-gpu-layers,--gpu-layers", gpu_layers,
+                  "Accepted for llama.cpp's -ngl; ringlm computes on the CPU only (no GPU offload yet, a --device "
+                  "option is planned), so N > 0 is ignored with a note (default: 0)");
+  app->add_option("--weights", weights, "q4_0: linear layers in q4_0, quantized at load or as stored by ringlm convert, w4a8 kernels; "
+                  "stored: float reference path over the stored weights (default: q4_0)")
       ->check(CLI::IsMember({"stored", "q4_0"}));
-  app->add_option("--activations", activations, "With --weights q4_0: int8x2 (default, two-plane ~15-bit), int8 or f32")
+  app->add_option("--activations", activations, "With --weights q4_0: int8x2 (two-plane ~15-bit), int8 or f32 (default: int8x2)")
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
-  app->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, half the memory and bytes per "
-                  "step) or f32")
+  app->add_option("--kv-type", kv_type, "KV cache element type: f16 (half the memory and bytes per step) or f32 (default: f16)")
       ->check(CLI::IsMember({"f16", "f32"}));
   if (!guided) return;
   app->add_option("--schema-mode", schema_mode,
-                  "strict (default): refuse a schema the grammar cannot enforce exactly, naming the keyword "
-                  "and its JSON pointer; lenient: accept it, enforce what the grammar can and report what only "
-                  "the validator checks")
+                  "strict: refuse a schema the grammar cannot enforce exactly, naming the keyword and its JSON "
+                  "pointer; lenient: accept it, enforce what the grammar can and report what only the validator "
+                  "checks (default: strict)")
       ->check(CLI::IsMember({"strict", "lenient"}));
   app->add_option("--json-style", json_style, "Whitespace of guided JSON: compact or python")
       ->check(CLI::IsMember({"compact", "python"}));
   app->add_option("--grammar-cache-mb", grammar_cache_mb,
-                  "Memory bound of the compiled-schema cache, least recently used dropped (default 512)");
-  app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default 256)");
+                  "Memory bound of the compiled-schema cache, least recently used dropped (default: 512)");
+  app->add_option("--grammar-cache-entries", grammar_cache_entries, "Most compiled schemas kept (default: 256)");
   app->add_option("--mask-cache-mb", mask_cache_mb,
-                  "Per compiled schema: memory bound of its cached token masks (32 KiB each, an id list when few tokens are allowed; default 128)");
+                  "Per compiled schema: memory bound of its cached token masks: 32 KiB each, an id list when few tokens are allowed (default: 128)");
 }
 
 std::string ModelFlags::model_dir() const {
   if (!model.empty()) return resolve_model(model);  // a path, or a Hugging Face repo id in the local cache
   const std::string demo = default_model_dir();
   if (demo.empty())
-    fail("no --model given and the built-in demo model is missing (run ./scripts/setup.sh, or pass --model DIR)");
+    fail("no --model given, and no cache directory for the built-in demo model (set HOME or XDG_CACHE_HOME, or pass "
+         "--model DIR)");
   std::fprintf(stderr,
                "ringlm: no --model given: using the built-in DEMO model (%s): tiny, RANDOM weights, "
                "real Gemma 4 tokenizer; its text is meaningless\n",
@@ -58,9 +62,34 @@ std::string ModelFlags::model_dir() const {
   return demo;
 }
 
+CLI::Validator thread_count_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::size_t used = 0;
+        long long n = -1;
+        try {
+          n = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == value.size() && n >= 0 && n <= 4096) return "";
+        return "'" + value + "' is not a thread count (-t is --threads, as in llama.cpp; the sampling temperature is "
+               "--temp or --temperature)";
+      },
+      "THREADS");
+}
+
 int ModelFlags::thread_count() const { return threads > 0 ? threads : threads_from_env(); }
 
 model::ModelOptions ModelFlags::model_options() const {
+  static bool explained = false;  // once per process
+  if (gpu_layers > 0 && !explained) {
+    explained = true;
+    std::fprintf(stderr,
+                 "ringlm: note: -ngl/--n-gpu-layers %d ignored: ringlm computes on the CPU only (GPU offload is not "
+                 "implemented yet; a --device option is planned)\n",
+                 gpu_layers);
+  }
   model::ModelOptions o;
   o.threads = thread_count();
   o.weights = weights == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
@@ -92,13 +121,18 @@ engine::EngineOptions ModelFlags::engine_options() const {
 }
 
 void SamplingFlags::add_to(CLI::App* app) {
-  app->add_option("--temperature,-t", temperature, "Sampling temperature (0 = greedy)");
+  app->add_option("--temperature,--temp", temperature, "Sampling temperature (0 = greedy)");
   app->add_option("--top-k", top_k, "Keep the k most likely tokens (0 = off)");
   app->add_option("--top-p", top_p, "Nucleus sampling mass (1 = off)");
   app->add_option("--min-p", min_p, "Drop tokens below min_p times the best probability");
   app->add_option("--repeat-penalty", repeat_penalty, "Repetition penalty (1 = off)");
   app->add_option("--seed", seed, "Random seed (runs with the same seed repeat exactly)");
-  app->add_option("--max-tokens,-n", max_tokens, "Most tokens to generate");
+  app->add_option("--max-tokens,-n,--n-predict", max_tokens, "Most tokens to generate")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return v.empty() || v[0] != '-' ? "" : v + " is not a token count (llama.cpp's -n -1, \"until the end\", is not supported: give the most tokens to generate)";
+          },
+          ""));
 }
 
 engine::GenerationParams SamplingFlags::params() const {

@@ -17,13 +17,15 @@ struct ModelFlags {
   std::string mmproj;  // empty: the towers of the model directory (if any)
   int ctx = 0;
   int threads = 0;
+  int gpu_layers = 0;  // llama.cpp's -ngl: accepted, explained, ignored (CPU only)
   std::string json_style = "compact";
   std::string schema_mode = "strict";
   std::string weights = "q4_0", activations = "int8x2", kv_type = "f16";
   size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
 
   // --model, --ctx, --threads, --weights, --activations; with `guided` also --json-style and
-  // the grammar and mask cache bounds (commands that generate text).
+  // the grammar and mask cache bounds (commands that generate text). llama.cpp's spellings
+  // are aliases where they mean the same: -m, -c/--ctx-size, -t, -ngl (see llama_aliases.h).
   void add_to(CLI::App* app, bool guided = true);
   // Resolves the model directory (printing the demo notice to stderr when it is the demo
   // model). Throws ringlm::Error when there is no model at all.
@@ -48,6 +50,10 @@ struct SamplingFlags {
   void add_to(CLI::App* app);
   engine::GenerationParams params() const;
 };
+
+// Validator of a thread count: a clear message when `-t 0.7` was meant as a temperature
+// (-t is --threads, as in llama.cpp).
+CLI::Validator thread_count_validator();
 
 // Reads a whole file ("-" = standard input); throws ringlm::Error naming it.
 std::string read_text_file(const std::string& path);

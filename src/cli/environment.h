@@ -5,7 +5,8 @@
 //   RINGLM_ISA=NAME             force one SIMD path (kernels/dispatch.h), for A/B checks
 //   RINGLM_ATTENTION=tiled|reference   the float reference attention (decoder and vision tower), for A/B checks
 //   RINGLM_LM_HEAD_SUBSET=auto|always|never   the guided LM-head subset policy (generator.h)
-//   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (main.cpp)
+//   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (demo_model.cpp; else XDG_CACHE_HOME / HOME)
+//   HF_ENDPOINT, HF_TOKEN, HF_HOME, HF_HUB_CACHE   `ringlm pull` and --model ORG/NAME (cmd_pull.cpp, model_locator.cpp)
 //   RINGLM_API_KEY=KEY          serve's API key when neither --api-key nor --api-key-file is given
 #pragma once
 

@@ -7,9 +7,15 @@ namespace ringlm::cli {
 void show_defaults(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     if (opt->get_type_size() == 0 || opt->get_positional()) continue;  // a flag, or positional
+    // One form everywhere: the description ends with "(default: X)". A description that
+    // already says its default in words (a computed one) keeps it; CLI11's own "TYPE=X"
+    // after the flag name is not used.
+    if (opt->get_default_str().empty()) opt->capture_default_str();
+    const std::string value = opt->get_default_str();
+    opt->default_str("");
     const std::string& d = opt->get_description();
-    if (d.find("default") != std::string::npos || d.find("Default") != std::string::npos) continue;
-    opt->capture_default_str();
+    if (d.find("(default: ") != std::string::npos || value.empty() || value == "[]") continue;
+    opt->description(d + " (default: " + value + ")");
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) show_defaults(*sub);
 }

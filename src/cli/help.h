@@ -8,8 +8,9 @@
 
 namespace ringlm::cli {
 
-// Shows the default value of every option that takes one, unless its description already
-// says (recursively over subcommands). Called once all commands are registered.
+// Shows the default of every option that takes one in one form, "(default: X)" at the end of
+// its description, unless the description already says it that way (a default in words);
+// recursively over subcommands. Called once all commands are registered.
 void show_defaults(CLI::App& app);
 
 // For the arguments CLI11 did not expect, the closest flag of the command that was given (or

@@ -3,11 +3,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/environment.h"
 #include "cli/progress_display.h"
 #include "cli/help.h"
+#include "cli/llama_aliases.h"
 #include "util/error.h"
 
 namespace ringlm::cli {
@@ -28,24 +31,21 @@ std::vector<std::pair<std::string, CommandSetup>> registered_commands() {
   return commands;
 }
 
-std::string default_model_dir() {
-  if (const char* env = std::getenv("RINGLM_DEMO_MODEL")) return env;
-  // The demo model is written next to the binary by `ringlm make-demo-model` at setup time.
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto dir = exe.parent_path() / "demo-model";
-    if (std::filesystem::exists(dir / "config.json")) return dir.string();
-  }
-  return "";
-}
-
 }  // namespace ringlm::cli
 
-int main(int argc, char** argv) {
+int main(int raw_argc, char** raw_argv) {
+  // llama.cpp's -np / -ngl become --parallel / --n-gpu-layers (CLI11 names one-letter shorts only).
+  std::vector<std::string> args = ringlm::cli::expand_llama_aliases(raw_argc, raw_argv);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  const int argc = raw_argc;
+  char** argv = arg_ptrs.data();
   CLI::App app{"ringlm: a native runtime for Gemma 4 on-device models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ringlm 0.1.0");
+  // Wide enough that the llama.cpp aliases ("-n,--max-tokens,--n-predict INT") keep their
+  // description, and so their default, on the same line.
+  app.get_formatter()->column_width(40);
+  app.set_version_flag("--version", "ringlm " RINGLM_VERSION);
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   ringlm::cli::show_defaults(app);
   ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load
@@ -54,9 +54,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
+    if (code == 0) return 0;  // --help, --version
     // Unexpected arguments (a mistyped flag or command): say what was probably meant.
-    if (code != 0) std::fputs(ringlm::cli::suggest(app, app.remaining(true), argc, argv).c_str(), stderr);
-    return code;
+    std::fputs(ringlm::cli::suggest(app, app.remaining(true), argc, argv).c_str(), stderr);
+    return 2;  // a usage error, as in other command-line tools (CLI11's own codes are 100+)
   } catch (const ringlm::cli::ExitStatus& e) {
     return e.code;
   } catch (const ringlm::Error& e) {

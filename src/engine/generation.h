@@ -84,6 +84,13 @@ struct GenerationResult {
   double total_s = 0.0;
 };
 
+// Which limit ended a reply whose finish is Length: "max_tokens" when it reached the
+// request's max_tokens, else "context" (the KV capacity filled first). Front ends name it,
+// so a reply cut short is never mistaken for a complete one.
+inline const char* length_limit(const GenerationResult& r, int max_tokens) {
+  return r.completion_tokens >= max_tokens ? "max_tokens" : "context";
+}
+
 // Called once per generated token; return false to cancel the generation. The concatenated
 // event texts are a prefix of GenerationResult::text: text held back at the end (an unfinished
 // stop-string candidate or UTF-8 sequence) is only in the result.

@@ -1,5 +1,6 @@
 """pytest: the Python API (`import ringlm`, python/ringlm_module.cpp) on the demo-size model:
-generate, stream, chat, guided (dict and text schemas, key order), extract, errors as
+generate, stream, chat (also with tools), guided (dict and text schemas, key order; a reply cut
+by a limit raises naming it), extract (a result per row), __version__, errors as
 ringlm.Error with the engine's message (whole, even when it quotes broken UTF-8). Run by
 CTest (python3 this-file, with the module from RINGLM_BUILD_DIR/python) or by pytest."""
 import json
@@ -16,15 +17,19 @@ import ringlm  # noqa: E402
 TMP = os.environ.get("RINGLM_TMP", "/tmp/ringlm_api_test")
 
 
-@pytest.fixture(scope="module")
-def engine():
+def engine_model_dir():
     model = os.path.join(TMP, "model")
     if not os.path.exists(os.path.join(model, "config.json")):
         os.makedirs(TMP, exist_ok=True)
         subprocess.run([os.environ.get("RINGLM", os.path.join(BUILD, "ringlm")), "make-test-model", model, "--preset", "demo",
                         "--seed", "3", "--tokenizer", os.environ.get("RINGLM_TOKENIZER_DIR", "assets/gemma4-tokenizer")],
                        check=True, stderr=subprocess.DEVNULL)
-    return ringlm.Engine(model, threads=2, ctx=2048)
+    return model
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return ringlm.Engine(engine_model_dir(), threads=2, ctx=2048)
 
 
 # Bounded strings: the random-weight model writes until a bound stops it, so every reply is
@@ -88,26 +93,86 @@ def test_guided_text_schema(engine):
     assert value in ("yes", "no")
 
 
-def test_extract_rows_returns_dicts(engine):
+def test_extract_returns_a_result_per_row(engine):
     rows = ["Order AB-1234 never arrived", {"text": "I was charged twice"}]
     out = engine.extract(rows, TICKET, max_tokens=120)
-    assert len(out) == 2
-    for v in out:
-        assert isinstance(v, dict)
-        assert list(v) == ["zeta_reasoning", "category", "order_id"]
+    assert [r["index"] for r in out] == [0, 1]
+    for r in out:
+        assert r["ok"] is True and r["error"] is None and r["finish"] == "stop"
+        assert list(r["output"]) == ["zeta_reasoning", "category", "order_id"]
+        assert json.loads(r["text"]) == r["output"]
+
+
+def test_extract_failing_rows_do_not_raise(engine):
+    # Row 1 misses the template's field, row 2 is cut by max_tokens: both come back as errors,
+    # between rows that succeed (#30: extract() used to raise on the first failure).
+    tmpl = "{text}"
+    rows = [{"text": "Order AB-1234 never arrived"}, {"other": "no text field"}, {"text": "cut me"}, "fine"]
+
+    out = engine.extract(rows[:2] + rows[3:], TICKET, template=tmpl, max_tokens=120)
+    assert [r["ok"] for r in out] == [True, False, True]
+    assert "text" in out[1]["error"] and out[1]["output"] is None
+    cut = engine.extract([rows[2]], TICKET, template=tmpl, max_tokens=3)
+    assert cut[0]["ok"] is False and cut[0]["finish"] == "length"
+    assert "cut by max_tokens=3" in cut[0]["error"], cut[0]["error"]
+
+
+def test_guided_reply_cut_by_a_limit_raises_naming_it(engine):
+    with pytest.raises(ringlm.Error, match="cut by max_tokens=12") as info:
+        engine.guided("x", TICKET, max_tokens=12)  # the quoted reply is cut at 200 bytes
+    assert str(info.value).startswith("the reply was cut by max_tokens=12 before its JSON value was complete")
+    with pytest.raises(ringlm.Error, match="cut by max_tokens=5"):
+        engine.generate("x", json_schema=TICKET, max_tokens=5)
+    with pytest.raises(ringlm.Error, match="cut by max_tokens=5"):
+        engine.chat([{"role": "user", "content": "x"}], json_schema=TICKET, max_tokens=5)
+    with pytest.raises(ringlm.Error, match="cut by max_tokens=5"):
+        list(engine.stream("x", json_schema=TICKET, max_tokens=5))
+    small = ringlm.Engine(engine_model_dir(), threads=2, ctx=64)
+    with pytest.raises(ringlm.Error, match=r"cut by the context \(64 tokens\)"):
+        small.guided("word " * 45, TICKET, max_tokens=500)  # ~50 prompt tokens: the reply cannot fit
+    # An unguided reply cut by max_tokens is ordinary text (its stream says finish "length").
+    assert engine.generate("x", max_tokens=5)
+
+
+def test_version():
+    assert ringlm.__version__ == "0.1.0"
+    cmake = open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")).read()
+    assert f"VERSION {ringlm.__version__}" in cmake
+
+
+WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+                   "required": ["city"], "additionalProperties": False}}}]
+
+
+def test_chat_with_tools(engine):
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    reply = engine.chat(msgs, tools=WEATHER, tool_choice="required", max_tokens=60)
+    assert reply["role"] == "assistant"
+    assert reply["tool_calls"], reply  # one or more (the grammar allows parallel calls)
+    for tc in reply["tool_calls"]:
+        assert tc["type"] == "function" and tc["id"].startswith("call_")
+        assert tc["function"]["name"] == "get_weather" and isinstance(tc["function"]["arguments"]["city"], str)
+    # The message goes back into the conversation as is, with the tool's answer.
+    msgs += [reply] + [{"role": "tool", "tool_call_id": tc["id"], "content": "sunny"} for tc in reply["tool_calls"]]
+    follow = engine.chat(msgs, tools=WEATHER, max_tokens=6)
+    assert isinstance(follow, dict) and isinstance(follow["content"], str)
+    # tool_choice "none": the tools are left out of the prompt; the reply is still a message dict.
+    assert isinstance(engine.chat(msgs[:1], tools=WEATHER, tool_choice="none", max_tokens=4), dict)
+    with pytest.raises(ringlm.Error, match="tool_choice"):
+        engine.chat(msgs[:1], tools=WEATHER, tool_choice="sometimes")
+    with pytest.raises(ringlm.Error, match=r"tools\[0\]"):
+        engine.chat(msgs[:1], tools=[{"type": "function"}])
 
 
 def test_errors_are_ringlm_errors_with_the_engine_message(engine):
     with pytest.raises(ringlm.Error, match="does-not-exist"):
         ringlm.Engine("/does-not-exist")
-    with pytest.raises(ringlm.Error, match="reply is not complete JSON") as info:
-        engine.extract(["x"], TICKET, max_tokens=2)
-    assert "raise max_tokens" in str(info.value)
-    with pytest.raises(ringlm.Error, match="not complete JSON") as info:
-        engine.guided("x", TICKET, max_tokens=12)  # the quoted reply is cut at 200 bytes
-    assert str(info.value).startswith("the reply is not complete JSON")
     with pytest.raises(ringlm.Error):
         engine.guided("x", {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}, "required": ["a"]})
+    with pytest.raises(ringlm.Error):  # a schema the grammar refuses fails the call, not each row
+        engine.extract(["x"], {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}, "required": ["a"]})
     with pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"):
         engine.generate("x", temprature=1.0)
     assert issubclass(ringlm.Error, RuntimeError)
