@@ -122,7 +122,8 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for(const GenerationParams
   // One cache entry per (kind, mode, thinking, text): a lenient grammar must not answer a
   // strict request, nor a bare value one that may think first.
   const std::string key = std::string(tools ? "tools " : "value ") + (m == guided::SchemaMode::kLenient ? "lenient " : "strict ") +
-                          (params.guided_thinking ? "thinking\n" : "\n") + text;
+                          (params.guided_thinking ? "thinking" : "") +
+                          (tools && params.single_tool_call ? " single\n" : "\n") + text;
   auto index = grammars_.get(key, [&] {
     guided::CompileOptions co;
     co.whitespace = options_.json_whitespace;
@@ -141,7 +142,7 @@ std::shared_ptr<guided::GrammarIndex> Engine::grammar_for(const GenerationParams
           auto compiled = guided::compile_schema(schema, co);
           list.push_back({t["name"].get<std::string>(), std::move(compiled.grammar)});
         }
-        g = guided::tool_call_grammar(std::move(list), params.guided_thinking);
+        g = guided::tool_call_grammar(std::move(list), params.guided_thinking, !params.single_tool_call);
       } else {
         g = guided::with_thought_channel(guided::compile_schema(doc, co).grammar, params.guided_thinking);
       }

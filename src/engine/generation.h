@@ -49,6 +49,7 @@ struct GenerationParams {
   // one's parameter schema (tool_choice "required" or a named function). Takes precedence
   // over json_schema / json_object.
   std::string tool_schemas;
+  bool single_tool_call = false;   // with tool_schemas: exactly one call (parallel_tool_calls: false)
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
   std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none

@@ -56,7 +56,7 @@ Grammar with_thought_channel(Grammar answer, bool thinking) {
   return b.finish(root);
 }
 
-Grammar tool_call_grammar(std::vector<ToolGrammar> tools, bool thinking) {
+Grammar tool_call_grammar(std::vector<ToolGrammar> tools, bool thinking, bool parallel) {
   if (tools.empty()) fail("a tool-call grammar needs at least one tool");
   Grammar g;
   std::vector<uint32_t> rules;
@@ -80,7 +80,7 @@ Grammar tool_call_grammar(std::vector<ToolGrammar> tools, bool thinking) {
   }
   b.bytes(args_end, end, marker::kToolCallClose, marker::kToolCallClose);
   b.set_final(end);
-  b.eps(end, call_start);  // parallel calls: another one may follow
+  if (parallel) b.eps(end, call_start);  // parallel calls: another one may follow
   return b.finish(root);
 }
 

@@ -34,6 +34,7 @@ struct ToolGrammar {
 
 // One or more tool calls, each `<|tool_call>call:NAME` + arguments + `<tool_call|>` for one of
 // `tools`, optionally after a thought channel; the reply may end after any complete call.
-Grammar tool_call_grammar(std::vector<ToolGrammar> tools, bool thinking);
+// `parallel` false: exactly one call (OpenAI's parallel_tool_calls: false).
+Grammar tool_call_grammar(std::vector<ToolGrammar> tools, bool thinking, bool parallel = true);
 
 }  // namespace ringlm::guided

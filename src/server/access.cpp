@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 #include <chrono>
 #include <cstdio>
 
@@ -31,6 +32,25 @@ bool same_secret(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(x ^ y);
   }
   return diff == 0;
+}
+
+// A non-empty comma-separated list of header names (RFC 9110 tokens), at most 1 KiB.
+bool header_list(const std::string& s) {
+  if (s.empty() || s.size() > 1024) return false;
+  bool name = false;  // something since the last comma
+  for (char c : s) {
+    if (c == ',') {
+      if (!name) return false;
+      name = false;
+    } else if (c == ' ' || c == '\t') {
+      continue;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos) {
+      name = true;
+    } else {
+      return false;
+    }
+  }
+  return name;
 }
 
 }  // namespace
@@ -86,8 +106,15 @@ void add_cors_headers(const httplib::Request& req, httplib::Response& res, const
   }
   if (is_preflight(req)) {
     res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    // The headers the browser asks for are granted, as long as the list is plain header
+    // names: SDKs send their own (the openai JS client's x-stainless-*), and the origin is
+    // already trusted.
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    res.set_header("Access-Control-Allow-Headers", header_list(asked) ? asked : "Authorization, Content-Type");
     res.set_header("Access-Control-Max-Age", "600");
+    res.set_header("Vary", "Access-Control-Request-Headers");
+  } else {
+    res.set_header("Access-Control-Expose-Headers", "X-Ringlm-Max-Tokens-Clamped");
   }
 }
 

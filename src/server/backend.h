@@ -118,6 +118,30 @@ class Backend {
                                             const engine::GenerationParams& params,
                                             const engine::TokenCallback& on_token) = 0;
 
+  // /tokenize: ids of plain text, with the model's BOS first only when `add_special`, and
+  // special tokens written in the text matched as such only when `parse_special`. The
+  // default (a backend whose tokenize() adds nothing): tokenize().
+  virtual std::vector<std::int32_t> tokenize_text(std::string_view text, bool /*add_special*/, bool /*parse_special*/) {
+    return tokenize(text);
+  }
+  // Vocabulary size: ids in [0, vocab_size()) are valid.
+  virtual int vocab_size() const = 0;
+  // /apply-template: the prompt text of a conversation (render_chat's arguments), not its ids.
+  // The default joins the rendered ids' token texts.
+  virtual std::string render_chat_text(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                       const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking) {
+    std::string text;
+    for (std::int32_t id : render_chat(messages, tools, tool_choice, add_generation_prompt, enable_thinking))
+      text += token_text(id);
+    return text;
+  }
+  // /props: what the model directory says of itself (chat template source, bos/eos token
+  // strings); empty strings where it has none.
+  struct ModelInfo {
+    std::string chat_template, bos_token, eos_token;
+  };
+  virtual ModelInfo model_info() const { return {}; }
+
   // Splits a finished reply into content, reasoning and tool calls.
   virtual ParsedReply parse_reply(std::string_view text) = 0;
   // A fresh splitter for one reply to a request with thinking on (streamed or whole).

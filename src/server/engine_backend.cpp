@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -73,13 +75,11 @@ class EngineBackend final : public Backend {
   }
 
   std::string model_id() const override { return id_; }
-  int context_length() const override { return loop_->context_capacity(); }
-  int slots() const override { return loop_->max_sequences(); }
 
-  std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                        const std::string& tool_choice, bool add_generation_prompt,
-                                        bool enable_thinking) override {
-    // Templates print any role they are given; reject what no chat model was trained on.
+  // The template's view of a request. Templates print any role they are given: reject what
+  // no chat model was trained on.
+  static chat::ChatRequest chat_request(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                        const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking) {
     for (std::size_t i = 0; i < messages.size(); ++i) {
       const auto& role = messages[i].value("role", std::string());
       if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
@@ -91,7 +91,16 @@ class EngineBackend final : public Backend {
     if (tools.is_array() && !tools.empty() && tool_choice != "none") req.tools = tools;
     req.add_generation_prompt = add_generation_prompt;
     if (enable_thinking) req.enable_thinking = true;  // else the template's default, as before
-    return engine_.encode_chat(req, trust_control_tokens_);
+    return req;
+  }
+  int context_length() const override { return loop_->context_capacity(); }
+  int slots() const override { return loop_->max_sequences(); }
+
+  std::vector<std::int32_t> render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                        const std::string& tool_choice, bool add_generation_prompt,
+                                        bool enable_thinking) override {
+    return engine_.encode_chat(chat_request(messages, tools, tool_choice, add_generation_prompt, enable_thinking),
+                               trust_control_tokens_);
   }
 
   PromptWithMedia render_chat_media(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
@@ -213,6 +222,35 @@ class EngineBackend final : public Backend {
 
   std::vector<std::int32_t> tokenize(std::string_view text) override {
     return engine_.encode_text(text);
+  }
+
+  std::vector<std::int32_t> tokenize_text(std::string_view text, bool add_special, bool parse_special) override {
+    const auto& tok = engine_.tokenizer();
+    EncodeOptions eo;
+    eo.add_bos = add_special && tok.bos_id() >= 0;
+    eo.parse_special = parse_special;
+    return tok.encode(text, eo);
+  }
+
+  int vocab_size() const override { return engine_.tokenizer().vocab_size(); }
+
+  std::string render_chat_text(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                               const std::string& tool_choice, bool add_generation_prompt, bool enable_thinking) override {
+    return engine_.render_chat(chat_request(messages, tools, tool_choice, add_generation_prompt, enable_thinking));
+  }
+
+  ModelInfo model_info() const override {
+    ModelInfo info;
+    if (const chat::ChatTemplate* t = engine_.chat_template()) {
+      const auto& sp = t->special_tokens();
+      if (sp.contains("bos_token") && sp["bos_token"].is_string()) info.bos_token = sp["bos_token"].get<std::string>();
+      if (sp.contains("eos_token") && sp["eos_token"].is_string()) info.eos_token = sp["eos_token"].get<std::string>();
+    }
+    // The template's source as the model directory has it (a template inside a tokenizer
+    // config is not repeated here).
+    std::ifstream in(engine_.options().model_dir / "chat_template.jinja", std::ios::binary);
+    if (in) info.chat_template.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return info;
   }
 
   std::string token_text(std::int32_t id) override {

@@ -244,7 +244,11 @@ std::string FakeBackend::reply_for(const std::vector<std::int32_t>& prompt, cons
       const json& fn = tools[0]["function"];
       json call = {{"name", fn["name"]}, {"arguments", instance_of(fn.value("parameters", json::object()), 0)}};
       if (!call["arguments"].is_object()) call["arguments"] = json::object();
-      return kCallOpen + call.dump() + kCallClose;
+      std::string calls = kCallOpen + call.dump() + kCallClose;
+      // "__two_calls__" in the prompt: two calls, as a model making parallel calls would
+      // (one only where the tool grammar allows one).
+      if (prompt_text.find("__two_calls__") != std::string::npos && !params.single_tool_call) calls += calls;
+      return calls;
     }
   }
   static const char* kWords[] = {"the", "ring", "cache", "holds", "café", "tokens", "naïve", "model",

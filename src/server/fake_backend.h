@@ -1,7 +1,8 @@
 // A deterministic stand-in for the engine, for tests and `ringlm serve --fake-backend`.
 // One token per byte of text (so multi-byte characters split across tokens, like a real BPE
 // vocabulary can); replies are built from the request: a schema instance for json_schema,
-// a tool call of the first tool when tools are offered, otherwise a seeded word sequence;
+// a tool call of the first tool when tools are offered (two calls when the prompt says
+// "__two_calls__"), otherwise a seeded word sequence;
 // with thinking on, that reply follows a fixed `<think>...</think>` thought.
 // It honours max_tokens, stop strings (held back while they might still match), cancellation
 // and per-slot exclusivity, and records what it was asked for so tests can check plumbing.
@@ -47,6 +48,8 @@ class FakeBackend : public Backend {
                                     const std::vector<MediaInput>& media) override;
   std::vector<std::int32_t> tokenize(std::string_view text) override;
   std::string token_text(std::int32_t id) override;
+  int vocab_size() const override { return 256; }  // one token per byte
+  ModelInfo model_info() const override { return {"(the fake backend's own markup)", "", ""}; }
   engine::GenerationResult generate(int slot, const std::vector<std::int32_t>& prompt,
                                     const engine::GenerationParams& params,
                                     const engine::TokenCallback& on_token) override;

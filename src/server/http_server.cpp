@@ -15,6 +15,8 @@
 #include "server/connection_guard.h"
 #include "server/request.h"
 #include "server/response.h"
+#include "server/stream.h"
+#include "server/stream_formats.h"
 #include "server/web_ui.h"
 #include "util/error.h"
 
@@ -28,21 +30,27 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// How often a waiting request thread looks at its client's socket.
-constexpr auto kPollInterval = std::chrono::milliseconds(50);
-
 struct Route {
   const char* path;
   const char* method;
 };
 constexpr Route kRoutes[] = {{"/v1/chat/completions", "POST"},
                              {"/v1/completions", "POST"},
+                             {"/v1/responses", "POST"},
                              {"/v1/models", "GET"},
                              {"/health", "GET"},
-                             {"/metrics", "GET"}};
+                             {"/metrics", "GET"},
+                             // llama-server's utility routes (utility_endpoints.cpp)
+                             {"/tokenize", "POST"},
+                             {"/detokenize", "POST"},
+                             {"/apply-template", "POST"},
+                             {"/props", "GET"}};
 
 constexpr Route kModelRoute = {"/v1/models/{id}", "GET"};
 constexpr std::string_view kModelPrefix = "/v1/models/";
+
+// Probes stay open; every other route, the /v1 API and the utility routes alike, needs the key.
+bool needs_key(const std::string& path) { return path != "/health" && path != "/metrics"; }
 
 const Route* find_route(const std::string& path) {
   for (const auto& r : kRoutes) if (path == r.path) return &r;
@@ -59,178 +67,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
 int connection_fd(const httplib::Request& req) {
   return find_connection_fd(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
 }
-
-// The status a failed or cancelled job maps to; throws the ApiError for it.
-[[noreturn]] void throw_job_error(const Job& job) {
-  if (job.error_status() != 0)
-    throw ApiError(job.error_status(), job.error_message(), job.error_param(), job.error_code());
-  throw ApiError(503, "server is shutting down; the generation was cancelled", "", "shutting_down");
-}
-
-// Waits for a non-streaming job, cancelling it if the client disconnects meanwhile. Keeps the
-// token events when `keep` is given. Returns false if the client went away.
-bool await_job(Job& job, int fd, std::vector<TokenEvent>* keep) {
-  std::vector<TokenEvent> batch;
-  bool client_here = true;
-  for (;;) {
-    const bool done = job.take_events(batch, kPollInterval);
-    if (keep) keep->insert(keep->end(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
-    if (done) return client_here;
-    if (client_here && peer_closed(fd)) {
-      client_here = false;
-      job.cancel();  // the worker stops at its next token; keep waiting for it to let go
-    }
-  }
-}
-
-std::string join_text(const std::vector<TokenEvent>& events) {
-  std::string s;
-  for (const auto& ev : events) s += ev.text;
-  return s;
-}
-
-// Turns one response's token events into SSE text; one subclass per endpoint.
-class StreamFormat {
- public:
-  virtual ~StreamFormat() = default;
-  virtual std::string begin() = 0;
-  virtual std::string tokens(const std::vector<TokenEvent>& events) = 0;
-  virtual std::string end(const GenerationResult& r) = 0;
-};
-
-class ChatStreamFormat : public StreamFormat {
- public:
-  // `thinking`: a splitter when thinking is on and no tools are active; the thought streams
-  // as delta.reasoning_content chunks, the answer as delta.content chunks.
-  ChatStreamFormat(Backend& b, ResponseIdentity who, bool tools_active, bool logprobs, bool usage,
-                   std::unique_ptr<ThoughtSplitter> thinking)
-      : backend_(b), who_(std::move(who)), tools_(tools_active), logprobs_(logprobs), usage_(usage),
-        thinking_(std::move(thinking)) {}
-
-  std::string begin() override { return sse_event(chat_chunk(who_, {{"role", "assistant"}, {"content", ""}}, nullptr)); }
-
-  std::string tokens(const std::vector<TokenEvent>& events) override {
-    if (tools_) {  // a reply may turn out to be a tool call: hold it until it is complete
-      if (logprobs_) held_.insert(held_.end(), events.begin(), events.end());
-      return "";
-    }
-    std::string text = join_text(events);
-    if (text.empty() && !logprobs_) return "";
-    streamed_ += text;
-    if (thinking_) {
-      ThoughtSplitter::Delta d;
-      thinking_->push(text, d);
-      return delta_chunks(d, logprobs_for(events));
-    }
-    return sse_event(chat_chunk(who_, {{"content", text}}, nullptr, logprobs_for(events)));
-  }
-
-  std::string end(const GenerationResult& r) override {
-    std::string out;
-    const char* finish = engine::finish_reason_name(r.finish);
-    if (tools_) {
-      ParsedReply parsed = backend_.parse_reply(r.text);
-      if (!parsed.reasoning.empty()) out += sse_event(chat_chunk(who_, {{"reasoning_content", parsed.reasoning}}, nullptr));
-      if (!parsed.content.empty() || logprobs_) {
-        out += sse_event(chat_chunk(who_, {{"content", parsed.content}}, nullptr, logprobs_for(held_)));
-      }
-      if (!parsed.tool_calls.empty()) {
-        out += sse_event(chat_chunk(who_, {{"tool_calls", tool_calls_json(parsed.tool_calls, true)}}, nullptr));
-        finish = "tool_calls";
-      }
-    } else if (thinking_) {
-      ThoughtSplitter::Delta d;
-      if (r.text.size() > streamed_.size() && r.text.compare(0, streamed_.size(), streamed_) == 0)
-        thinking_->push(std::string_view(r.text).substr(streamed_.size()), d);
-      thinking_->finish(d);  // what the splitter held back (a partial marker)
-      out += delta_chunks(d, nullptr);
-    } else if (r.text.size() > streamed_.size() && r.text.compare(0, streamed_.size(), streamed_) == 0) {
-      // Text the engine held back (a stop-string prefix that never completed) and delivered
-      // only in its result.
-      out += sse_event(chat_chunk(who_, {{"content", r.text.substr(streamed_.size())}}, nullptr));
-    }
-    out += sse_event(chat_chunk(who_, json::object(), finish));
-    if (usage_) out += sse_event(usage_chunk(who_, "chat.completion.chunk", r));
-    return out;
-  }
-
- private:
-  json logprobs_for(const std::vector<TokenEvent>& events) {
-    if (!logprobs_) return nullptr;
-    json content = json::array();
-    for (const auto& ev : events) content.push_back(chat_logprob_entry(backend_, ev));
-    return {{"content", std::move(content)}};
-  }
-
-  // A reasoning_content chunk for the thought text, then a content chunk for the answer text
-  // (sent also when empty if it carries logprobs); the logprobs go on the last chunk.
-  std::string delta_chunks(const ThoughtSplitter::Delta& d, json lp) {
-    std::string out;
-    const bool content = !d.content.empty() || (d.reasoning.empty() && !lp.is_null());
-    if (!d.reasoning.empty())
-      out += sse_event(chat_chunk(who_, {{"reasoning_content", d.reasoning}}, nullptr, content ? json(nullptr) : lp));
-    if (content) out += sse_event(chat_chunk(who_, {{"content", d.content}}, nullptr, lp));
-    return out;
-  }
-
-  Backend& backend_;
-  ResponseIdentity who_;
-  bool tools_, logprobs_, usage_;
-  std::unique_ptr<ThoughtSplitter> thinking_;
-  std::string streamed_;
-  std::vector<TokenEvent> held_;
-};
-
-class CompletionStreamFormat : public StreamFormat {
- public:
-  CompletionStreamFormat(Backend& b, ResponseIdentity who, std::string echo, bool logprobs, bool top, bool usage)
-      : backend_(b), who_(std::move(who)), echo_(std::move(echo)), logprobs_(logprobs), top_(top), usage_(usage) {}
-
-  std::string begin() override {
-    offset_ = echo_.size();
-    return echo_.empty() ? "" : sse_event(completion_chunk(who_, echo_, nullptr));
-  }
-
-  std::string tokens(const std::vector<TokenEvent>& events) override {
-    std::string text = join_text(events);
-    if (text.empty() && !logprobs_) return "";
-    json lp = logprobs_ ? completion_logprobs(backend_, events, offset_, top_) : json(nullptr);
-    offset_ += text.size();
-    streamed_ += text;
-    return sse_event(completion_chunk(who_, text, nullptr, std::move(lp)));
-  }
-
-  std::string end(const GenerationResult& r) override {
-    std::string out;
-    if (r.text.size() > streamed_.size() && r.text.compare(0, streamed_.size(), streamed_) == 0) {
-      out += sse_event(completion_chunk(who_, r.text.substr(streamed_.size()), nullptr));
-    }
-    out += sse_event(completion_chunk(who_, "", engine::finish_reason_name(r.finish)));
-    if (usage_) out += sse_event(usage_chunk(who_, "text_completion", r));
-    return out;
-  }
-
- private:
-  Backend& backend_;
-  ResponseIdentity who_;
-  std::string echo_;
-  bool logprobs_, top_, usage_;
-  std::size_t offset_ = 0;
-  std::string streamed_;
-};
-
-// State one streamed response carries across content-provider calls.
-struct Stream {
-  std::shared_ptr<Job> job;
-  std::unique_ptr<StreamFormat> format;
-  engine::GenerationParams params;
-  int fd = -1;
-  std::vector<TokenEvent> first;  // events that arrived before the headers went out
-  bool first_done = false;
-  bool begun = false;
-  bool finished = false;
-  Clock::time_point started;
-};
 
 ConnectionLimits connection_limits(const ServerOptions& o) {
   ConnectionLimits l;
@@ -323,7 +159,7 @@ void HttpServer::install_routes() {
       res.status = 204;  // the CORS headers (if any origin is allowed) are added after routing
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (r && req.path.rfind("/v1", 0) == 0 && !authorized(req, options_.api_key)) {
+    if (r && needs_key(req.path) && !authorized(req, options_.api_key)) {
       send_error(res, ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' (ringlm serve --api-key)",
                                "", "invalid_api_key", "authentication_error"));
       res.set_header("WWW-Authenticate", "Bearer");
@@ -415,109 +251,46 @@ void HttpServer::install_routes() {
   s.Get(R"(/v1/models/(.+))", guarded(&HttpServer::handle_model));
   s.Get("/health", guarded(&HttpServer::handle_health));
   s.Get("/metrics", guarded(&HttpServer::handle_metrics));
+  s.Post("/v1/responses", guarded(&HttpServer::handle_responses));
+  s.Post("/tokenize", guarded(&HttpServer::handle_tokenize));
+  s.Post("/detokenize", guarded(&HttpServer::handle_detokenize));
+  s.Post("/apply-template", guarded(&HttpServer::handle_apply_template));
+  s.Get("/props", guarded(&HttpServer::handle_props));
 }
 
-int HttpServer::resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens,
-                                   const char* prompt_param) {
+int HttpServer::resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens, const char* prompt_param,
+                                   httplib::Response& res) {
   const long long ctx = backend_.context_length();
   const long long prompt = static_cast<long long>(prompt_tokens);
-  if (requested && *requested > options_.max_tokens) {
-    throw ApiError(400, "max_tokens " + std::to_string(*requested) + " is above this server's limit of " +
-                            std::to_string(options_.max_tokens),
-                   "max_tokens", "max_tokens_too_large");
-  }
-  if (requested && prompt + *requested > ctx) {
-    throw ApiError(400, "the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
-                            std::to_string(*requested) + ") exceeds the context length of " + std::to_string(ctx) + " tokens",
-                   prompt_param, "context_length_exceeded");
-  }
   if (prompt >= ctx) {
     throw ApiError(400, "the prompt (" + std::to_string(prompt) + " tokens) leaves no room in the context length of " +
                             std::to_string(ctx) + " tokens",
                    prompt_param, "context_length_exceeded");
   }
-  if (requested) return *requested;
-  return static_cast<int>(std::min<long long>(options_.max_tokens, ctx - prompt));
+  const long long room = std::min<long long>(options_.max_tokens, ctx - prompt);
+  if (!requested) return static_cast<int>(room);
+  // More than fits is clamped, as llama-server does, and the header says so: the reply then
+  // ends with finish_reason "length" where the limit cut it.
+  if (*requested > room) {
+    const bool by_server = options_.max_tokens <= ctx - prompt;
+    res.set_header(kMaxTokensClampedHeader, "requested=" + std::to_string(*requested) + " used=" + std::to_string(room) +
+                                                " limit=" + (by_server ? "server" : "context"));
+    return static_cast<int>(room);
+  }
+  return *requested;
 }
 
-// Streams a submitted job as SSE, or answers with an error status if it fails before its
-// first token. Shared by both generation endpoints.
-static void serve_stream(httplib::Response& res, std::shared_ptr<Stream> st, std::atomic<int>& open_streams,
-                         Metrics& metrics) {
-  // Hold the headers back until the first token, so that a request the engine rejects
-  // (e.g. a schema that does not compile) still gets a proper status code.
-  std::vector<TokenEvent> batch;
-  for (;;) {
-    st->first_done = st->job->take_events(batch, kPollInterval);
-    st->first.insert(st->first.end(), batch.begin(), batch.end());
-    if (st->first_done || !st->first.empty()) break;
-    if (peer_closed(st->fd)) {
-      st->job->cancel();
-      await_job(*st->job, -1, nullptr);
-      res.status = 499;  // client closed the request (nobody is reading this)
-      return;
-    }
-  }
-  if (st->first_done && (st->job->error_status() != 0 || st->job->result().finish == FinishReason::Cancelled)) {
-    throw_job_error(*st->job);
-  }
-  ++open_streams;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](std::size_t, httplib::DataSink& sink) {
-        auto send = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
-        std::vector<TokenEvent> events;
-        bool done;
-        if (!st->begun) {
-          st->begun = true;
-          if (!send(st->format->begin())) return st->job->cancel(), false;
-          events.swap(st->first);
-          done = st->first_done;
-        } else {
-          done = st->job->take_events(events, kPollInterval);
-        }
-        if (!events.empty() && !send(st->format->tokens(events))) return st->job->cancel(), false;
-        if (done) {
-          std::string tail;
-          const Job& job = *st->job;
-          if (job.error_status() != 0 || job.result().finish == FinishReason::Cancelled) {
-            try {
-              throw_job_error(job);
-            } catch (const ApiError& e) {
-              tail = sse_event(e.to_json());
-            }
-          } else {
-            tail = st->format->end(job.result()) + "data: [DONE]\n\n";
-            access_tokens(job.result().prompt_tokens, job.result().completion_tokens);
-          }
-          st->finished = true;
-          if (!send(tail)) return false;
-          sink.done();
-          return true;
-        }
-        if (events.empty() && peer_closed(st->fd)) return st->job->cancel(), false;
-        return true;
-      },
-      [st, &open_streams, &metrics](bool) {
-        if (!st->finished) st->job->cancel();  // client gone or server stopping
-        metrics.observe_request_duration(std::chrono::duration<double>(Clock::now() - st->started).count());
-        --open_streams;
-      });
-}
-
-void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res) {
-  const auto started = Clock::now();
-  if (scheduler_->draining()) throw ApiError(503, "server is shutting down", "", "shutting_down");
-  ChatRequest cr = parse_chat_request(parse_body(req.body));
+std::vector<std::int32_t> HttpServer::chat_prompt(ChatRequest& cr, httplib::Response& res,
+                                                  Scheduler::Reservation& place) {
   if (!cr.params.json_schema.empty() && cr.schema_in_prompt.value_or(options_.schema_in_prompt))
     describe_schema_in_prompt(cr.messages, cr.params.json_schema);
   // tool_choice "required" (or a named function, narrowed to it): the reply is a tool call
   // whose arguments follow that tool's parameter schema, enforced by the grammar.
-  if (!cr.tools.empty() && cr.tool_choice == "required") cr.params.tool_schemas = tool_schemas_json(cr.tools);
+  if (!cr.tools.empty() && cr.tool_choice == "required") {
+    cr.params.tool_schemas = tool_schemas_json(cr.tools);
+    cr.params.single_tool_call = cr.single_tool_call;
+  }
   std::vector<std::int32_t> prompt;
-  Scheduler::Reservation place;
   try {
     if (cr.media.empty()) {
       prompt = backend_.render_chat(cr.messages, cr.tools, cr.tool_choice, /*add_generation_prompt=*/true, cr.enable_thinking);
@@ -529,7 +302,8 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
       // backend into soft-token rows (issue #28: decoding came first, unbudgeted).
       const std::vector<MediaInput> media = load_media(cr.media, options_.media);
       const MediaPlan plan = backend_.plan_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking, media);
-      resolve_max_tokens(cr.max_tokens, static_cast<std::size_t>(plan.prompt_tokens), "messages");
+      httplib::Response check_only;  // the clamp header is set once, below, for the real prompt
+      resolve_max_tokens(cr.max_tokens, static_cast<std::size_t>(plan.prompt_tokens), "messages", check_only);
       place = scheduler_->reserve();
       MediaBudget::Lease lease = media_budget_.acquire(plan.work_bytes, cr.media[0].param);
       PromptWithMedia pm = backend_.render_chat_media(cr.messages, cr.tools, cr.tool_choice, true, cr.enable_thinking, media);
@@ -541,44 +315,95 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
     if (e.kind() != ErrorKind::invalid_argument) throw ApiError::from(e, "chat template: ");
     throw ApiError(400, e.what(), "messages", "invalid_messages");
   }
-  cr.params.max_tokens = resolve_max_tokens(cr.max_tokens, prompt.size(), "messages");
+  cr.params.max_tokens = resolve_max_tokens(cr.max_tokens, prompt.size(), "messages", res);
+  return prompt;
+}
+
+std::vector<std::shared_ptr<Job>> HttpServer::submit_jobs(const std::vector<std::int32_t>& prompt,
+                                                          const engine::GenerationParams& params, int n,
+                                                          Scheduler::Reservation&& place) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  try {
+    for (int i = 0; i < n; ++i) {
+      // The choices differ by seed (seed, seed+1, ...: a given seed still repeats the whole set).
+      engine::GenerationParams p = params;
+      p.sampling.seed += static_cast<std::uint64_t>(i);
+      jobs.push_back(std::make_shared<Job>(prompt, std::move(p)));
+      // The first choice takes the queue place held while media was encoded (if any).
+      if (i == 0) scheduler_->submit(jobs.back(), std::move(place));
+      else scheduler_->submit(jobs.back());
+    }
+  } catch (...) {
+    // All or none: a queue that fills up part way takes back the choices it already took.
+    for (auto& j : jobs) j->cancel();
+    throw;
+  }
+  return jobs;
+}
+
+void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res) {
+  const auto started = Clock::now();
+  if (scheduler_->draining()) throw ApiError(503, "server is shutting down", "", "shutting_down");
+  ChatRequest cr = parse_chat_request(parse_body(req.body));
+  Scheduler::Reservation place;
+  std::vector<std::int32_t> prompt = chat_prompt(cr, res, place);
   const bool tools_active = !cr.tools.empty() && cr.tool_choice != "none";
   ResponseIdentity who{new_id("chatcmpl-"), static_cast<std::int64_t>(std::time(nullptr)), backend_.model_id()};
-
-  auto job = std::make_shared<Job>(std::move(prompt), cr.params);
-  scheduler_->submit(job, std::move(place));
+  auto jobs = submit_jobs(prompt, cr.params, cr.n, std::move(place));
   const int fd = connection_fd(req);
 
   if (cr.stream) {
     auto st = std::make_shared<Stream>();
-    st->job = job;
-    st->format = std::make_unique<ChatStreamFormat>(backend_, who, tools_active, cr.params.logprobs, cr.include_usage,
-                                                    cr.enable_thinking && !tools_active ? backend_.thought_splitter() : nullptr);
-    st->params = cr.params;
+    st->jobs = jobs;
+    for (int i = 0; i < cr.n; ++i) {
+      ChatStreamOptions o{i, tools_active, cr.single_tool_call, cr.params.logprobs, cr.include_usage, jobs[i]->params()};
+      st->formats.push_back(make_chat_stream_format(
+          backend_, who, std::move(o), cr.enable_thinking && !tools_active ? backend_.thought_splitter() : nullptr));
+    }
     st->fd = fd;
     st->started = started;
     serve_stream(res, st, open_streams_, metrics_);
     return;
   }
 
-  std::vector<TokenEvent> events;
-  if (!await_job(*job, fd, cr.params.logprobs ? &events : nullptr)) {
-    res.status = 499;
-    return;
+  json choices = json::array();
+  for (int i = 0; i < cr.n; ++i) {
+    Job& job = *jobs[static_cast<std::size_t>(i)];
+    std::vector<TokenEvent> events;
+    if (!await_job(job, fd, cr.params.logprobs ? &events : nullptr)) {
+      for (auto& j : jobs) j->cancel();
+      for (auto& j : jobs) await_job(*j, -1, nullptr);
+      res.status = 499;
+      return;
+    }
+    if (job_failed(job)) {
+      for (auto& j : jobs) j->cancel();
+      throw_job_error(job);
+    }
+    choices.push_back(chat_choice(i, job.result(), job.params(), tools_active, cr, events));
   }
-  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job);
-  const GenerationResult& r = job->result();
-  access_tokens(r.prompt_tokens, r.completion_tokens);
+  const GenerationResult total = combined_result(jobs);
+  access_tokens(total.prompt_tokens, total.completion_tokens);
+  json body = chat_completion(who, nullptr, "stop", nullptr, total);
+  body["choices"] = std::move(choices);
+  res.set_content(dump_json(body), "application/json");
+  metrics_.observe_request_duration(std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+json HttpServer::chat_choice(int index, const GenerationResult& r, const engine::GenerationParams& params,
+                             bool tools_active, const ChatRequest& cr, const std::vector<TokenEvent>& events) {
   json message = {{"role", "assistant"}, {"content", r.text}};
   const char* finish = engine::finish_reason_name(r.finish);
   if (tools_active) {
     ParsedReply parsed = backend_.parse_reply(r.text);
+    limit_tool_calls(parsed, cr.single_tool_call);
     message["content"] = parsed.content;
     if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
     if (!parsed.tool_calls.empty()) {
       if (parsed.content.empty()) message["content"] = nullptr;
       message["tool_calls"] = tool_calls_json(parsed.tool_calls, false);
-      finish = "tool_calls";
+      // A reply cut by a limit says so, even when a call before the cut was complete.
+      if (r.finish != FinishReason::Length) finish = "tool_calls";
     }
   } else if (cr.enable_thinking) {
     // The thought as reasoning_content, the answer alone as content (what a schema constrains).
@@ -590,13 +415,14 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
     if (!d.reasoning.empty()) message["reasoning_content"] = d.reasoning;
   }
   json logprobs = nullptr;
-  if (cr.params.logprobs) {
+  if (params.logprobs) {
     json content = json::array();
     for (const auto& ev : events) content.push_back(chat_logprob_entry(backend_, ev));
     logprobs = {{"content", std::move(content)}};
   }
-  res.set_content(dump_json(chat_completion(who, std::move(message), finish, std::move(logprobs), r)), "application/json");
-  metrics_.observe_request_duration(std::chrono::duration<double>(Clock::now() - started).count());
+  json choice = {{"index", index}, {"message", std::move(message)}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
+  if (json err = truncation_error(params, r); !err.is_null()) choice["error"] = std::move(err);
+  return choice;
 }
 
 void HttpServer::handle_completion(const httplib::Request& req, httplib::Response& res) {
@@ -604,37 +430,51 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
   if (scheduler_->draining()) throw ApiError(503, "server is shutting down", "", "shutting_down");
   CompletionRequest cr = parse_completion_request(parse_body(req.body));
   std::vector<std::int32_t> prompt = backend_.tokenize(cr.prompt);
-  cr.params.max_tokens = resolve_max_tokens(cr.max_tokens, prompt.size(), "prompt");
+  cr.params.max_tokens = resolve_max_tokens(cr.max_tokens, prompt.size(), "prompt", res);
   ResponseIdentity who{new_id("cmpl-"), static_cast<std::int64_t>(std::time(nullptr)), backend_.model_id()};
   const std::string echo = cr.echo ? cr.prompt : "";
   const bool with_top = cr.params.top_logprobs > 0;
-
-  auto job = std::make_shared<Job>(std::move(prompt), cr.params);
-  scheduler_->submit(job);
+  auto jobs = submit_jobs(prompt, cr.params, cr.n, Scheduler::Reservation{});
   const int fd = connection_fd(req);
 
   if (cr.stream) {
     auto st = std::make_shared<Stream>();
-    st->job = job;
-    st->format = std::make_unique<CompletionStreamFormat>(backend_, who, echo, cr.params.logprobs, with_top, cr.include_usage);
-    st->params = cr.params;
+    st->jobs = jobs;
+    for (int i = 0; i < cr.n; ++i)
+      st->formats.push_back(make_completion_stream_format(backend_, who, echo, cr.params.logprobs, with_top, cr.include_usage,
+                                                          jobs[i]->params(), i));
     st->fd = fd;
     st->started = started;
     serve_stream(res, st, open_streams_, metrics_);
     return;
   }
 
-  std::vector<TokenEvent> events;
-  if (!await_job(*job, fd, cr.params.logprobs ? &events : nullptr)) {
-    res.status = 499;
-    return;
+  json choices = json::array();
+  for (int i = 0; i < cr.n; ++i) {
+    Job& job = *jobs[static_cast<std::size_t>(i)];
+    std::vector<TokenEvent> events;
+    if (!await_job(job, fd, cr.params.logprobs ? &events : nullptr)) {
+      for (auto& j : jobs) j->cancel();
+      for (auto& j : jobs) await_job(*j, -1, nullptr);
+      res.status = 499;
+      return;
+    }
+    if (job_failed(job)) {
+      for (auto& j : jobs) j->cancel();
+      throw_job_error(job);
+    }
+    const GenerationResult& r = job.result();
+    json logprobs = cr.params.logprobs ? completion_logprobs(backend_, events, echo.size(), with_top) : json(nullptr);
+    json choice = {{"index", i}, {"text", echo + r.text}, {"logprobs", std::move(logprobs)},
+                   {"finish_reason", engine::finish_reason_name(r.finish)}};
+    if (json err = truncation_error(job.params(), r); !err.is_null()) choice["error"] = std::move(err);
+    choices.push_back(std::move(choice));
   }
-  if (job->error_status() != 0 || job->result().finish == FinishReason::Cancelled) throw_job_error(*job);
-  const GenerationResult& r = job->result();
-  access_tokens(r.prompt_tokens, r.completion_tokens);
-  json logprobs = cr.params.logprobs ? completion_logprobs(backend_, events, echo.size(), with_top) : json(nullptr);
-  res.set_content(dump_json(text_completion(who, echo + r.text, engine::finish_reason_name(r.finish), std::move(logprobs), r)),
-                  "application/json");
+  const GenerationResult total = combined_result(jobs);
+  access_tokens(total.prompt_tokens, total.completion_tokens);
+  json body = text_completion(who, "", "stop", nullptr, total);
+  body["choices"] = std::move(choices);
+  res.set_content(dump_json(body), "application/json");
   metrics_.observe_request_duration(std::chrono::duration<double>(Clock::now() - started).count());
 }
 

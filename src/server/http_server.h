@@ -26,6 +26,11 @@ struct Response;
 namespace ringlm::server {
 
 class GuardedServer;
+struct ChatRequest;
+
+// Set on a response whose max_tokens was more than the context (or --max-tokens) leaves room
+// for: "requested=N used=M limit=context|server" (the request goes ahead with M).
+constexpr const char* kMaxTokensClampedHeader = "X-Ringlm-Max-Tokens-Clamped";
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -49,6 +54,9 @@ struct ServerOptions {
   std::vector<std::string> allowed_hosts;
   std::string cors_origin;          // non-empty: browsers from this origin ("*" = any) may call the API
   bool web_ui = true;               // the chat / extraction page at / (src/server/web)
+  // Said to people by /props and the page: non-empty for a stand-in model (the built-in demo
+  // model has random weights; its text is meaningless).
+  std::string model_notice;
   // Describe a request's response_format schema to the model in a system message (off by
   // default, as OpenAI does not inject it; the request field schema_in_prompt overrides).
   bool schema_in_prompt = false;
@@ -85,7 +93,30 @@ class HttpServer {
   void handle_model(const httplib::Request& req, httplib::Response& res);
   void handle_health(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(const httplib::Request& req, httplib::Response& res);
-  int resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens, const char* prompt_param);
+  // Utility routes in llama-server's shapes (utility_endpoints.cpp).
+  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_apply_template(const httplib::Request& req, httplib::Response& res);
+  void handle_props(const httplib::Request& req, httplib::Response& res);
+  // The OpenAI Responses API, stateless (responses_api.cpp).
+  void handle_responses(const httplib::Request& req, httplib::Response& res);
+
+  // What the chat routes share: the prompt of a parsed request (schema described in the
+  // prompt if asked, the tool grammar set, media encoded) with params.max_tokens resolved.
+  // `place`: the queue place taken before media is decoded (issue #28), for submit_jobs.
+  std::vector<std::int32_t> chat_prompt(ChatRequest& cr, httplib::Response& res, Scheduler::Reservation& place);
+  // max_tokens for a prompt: clamped to what is left of the context and --max-tokens (with
+  // kMaxTokensClampedHeader set on `res`); 400 when the prompt leaves no room.
+  int resolve_max_tokens(const std::optional<int>& requested, std::size_t prompt_tokens, const char* prompt_param,
+                         httplib::Response& res);
+  // Queues n jobs of one request (seeds seed, seed+1, ...), all or none.
+  std::vector<std::shared_ptr<Job>> submit_jobs(const std::vector<std::int32_t>& prompt,
+                                                const engine::GenerationParams& params, int n,
+                                                Scheduler::Reservation&& place);
+  // One choice of a chat.completion: content, reasoning, tool calls, logprobs, the cut flag.
+  nlohmann::ordered_json chat_choice(int index, const engine::GenerationResult& r, const engine::GenerationParams& params,
+                                     bool tools_active, const ChatRequest& cr,
+                                     const std::vector<engine::TokenEvent>& events);
 
   Backend& backend_;
   ServerOptions options_;

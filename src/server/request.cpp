@@ -124,9 +124,7 @@ void parse_sampling(const json& body, SamplingRequest& r) {
   auto mct = get_integer(body, "max_completion_tokens", 1, std::numeric_limits<int>::max());
   if (mct) r.max_tokens = static_cast<int>(*mct);
   else if (mt) r.max_tokens = static_cast<int>(*mt);
-  if (auto n = get_integer(body, "n", std::numeric_limits<int>::min(), std::numeric_limits<int>::max()); n && *n != 1) {
-    bad("n", "only n=1 is supported");
-  }
+  if (auto n = get_integer(body, "n", 1, kMaxChoices)) r.n = static_cast<int>(*n);
   parse_stop(body, r.params);
   // The OpenAI ranges above are in double; the sampler works in float, where 1e-46 is 0 and
   // 1e-40 a denormal. The shared rule (sampling/sampler.h) decides on what the sampler sees,
@@ -188,6 +186,7 @@ json normalise_messages(const json& body, std::vector<MediaRef>& media) {
 }
 
 void parse_tools(const json& body, ChatRequest& r) {
+  if (auto p = get_bool(body, "parallel_tool_calls")) r.single_tool_call = !*p;
   if (const json* t = field(body, "tools")) {
     if (!t->is_array()) bad("tools", "'tools' must be an array");
     for (std::size_t i = 0; i < t->size(); ++i) {
@@ -277,6 +276,16 @@ void parse_thinking(const json& body, ChatRequest& r) {
         bad("chat_template_kwargs.enable_thinking", "'chat_template_kwargs.enable_thinking' must be a boolean");
       r.enable_thinking = e->get<bool>();
     }
+  }
+  // reasoning_effort (OpenAI): Gemma 4's thinking is on or off, so "none" and "minimal" turn it
+  // off and "low", "medium", "high" turn it on (the levels are not told apart); another value
+  // is refused by name. An explicit enable_thinking wins.
+  if (auto effort = get_string(body, "reasoning_effort")) {
+    const bool on = *effort == "low" || *effort == "medium" || *effort == "high";
+    if (!on && *effort != "none" && *effort != "minimal")
+      bad("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium or high (got '" + effort->substr(0, 40) + "')");
+    const json* kw = field(body, "chat_template_kwargs");
+    if (!field(body, "enable_thinking") && !(kw && field(*kw, "enable_thinking"))) r.enable_thinking = on;
   }
   if (auto b = get_integer(body, "thinking_budget", 0, std::numeric_limits<int>::max())) {
     r.params.thinking_budget = static_cast<int>(*b);

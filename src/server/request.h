@@ -22,7 +22,11 @@ struct SamplingRequest {
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
   std::string model;
+  int n = 1;                         // choices to generate (1..kMaxChoices), each its own job
 };
+
+// The most choices (`n`) one request may ask for: each is a generation of its own.
+constexpr int kMaxChoices = 16;
 
 struct ChatRequest : SamplingRequest {
   nlohmann::ordered_json messages;           // normalised (see Backend::render_chat)
@@ -34,6 +38,9 @@ struct ChatRequest : SamplingRequest {
   // template asks the model to think, a schema / tool grammar applies after the thought
   // channel (params.guided_thinking), and the reply's thought is returned as reasoning_content.
   bool enable_thinking = false;
+  // parallel_tool_calls: false - at most one tool call in a reply (the grammar of tool_choice
+  // "required" allows only one; in "auto" mode calls after the first are dropped).
+  bool single_tool_call = false;
 };
 
 struct CompletionRequest : SamplingRequest {

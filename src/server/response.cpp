@@ -90,13 +90,13 @@ json chat_completion(const ResponseIdentity& who, json message, const char* fini
           {"usage", usage_json(r)}};
 }
 
-json chat_chunk(const ResponseIdentity& who, json delta, const char* finish_reason, json logprobs) {
+json chat_chunk(const ResponseIdentity& who, json delta, const char* finish_reason, json logprobs, int index) {
   return {{"id", who.id},
           {"object", "chat.completion.chunk"},
           {"created", who.created},
           {"model", who.model},
           {"choices",
-           json::array({{{"index", 0},
+           json::array({{{"index", index},
                          {"delta", std::move(delta)},
                          {"logprobs", std::move(logprobs)},
                          {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}}})}};
@@ -113,16 +113,32 @@ json text_completion(const ResponseIdentity& who, const std::string& text, const
           {"usage", usage_json(r)}};
 }
 
-json completion_chunk(const ResponseIdentity& who, const std::string& text, const char* finish_reason, json logprobs) {
+json completion_chunk(const ResponseIdentity& who, const std::string& text, const char* finish_reason, json logprobs,
+                      int index) {
   return {{"id", who.id},
           {"object", "text_completion"},
           {"created", who.created},
           {"model", who.model},
           {"choices",
-           json::array({{{"index", 0},
+           json::array({{{"index", index},
                          {"text", text},
                          {"logprobs", std::move(logprobs)},
                          {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}}})}};
+}
+
+json truncation_error(const engine::GenerationParams& params, const engine::GenerationResult& r) {
+  if (r.finish != engine::FinishReason::Length) return nullptr;
+  const char* what = !params.tool_schemas.empty() ? "tool call"
+                     : !params.json_schema.empty() ? "JSON value (response_format json_schema)"
+                     : params.json_object ? "JSON object (response_format json_object)"
+                                          : nullptr;
+  if (!what) return nullptr;
+  return {{"message", std::string("the reply was cut after ") + std::to_string(r.completion_tokens) +
+                          " tokens (max_tokens or the context) before its " + what +
+                          " was complete: it does not match what was asked for; raise max_tokens"},
+          {"type", "incomplete_output"},
+          {"param", "max_tokens"},
+          {"code", "output_truncated"}};
 }
 
 json usage_chunk(const ResponseIdentity& who, const char* object, const engine::GenerationResult& r) {

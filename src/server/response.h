@@ -37,11 +37,17 @@ nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, bool 
 nlohmann::ordered_json chat_completion(const ResponseIdentity& who, nlohmann::ordered_json message, const char* finish_reason,
                                nlohmann::ordered_json logprobs, const engine::GenerationResult& r);
 nlohmann::ordered_json chat_chunk(const ResponseIdentity& who, nlohmann::ordered_json delta, const char* finish_reason,
-                          nlohmann::ordered_json logprobs = nullptr);
+                          nlohmann::ordered_json logprobs = nullptr, int index = 0);
 nlohmann::ordered_json text_completion(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
                                nlohmann::ordered_json logprobs, const engine::GenerationResult& r);
 nlohmann::ordered_json completion_chunk(const ResponseIdentity& who, const std::string& text, const char* finish_reason,
-                                nlohmann::ordered_json logprobs = nullptr);
+                                nlohmann::ordered_json logprobs = nullptr, int index = 0);
+// A reply that had to follow a grammar (response_format json_schema / json_object, or forced
+// tool calls) but was cut by a limit before it was complete does not match what was asked
+// for: this is the `error` object its choice carries then (docs/server.md "Cut replies");
+// null for any other reply.
+nlohmann::ordered_json truncation_error(const engine::GenerationParams& params, const engine::GenerationResult& r);
+
 nlohmann::ordered_json usage_chunk(const ResponseIdentity& who, const char* object, const engine::GenerationResult& r);
 
 // "data: <json>\n\n"

@@ -99,6 +99,26 @@ TEST(ReplyGrammar, ThinkingBudgetForcesTheClose) {
   EXPECT_TRUE(mask_has(mask, greedy_tokenize(*v, "x")[0]));
 }
 
+// parallel_tool_calls: false - exactly one call, of any of the tools, thinking first allowed.
+TEST(ReplyGrammar, SingleToolCallGrammarAllowsOneCallOnly) {
+  auto v = marker_vocab();
+  Json time = Json::parse(R"({"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"],"additionalProperties":false})");
+  std::vector<ToolGrammar> tools;
+  tools.push_back({"get_time", compile_schema(time).grammar});
+  auto idx = index_of(tool_call_grammar(std::move(tools), true, /*parallel=*/false), v);
+  const std::string t = kCall + "call:get_time{\"tz\":\"UTC\"}" + kCallEnd;
+  EXPECT_TRUE(accepts(idx, t));
+  EXPECT_TRUE(accepts(idx, kOpen + "which one?" + kClose + t));
+  EXPECT_FALSE(accepts(idx, t + t));
+  EXPECT_FALSE(accepts(idx, ""));
+  // After the call only the end is allowed: the close token leaves no call marker in the mask.
+  Matcher m(idx);
+  for (uint32_t tok : greedy_tokenize(*v, t)) ASSERT_TRUE(m.accept(tok));
+  std::vector<uint32_t> mask(v->mask_words());
+  m.fill_mask(mask.data());
+  EXPECT_FALSE(mask_has(mask, greedy_tokenize(*v, kCall)[0]));
+}
+
 TEST(ReplyGrammar, ToolCallArgumentsFollowTheirSchema) {
   auto v = marker_vocab();
   Json weather = Json::parse(

@@ -32,7 +32,7 @@ try {
   page.on('pageerror', (e) => errors.push(e.message));
   // Everything the page loads must come from the server itself.
   const foreign = [];
-  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('blob:')) foreign.push(r.url()); });
+  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('blob:') && !r.url().startsWith('data:')) foreign.push(r.url()); });
 
   await page.goto(base + '/', { waitUntil: 'load' });
   if (key) {
@@ -66,6 +66,40 @@ try {
   check((await page.$$('.msg.error')).length === 0, 'no error bubble');
   await page.screenshot({ path: path.join(shots, 'web-ui-chat.png') });
 
+  // An image attached to a message (issue #30): sent as an image_url part, named in the bubble.
+  const image = process.env.RINGLM_TEST_IMAGE;
+  if (image) {
+    const input = await page.$('#attach');
+    await input.uploadFile(image);
+    await page.waitForFunction(() => document.getElementById('attached').textContent.length > 0, { timeout: 10000 });
+    await page.type('#prompt', 'What is in this picture?');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done="true"]').length === 2, { timeout: 90000 });
+    check((await page.$$('.msg.error')).length === 0, 'an image message gets a reply, no error');
+    const tag = await page.$$eval('.msg.user .media', (els) => els.map((e) => e.textContent));
+    check(tag.length === 1 && tag[0] === path.basename(image), 'the user bubble names the image: ' + JSON.stringify(tag));
+  }
+
+  // Replies render as Markdown through the escaping renderer: only its own tags.
+  const foreignTags = await page.$$eval('.msg.assistant *', (els) =>
+    els.map((e) => e.tagName.toLowerCase()).filter((t) => !['p', 'br', 'h3', 'h4', 'h5', 'ul', 'ol', 'li', 'pre', 'code', 'strong', 'em', 'a'].includes(t)));
+  check(foreignTags.length === 0, 'assistant bubbles hold only the renderer\'s tags ' + JSON.stringify(foreignTags));
+  const rendered = await page.evaluate(() => ringlmMarkdown.render('**b** <img src=x onerror=alert(1)>'));
+  check(rendered === '<p><strong>b</strong> &lt;img src=x onerror=alert(1)&gt;</p>', 'markdown escapes raw HTML: ' + rendered);
+
+  // The conversation survives a reload (localStorage), and "New chat" forgets it.
+  const before = await page.$$eval('.msg', (els) => els.map((e) => e.className + ':' + e.textContent));
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction((n) => document.querySelectorAll('.msg').length === n, { timeout: 10000 }, before.length);
+  const after = await page.$$eval('.msg', (els) => els.map((e) => e.className + ':' + e.textContent));
+  check(JSON.stringify(after) === JSON.stringify(before), 'the conversation is back after a reload (' + after.length + ' messages)');
+  await page.click('#clear');
+  await page.reload({ waitUntil: 'load' });
+  check((await page.$$('.msg')).length === 0, 'New chat forgets the conversation');
+  const icon = await page.evaluate(async () => (await fetch('/favicon.ico')).status);
+  check(icon === 200, '/favicon.ico is served');
+  check(await page.$eval('#notice', (el) => el.hidden), 'no stand-in notice for a --model');
+
   // Extraction playground: two rows against the ticket schema.
   await page.click('#tab-extract');
   await page.select('#schema-preset', 'ticket');
@@ -87,6 +121,18 @@ try {
   }
   check(!(await page.$eval('#download', (b) => b.disabled)), 'download is enabled');
   await page.screenshot({ path: path.join(shots, 'web-ui-extract.png'), fullPage: true });
+
+  // A stand-in model (the fake backend here, the demo model alike) is said at the top.
+  const noticeBase = process.env.RINGLM_NOTICE_URL;
+  if (noticeBase) {
+    const other = await browser.newPage();
+    other.on('pageerror', (e) => errors.push(e.message));
+    await other.goto(noticeBase + '/', { waitUntil: 'load' });
+    await other.waitForFunction(() => !document.getElementById('notice').hidden, { timeout: 10000 });
+    const notice = await other.$eval('#notice', (el) => el.textContent);
+    check(/stand-in|demo/.test(notice), 'the page says the model is a stand-in: ' + notice);
+    await other.close();
+  }
 
   check(errors.length === 0, 'no script errors ' + JSON.stringify(errors));
   check(foreign.length === 0, 'nothing loaded from elsewhere ' + JSON.stringify(foreign));

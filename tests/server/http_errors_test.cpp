@@ -44,7 +44,10 @@ TEST_F(HttpErrors, WrongTypesNameTheField) {
       {{{"stop", 5}}, "stop"},
       {{{"stop", {"a", 1}}}, "stop"},
       {{{"stream", "yes"}}, "stream"},
-      {{{"n", 2}}, "n"},
+      {{{"n", 0}}, "n"},
+      {{{"n", 17}}, "n"},
+      {{{"reasoning_effort", "max"}}, "reasoning_effort"},
+      {{{"parallel_tool_calls", 1}}, "parallel_tool_calls"},
       {{{"logprobs", 1}}, "logprobs"},
       {{{"top_logprobs", 21}, {"logprobs", true}}, "top_logprobs"},
       {{{"top_logprobs", 2}}, "top_logprobs"},
@@ -76,14 +79,19 @@ TEST_F(HttpErrors, TemplateRejectionIs400OnMessages) {
   EXPECT_EQ(expect_error(r, 400)["param"], "messages");
 }
 
+// max_tokens above --max-tokens or the context's room is clamped, as llama-server does (the
+// header is checked in http_tools_api_test.cpp); a prompt that fills the context is refused.
 TEST_F(HttpErrors, LengthLimits) {
-  auto over_limit = expect_error(post("/v1/chat/completions", chat("x", {{"max_tokens", 501}})), 400);
-  EXPECT_EQ(over_limit["param"], "max_tokens");
-  EXPECT_EQ(over_limit["code"], "max_tokens_too_large");
-  // 900-byte prompt + 200 > 1000-token context.
-  auto too_long = expect_error(post("/v1/chat/completions", chat(std::string(900, 'a'), {{"max_tokens", 200}})), 400);
-  EXPECT_EQ(too_long["code"], "context_length_exceeded");
-  EXPECT_EQ(too_long["param"], "messages");
+  auto over_limit = post("/v1/chat/completions", chat("x", {{"max_tokens", 501}}));
+  EXPECT_EQ(over_limit.status, 200) << over_limit.body;
+  EXPECT_EQ(backend_->last_seen().params.max_tokens, 500);
+  // 900-byte prompt + 200 > 1000-token context: the rest of the context.
+  auto too_long = post("/v1/chat/completions", chat(std::string(900, 'a'), {{"max_tokens", 200}}));
+  EXPECT_EQ(too_long.status, 200) << too_long.body;
+  EXPECT_EQ(backend_->last_seen().params.max_tokens, 1000 - static_cast<int>(("<|user|>" + std::string(900, 'a') + "\n<|assistant|>").size()));
+  auto full = expect_error(post("/v1/chat/completions", chat(std::string(1000, 'a'))), 400);
+  EXPECT_EQ(full["code"], "context_length_exceeded");
+  EXPECT_EQ(full["param"], "messages");
   EXPECT_EQ(expect_error(post("/v1/completions", {{"prompt", std::string(1000, 'a')}}), 400)["code"], "context_length_exceeded");
   // The same prompt with room left is fine.
   EXPECT_EQ(post("/v1/chat/completions", chat(std::string(900, 'a'), {{"max_tokens", 50}})).status, 200);

@@ -59,9 +59,22 @@ const ringlm = (() => {
       if (!res.ok) throw await failure(res);
       const m = (await res.json()).data[0];
       label.textContent = m.id + ' · context ' + m.context_length;
+      loadNotice();
     } catch (e) {
       label.textContent = e.message;
     }
+  }
+
+  // /props says when the model is a stand-in (the built-in demo model's text is meaningless).
+  async function loadNotice() {
+    const notice = document.getElementById('notice');
+    try {
+      const res = await fetch('/props', { headers: headers() });
+      if (!res.ok) return;
+      const text = ((await res.json()).ringlm || {}).model_notice || '';
+      notice.textContent = text;
+      notice.hidden = !text;
+    } catch (_) { /* an older server: no notice */ }
   }
 
   // Tabs: click or arrow keys.
