@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/command.h"
+#include "cli/compute_device.h"
 #include "cli/environment.h"
 #include "cli/progress_display.h"
 #include "cli/help.h"
@@ -45,7 +46,8 @@ std::string default_model_dir() {
 int main(int argc, char** argv) {
   CLI::App app{"ringlm: a native runtime for Gemma 4 on-device models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ringlm 0.1.0");
+  app.set_version_flag("--version", ringlm::cli::vulkan_compiled_in() ? "ringlm 0.1.0 (Vulkan backend: compiled in)"
+                                                                      : "ringlm 0.1.0 (Vulkan backend: not compiled in)");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   ringlm::cli::show_defaults(app);
   ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load
