@@ -15,6 +15,9 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-venv libssl-dev
   libclang-rt-14-dev
   g++-aarch64-linux-gnu qemu-user-static
+  # The Vulkan backend (docs/backends.md): headers, the shader compiler, and Mesa's lavapipe,
+  # a Vulkan device on the CPU that the tests in tests/vulkan run on.
+  libvulkan-dev glslc spirv-tools mesa-vulkan-drivers
 )
 # Node.js runs the reference implementations (tokenizers, jinja, openai client); use the
 # machine's node if it has one (it may come from another repository with npm bundled).

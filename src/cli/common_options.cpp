@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/compute_device.h"
 #include "cli/environment.h"
 #include "cli/model_locator.h"
 #include "sampling/sampler.h"
@@ -34,6 +35,7 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
       ->check(CLI::IsMember({"int8", "int8x2", "f32"}));
   app->add_option("--kv-type", kv_type, "KV cache element type: f16 (half the memory and bytes per step) or f32 (default: f16)")
       ->check(CLI::IsMember({"f16", "f32"}));
+  app->add_option("--device", device, "Compute device: cpu (default) or vulkan[:N] (`ringlm devices` lists them)");
   if (!guided) return;
   app->add_option("--schema-mode", schema_mode,
                   "strict: refuse a schema the grammar cannot enforce exactly, naming the keyword and its JSON "
@@ -97,6 +99,8 @@ model::ModelOptions ModelFlags::model_options() const {
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
   o.reference_attention = reference_attention_from_env();
+  if (device != "cpu" && !opened_device) opened_device = open_compute_device(device);
+  o.device = opened_device;
   return o;
 }
 
@@ -110,6 +114,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.weights = mo.weights;
   o.activations = mo.activations;
   o.reference_attention = mo.reference_attention;
+  o.device = mo.device;
   o.lm_head_subset = lm_head_subset_from_env();
   o.kv_type = kv::parse_kv_type(kv_type);
   o.schema_mode = guided::parse_schema_mode(schema_mode);

@@ -21,18 +21,21 @@ struct ModelFlags {
   std::string json_style = "compact";
   std::string schema_mode = "strict";
   std::string weights = "q4_0", activations = "int8x2", kv_type = "f16";
+  std::string device = "cpu";  // --device cpu|vulkan[:N] (cli/compute_device.h)
   size_t grammar_cache_mb = 512, grammar_cache_entries = 256, mask_cache_mb = 128;
 
   // --model, --ctx, --threads, --weights, --activations; with `guided` also --json-style and
   // the grammar and mask cache bounds (commands that generate text). llama.cpp's spellings
   // are aliases where they mean the same: -m, -c/--ctx-size, -t, -ngl (see llama_aliases.h).
   void add_to(CLI::App* app, bool guided = true);
+  mutable std::shared_ptr<backend::Device> opened_device;  // --device, once opened
   // Resolves the model directory (printing the demo notice to stderr when it is the demo
   // model). Throws ringlm::Error when there is no model at all.
   std::string model_dir() const;
   // --threads, else RINGLM_THREADS, else 0 (the library default).
   int thread_count() const;
-  // Threads, weights, activations and RINGLM_ATTENTION, for commands that load a Model.
+  // Threads, weights, activations, the device and RINGLM_ATTENTION, for commands that load a
+  // Model. Opens the --device once (throws ringlm::Error naming what is missing).
   model::ModelOptions model_options() const;
   // model_dir() and model_options() plus the guided and cache flags and RINGLM_LM_HEAD_SUBSET.
   engine::EngineOptions engine_options() const;

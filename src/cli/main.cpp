@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/compute_device.h"
 #include "cli/environment.h"
 #include "cli/progress_display.h"
 #include "cli/help.h"
@@ -45,7 +46,9 @@ int main(int raw_argc, char** raw_argv) {
   // Wide enough that the llama.cpp aliases ("-n,--max-tokens,--n-predict INT") keep their
   // description, and so their default, on the same line.
   app.get_formatter()->column_width(40);
-  app.set_version_flag("--version", "ringlm " RINGLM_VERSION);
+  app.set_version_flag("--version", ringlm::cli::vulkan_compiled_in()
+                                        ? "ringlm " RINGLM_VERSION " (Vulkan backend: compiled in)"
+                                        : "ringlm " RINGLM_VERSION " (Vulkan backend: not compiled in)");
   for (auto& [name, setup] : ringlm::cli::registered_commands()) setup(app);
   ringlm::cli::show_defaults(app);
   ringlm::cli::show_progress(/*quiet_below_s=*/1.0);  // e.g. quantizing a large checkpoint at load

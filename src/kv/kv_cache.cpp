@@ -20,7 +20,7 @@ KvType parse_kv_type(std::string_view name) {
 LayerCache::LayerCache(const LayerCacheSpec& spec)
     : spec_(spec), row_(static_cast<std::int64_t>(spec.n_kv_heads) * spec.head_dim), pos_(std::max(0, spec.n_slots), -1) {
   if (spec.n_slots <= 0 || spec.head_dim <= 0 || spec.n_kv_heads <= 0) fail("KV cache: invalid layer geometry");
-  const std::size_t n = static_cast<std::size_t>(row_) * spec.n_slots;
+  const std::size_t n = spec.host_storage ? static_cast<std::size_t>(row_) * spec.n_slots : 0;
   if (spec.type == KvType::f16) {
     k16_.resize(n);
     v16_.resize(n);

@@ -33,6 +33,9 @@ struct LayerCacheSpec {
   int n_slots = 0;   // ring size (sliding) or context capacity (full)
   int window = 0;    // > 0: sliding ring with this attention window; 0: full (slot = pos)
   KvType type = KvType::f32;
+  // false: positions only, no K/V storage here (the K/V live on a compute device, see
+  // model/device_session.h); write(), view()'s rows and the row copies must not be used.
+  bool host_storage = true;
 };
 
 class LayerCache {

@@ -4,12 +4,16 @@
 
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
+#include "model/device_weights.h"
 #include "util/error.h"
 
 namespace ringlm::model {
 
 BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOptions& options)
     : model_(std::move(model)), options_(options) {
+  if (model_->device_weights())
+    fail_unsupported("continuous batching is not supported on the ", model_->device_weights()->device->info().api,
+                     " device yet (run on --device cpu)");
   if (options_.max_items < 1) fail("batch: at least one sequence per step is needed, got ", options_.max_items);
   if (options_.max_rows < options_.max_items)
     fail("batch: ", options_.max_rows, " rows per step cannot hold ", options_.max_items, " sequences");

@@ -12,6 +12,8 @@
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
+#include "model/device_session.h"
+#include "model/device_weights.h"
 #include "model/forward_pass.h"
 #include "model/packed_format.h"
 #include "model/packed_source.h"
@@ -59,6 +61,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   for_each_matrix(m->weights_, MatrixSet::all, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
+  if (options.device) m->device_weights_ = detail::upload_weights(options.device, m->weights_, m->config_);
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   // Tables the forward pass only gathers rows from, read where the source stores them.
@@ -91,6 +94,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
     if (!L.owns_kv) continue;
     kv::LayerCacheSpec s;
     s.type = options.kv_type;
+    s.host_storage = model_->device_weights() == nullptr;
     s.n_kv_heads = L.n_kv_heads;
     s.head_dim = L.head_dim;
     if (L.kind == AttentionKind::Sliding) {
@@ -105,6 +109,11 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
   for (int l = 0; l < cfg_.num_layers; ++l)
     if (!cfg_.layers[l].owns_kv) cache_index_[l] = cache_index_[cfg_.layers[l].kv_source_layer];
   cache_ = kv::KvCache(specs);
+  if (model_->device_weights()) {
+    if (options.kv_type != kv::KvType::f16)
+      fail_unsupported("the ", model_->device_weights()->device->info().api, " device keeps its KV cache in f16 (--kv-type f16)");
+    device_ = std::make_unique<detail::DeviceSession>(*model_, cache_, kMaxChunk);
+  }
 
   scratch_.size_for(cfg_, kMaxChunk);
   logits_.resize(cfg_.vocab_size);  // one row; grows to kMaxChunk rows on the first LogitsMode::All
@@ -112,8 +121,17 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
   head_rows_ = LmHeadRows(w_.lm_head, static_cast<float>(cfg_.final_logit_softcapping));
 }
 
+Session::~Session() = default;
+
+void Session::refuse_on_device(const char* what) const {
+  if (device_)
+    fail_unsupported(what, " is not supported on the ", model_->device_weights()->device->info().api,
+                     " device yet (run on --device cpu)");
+}
+
 void Session::reset() {
   cache_.reset();
+  if (device_) device_->sync_positions(cache_);
   next_position_ = 0;
   hidden_valid_ = false;
 }
@@ -122,12 +140,14 @@ void Session::truncate(std::int64_t n) {
   if (n < 0) fail("cannot truncate the session to ", n, " positions");
   if (n >= next_position_) return;
   cache_.truncate(n);
+  if (device_) device_->sync_positions(cache_);
   next_position_ = n;
   hidden_valid_ = false;
 }
 
 void Session::copy_prefix_from(const Session& src, std::int64_t n) {
   if (src.model_ != model_) fail("cannot copy KV between sessions of different models");
+  refuse_on_device("copying a prompt prefix between sessions");
   if (n > src.next_position_) fail("cannot copy a ", n, "-token prefix from a session holding ", src.next_position_);
   cache_.copy_prefix_from(src.cache_, n);
   next_position_ = n;
@@ -135,12 +155,14 @@ void Session::copy_prefix_from(const Session& src, std::int64_t n) {
 }
 
 void Session::export_kv(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
+  refuse_on_device("exporting KV rows");
   if (from < 0 || n < 0 || from + n > next_position_)
     fail("cannot export KV positions ", from, "..", from + n - 1, " from a session holding ", next_position_);
   cache_.export_rows(from, n, out);
 }
 
 void Session::import_kv(std::int64_t from, std::int64_t n, const std::uint8_t* in) {
+  refuse_on_device("importing KV rows");
   if (from != next_position_) fail("KV import at position ", from, " does not follow the session's ", next_position_);
   if (n <= 0) return;
   std::vector<std::int64_t> pos(static_cast<std::size_t>(n));
@@ -241,6 +263,12 @@ void Session::head_logits_compact(std::span<const std::int32_t> ids, std::span<f
 
 void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
                             bool run_head) {
+  if (device_) {
+    const detail::DeviceSession::Step step{ids, positions, n, first_logits_row, run_head, full_prefill_, overrides_};
+    device_->forward(step, cache_, cache_index_, logits_.data(), head_in_.data());
+    if (first_logits_row < n) hidden_valid_ = true;
+    return;
+  }
   std::copy_n(ids, n, scratch_.ids.data());
   std::copy_n(positions, n, scratch_.pos.data());
   detail::ForwardSegment seg;

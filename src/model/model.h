@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/device.h"
 #include "io/tensor.h"
 #include "kernels/q4_packed.h"
 #include "kernels/ref_parallel.h"
@@ -45,6 +46,8 @@ namespace ringlm::model {
 class BatchForward;
 namespace detail {
 class ForwardPass;
+class DeviceSession;
+struct DeviceWeights;
 }
 
 // stored: matmuls over the checkpoint's weights as stored (the float reference path; on a
@@ -63,6 +66,9 @@ struct ModelOptions {
   // The float reference attention (one token at a time) instead of the tiled kernel: for
   // A/B comparisons of numerics and speed (the CLI sets it from RINGLM_ATTENTION=reference).
   bool reference_attention = false;
+  // The compute device the decoder runs on (docs/backends.md); null: the CPU kernels. The
+  // weights are uploaded at load; sessions keep their KV there (src/cli opens the device).
+  std::shared_ptr<backend::Device> device;
 };
 
 class Model {
@@ -81,6 +87,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const io::TensorSource& source() const { return *source_; }
   kernels::ParallelFor* pool() const { return pool_.get(); }
+  // The weights on ModelOptions::device (null on the CPU).
+  const detail::DeviceWeights* device_weights() const { return device_weights_.get(); }
   // Unmaps the resident pages of the embedding tables that are only gathered from (the
   // per-layer table, and the token table unless it is also the LM head) when they are read
   // from a file mapping. Sessions call it after each chunk's gathers, so those tables add
@@ -95,6 +103,7 @@ class Model {
   ModelWeights weights_;
   std::vector<kernels::Q4PackedBuffer> quantized_;  // owns the q4_0 copies (WeightFormat::q4_0)
   std::unique_ptr<kernels::ParallelFor> pool_;
+  std::shared_ptr<const detail::DeviceWeights> device_weights_;
   struct ByteRange {
     const void* data;
     std::size_t bytes;
@@ -142,6 +151,7 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   Session(Session&&) = default;  // keeps the model alive through its shared_ptr
+  ~Session();
 
   // Runs ids[i] at positions[i]. LogitsMode::Last returns the last token's logits;
   // LogitsMode::All also calls on_logits(i, row) for every token in order. Throws
@@ -185,8 +195,12 @@ class Session {
   void truncate(std::int64_t n);
   // Copies the sliding rings so restore() can return to this point after any amount of
   // further generation (as long as nothing below this point is truncated and rewritten).
-  void snapshot(kv::KvSnapshot& out) const { cache_.snapshot(next_position_, out); }
+  void snapshot(kv::KvSnapshot& out) const {
+    refuse_on_device("a KV snapshot");
+    cache_.snapshot(next_position_, out);
+  }
   void restore(const kv::KvSnapshot& snap) {
+    refuse_on_device("restoring a KV snapshot");
     cache_.restore(snap);
     next_position_ = snap.end;
     hidden_valid_ = false;
@@ -233,6 +247,9 @@ class Session {
   LmHeadRows head_rows_;                          // the subset LM head and its scratch
   std::vector<float> head_values_;                // compact logits for head_logits_rows()
   std::span<const EmbeddingOverride> overrides_;  // see set_embedding_overrides()
+  // On a device model: the KV and the step run there; cache_ keeps only the positions.
+  std::unique_ptr<detail::DeviceSession> device_;
+  void refuse_on_device(const char* what) const;
 };
 
 }  // namespace ringlm::model

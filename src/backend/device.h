@@ -1,0 +1,124 @@
+// The compute-device seam below the decoder's forward pass (docs/backends.md).
+//
+// A Device owns buffers (weights, KV caches, activations) and records the decoder's ops
+// into one step: begin_step(), ops in order, end_step() (runs them all, then returns). An
+// op reads and writes device buffers only; the host moves data with write() / read()
+// outside a step (inputs of the next step, logits of the last one). Ops see the results of
+// the ops recorded before them in the same step.
+//
+// Offsets are counted in 4-byte words (one float, one int32, two halves), so every op can
+// address any row of a buffer without the device's binding alignment rules leaking here.
+// Every size is checked by the implementation; a failure (out of device memory, a lost
+// device, a feature the device lacks) throws ringlm::Error naming the device and what was
+// missing or asked for. A step that threw is abandoned: nothing of it is visible.
+//
+// Implementations: src/vulkan (Vulkan compute). The CPU kernels (src/kernels) are the
+// reference and keep their own forward pass for now; docs/backends.md has the plan.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/dtype.h"
+
+namespace ringlm::backend {
+
+// What a device says about itself (`ringlm devices`).
+struct DeviceInfo {
+  int index = 0;             // the N of --device vulkan:N
+  std::string api;           // "vulkan"
+  std::string name;          // as the driver reports it
+  std::string type;          // "discrete GPU", "integrated GPU", "CPU", ...
+  std::string driver;        // driver name and version
+  std::string api_version;   // e.g. "1.3.230"
+  std::uint64_t memory_bytes = 0;  // largest device-local heap
+  bool fp16_arithmetic = false;    // shaderFloat16
+  bool int8_dot_product = false;   // VK_KHR_shader_integer_dot_product
+  bool storage_16bit = false;      // 16-bit storage buffers
+  std::uint32_t subgroup_size = 0;
+};
+
+// A device buffer. 0 is "no buffer" (an optional operand left out).
+using BufferId = std::uint32_t;
+
+// Where a buffer lives: device memory (weights, KV, activations; write/read are staged
+// copies) or host-visible memory the host writes before a step and reads after it (a
+// step's token inputs, the logits).
+enum class Memory { device, host };
+
+// A position inside a buffer, in 4-byte words.
+struct Ref {
+  BufferId buf = 0;
+  std::uint64_t word = 0;
+  Ref at(std::uint64_t words) const { return {buf, word + words}; }
+};
+
+// A weight matrix [rows, cols] in a device buffer, in one of the layouts the matmul reads.
+// q4p16 is kernels/q4_packed.h's layout byte for byte (uploaded as the model maps it).
+enum class WeightLayout { f32, f16, bf16, q4p16 };
+const char* weight_layout_name(WeightLayout l);
+struct Weight {
+  BufferId buf = 0;
+  WeightLayout layout = WeightLayout::f32;
+  std::int64_t rows = 0, cols = 0;
+};
+
+// One KV cache layer on the device: K and V as binary16, [slot][kv_head][head_dim] (two
+// halves per word), and the absolute position each slot holds (int32, -1: empty).
+struct KvLayer {
+  BufferId k = 0, v = 0, pos = 0;
+  int n_slots = 0, n_kv_heads = 0, head_dim = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  // Memory. create_buffer throws ringlm::Error naming the device, `what` and the size when
+  // the device cannot hold it. A buffer lives until destroy_buffer or the device's end.
+  virtual BufferId create_buffer(std::uint64_t bytes, Memory memory, const std::string& what) = 0;
+  virtual std::uint64_t buffer_bytes(BufferId buf) const = 0;
+  // Frees a buffer (outside a step); its id is not reused. 0 is ignored.
+  virtual void destroy_buffer(BufferId buf) = 0;
+  // Host <-> buffer, outside a step (throws inside one).
+  virtual void write(BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) = 0;
+  virtual void read(BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) = 0;
+  virtual void fill_words(BufferId buf, std::uint32_t value) = 0;  // every word of the buffer
+
+  // Step recording.
+  virtual void begin_step() = 0;
+  virtual void end_step() = 0;  // runs the recorded ops and waits for them
+  virtual void abandon_step() = 0;  // drops what was recorded (an op threw); no-op outside a step
+
+  // ---- ops (recorded into the current step) ----
+  // out[t][r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows; `in` has row
+  // stride w.cols, `out` row stride w.rows.
+  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out) = 0;
+  // count vectors of n floats: y = x / sqrt(mean(x^2) + eps) * (weight ? weight : 1). y may be x.
+  virtual void rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) = 0;
+  // NeoX rotation of count head vectors of d floats in place; vector i uses the angles
+  // cos_sin[(i / per_row) * d ...] ([d/2] cos then [d/2] sin, kernels::rope_angles).
+  virtual void rope(Ref x, int d, int count, int per_row, Ref cos_sin) = 0;
+  // out[t][i] = gelu_tanh(gate[t][i]) * up[t * up_stride + i], i < width, t < rows;
+  // gate and out have row stride width (out may be gate).
+  virtual void gelu_mul(Ref gate, Ref up, int width, int rows, int up_stride, Ref out) = 0;
+  virtual void add(Ref y, Ref x, std::int64_t n) = 0;        // y += x
+  virtual void scale(Ref y, std::int64_t n, float s) = 0;    // y *= s
+  virtual void soft_cap(Ref x, std::int64_t n, float cap) = 0;  // x = cap * tanh(x / cap)
+  virtual void copy(Ref src, Ref dst, std::int64_t n) = 0;   // n words
+  // Stores n rows of K and V (n_kv_heads * head_dim floats each) into the slots slots[i]
+  // (int32) as binary16 (nearest, saturated at +-65504, as kernels::kv_store_f16), and
+  // sets pos[slots[i]] = positions[i] (int32).
+  virtual void kv_store(const KvLayer& kv, Ref k, Ref v, Ref slots, Ref positions, int n) = 0;
+  // Attention of n_tokens query tokens (q, out: [token][n_heads][head_dim]) at positions
+  // q_pos[t] (int32) over slots [0, n_scan) of kv, as kernels::attend: slot s counts when
+  // 0 <= pos[s] <= q_pos and, when window > 0, q_pos - pos[s] < window; query head h reads
+  // KV head h / (n_heads / n_kv_heads); no visible slot gives zeros.
+  virtual void attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const KvLayer& kv, int n_scan, int window,
+                      float scale, Ref out) = 0;
+};
+
+}  // namespace ringlm::backend

@@ -1,0 +1,221 @@
+// The ops of backend::Device recorded as compute dispatches (shaders/*.comp). Each op checks
+// its operands' ranges against the buffers, so a wrong size is an error, never a read past
+// the end of device memory.
+#include <algorithm>
+#include <cstring>
+
+#include "util/error.h"
+#include "vulkan/vulkan_device.h"
+
+namespace ringlm::vulkan {
+
+using backend::Ref;
+
+namespace {
+constexpr std::uint32_t kGroup = 256;  // every shader's local_size_x
+
+std::uint32_t u32(std::uint64_t v, const char* what) {
+  if (v > UINT32_MAX) fail_as(ErrorKind::resource_limit, "Vulkan backend: ", what, " (", v, ") exceeds 32 bits");
+  return static_cast<std::uint32_t>(v);
+}
+}  // namespace
+
+void VulkanDevice::check_range(Ref r, std::uint64_t words, const char* op, const char* operand) const {
+  const Buffer& b = buffer(r.buf, op);
+  if (r.word + words > b.bytes / 4)
+    fail_as(ErrorKind::internal, "Vulkan device: ", op, " reads or writes ", operand, " words [", r.word, ", ",
+            r.word + words, ") past ", b.what, " (", b.bytes / 4, " words)");
+}
+
+void VulkanDevice::dispatch(Shader s, const backend::BufferId* bufs, std::uint32_t n_bufs, const void* push,
+                            std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, const char* op) {
+  if (!recording_) fail_as(ErrorKind::internal, "Vulkan device: ", op, " outside a step");
+  if (gx == 0 || gy == 0) return;
+  if (gx > max_groups_ || gy > max_groups_)
+    fail_as(ErrorKind::resource_limit, "Vulkan device ", info_.index, " (", info_.name, "): ", op, " needs ", gx,
+            " x ", gy, " workgroups, over the device's limit of ", max_groups_);
+  if (descriptor_sets_left_ == 0)
+    fail_as(ErrorKind::resource_limit, "Vulkan device: a step records more than the descriptor pool's sets");
+  --descriptor_sets_left_;
+  const Pipeline& p = pipelines_[static_cast<int>(s)];
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = descriptor_pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &p.set_layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  check(vkAllocateDescriptorSets(device_, &ai, &set), "vkAllocateDescriptorSets");
+  VkDescriptorBufferInfo infos[8]{};
+  VkWriteDescriptorSet writes[8]{};
+  for (std::uint32_t i = 0; i < n_bufs; ++i) {
+    infos[i] = {buffer(bufs[i], op).buffer, 0, VK_WHOLE_SIZE};
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(device_, n_bufs, writes, 0, nullptr);
+  vkCmdBindPipeline(step_cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(step_cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  vkCmdPushConstants(step_cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  vkCmdDispatch(step_cmd_, gx, gy, 1);
+  // The next op may read what this one wrote (or overwrite what it read).
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(step_cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                       &barrier, 0, nullptr, 0, nullptr);
+}
+
+void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out) {
+  if (n_rows <= 0) return;
+  const std::uint64_t rows = static_cast<std::uint64_t>(w.rows), cols = static_cast<std::uint64_t>(w.cols);
+  std::uint64_t weight_words = 0;
+  std::uint32_t kind = 0;
+  switch (w.layout) {
+    case backend::WeightLayout::f32: weight_words = rows * cols; kind = 0; break;
+    case backend::WeightLayout::f16: weight_words = rows * cols / 2; kind = 1; break;
+    case backend::WeightLayout::bf16: weight_words = rows * cols / 2; kind = 2; break;
+    case backend::WeightLayout::q4p16: weight_words = (rows + 15) / 16 * (cols / 32) * 72; kind = 3; break;
+  }
+  if (rows == 0 || cols == 0 || (kind != 0 && cols % 2 != 0) || (kind == 3 && cols % 32 != 0))
+    fail_as(ErrorKind::unsupported, "Vulkan backend: a ", backend::weight_layout_name(w.layout), " matrix of ", rows,
+            " x ", cols, " is not supported");
+  check_range({w.buf, 0}, weight_words, "matmul", "the weight");
+  check_range(in, cols * n_rows, "matmul", "the input");
+  check_range(out, rows * n_rows, "matmul", "the output");
+  struct {
+    std::uint32_t kind, rows, cols, x_off, y_off, w_off;
+  } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0};
+  const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
+  dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
+           static_cast<std::uint32_t>(n_rows), "matmul");
+}
+
+void VulkanDevice::rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) {
+  if (count <= 0) return;
+  check_range(x, static_cast<std::uint64_t>(n) * count, "rms_norm", "x");
+  check_range(y, static_cast<std::uint64_t>(n) * count, "rms_norm", "y");
+  if (weight.buf) check_range(weight, static_cast<std::uint64_t>(n), "rms_norm", "the weight");
+  struct {
+    std::uint32_t n, has_weight;
+    float eps;
+    std::uint32_t x_off, w_off, y_off, count;
+  } push{static_cast<std::uint32_t>(n), weight.buf ? 1u : 0u, eps, u32(x.word, "offset"), u32(weight.word, "offset"),
+         u32(y.word, "offset"), static_cast<std::uint32_t>(count)};
+  const backend::BufferId bufs[] = {x.buf, weight.buf ? weight.buf : x.buf, y.buf};
+  const std::uint32_t gx = std::min<std::uint32_t>(count, 65535), gy = (count + 65534) / 65535;
+  dispatch(Shader::rms_norm, bufs, 3, &push, sizeof push, gx, gy, "rms_norm");
+}
+
+void VulkanDevice::rope(Ref x, int d, int count, int per_row, Ref cos_sin) {
+  if (count <= 0) return;
+  check_range(x, static_cast<std::uint64_t>(d) * count, "rope", "x");
+  check_range(cos_sin, static_cast<std::uint64_t>(d) * ((count + per_row - 1) / per_row), "rope", "the angles");
+  struct {
+    std::uint32_t d, per_row, x_off, cs_off, count;
+  } push{static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(per_row), u32(x.word, "offset"),
+         u32(cos_sin.word, "offset"), static_cast<std::uint32_t>(count)};
+  const backend::BufferId bufs[] = {x.buf, cos_sin.buf};
+  const std::uint32_t gx = std::min<std::uint32_t>(count, 65535), gy = (count + 65534) / 65535;
+  dispatch(Shader::rope, bufs, 2, &push, sizeof push, gx, gy, "rope");
+}
+
+void VulkanDevice::elementwise(std::uint32_t op, Ref y, Ref x, Ref z, std::uint64_t n, float s, std::uint32_t width,
+                               std::uint32_t stride, const char* name) {
+  if (n == 0) return;
+  struct {
+    std::uint32_t op, n;
+    float s;
+    std::uint32_t y_off, x_off, z_off, width, stride;
+  } push{op, u32(n, "element count"), s, u32(y.word, "offset"), u32(x.word, "offset"), u32(z.word, "offset"),
+         width, stride};
+  const backend::BufferId bufs[] = {y.buf, x.buf ? x.buf : y.buf, z.buf ? z.buf : y.buf};
+  const std::uint64_t groups = std::min<std::uint64_t>((n + kGroup - 1) / kGroup, std::min(max_groups_, 4096u));
+  dispatch(Shader::elementwise, bufs, 3, &push, sizeof push, static_cast<std::uint32_t>(groups), 1, name);
+}
+
+void VulkanDevice::add(Ref y, Ref x, std::int64_t n) {
+  check_range(y, n, "add", "y");
+  check_range(x, n, "add", "x");
+  elementwise(0, y, x, {}, n, 0.0f, 1, 1, "add");
+}
+
+void VulkanDevice::scale(Ref y, std::int64_t n, float s) {
+  check_range(y, n, "scale", "y");
+  elementwise(1, y, {}, {}, n, s, 1, 1, "scale");
+}
+
+void VulkanDevice::soft_cap(Ref x, std::int64_t n, float cap) {
+  check_range(x, n, "soft_cap", "x");
+  elementwise(2, x, {}, {}, n, cap, 1, 1, "soft_cap");
+}
+
+void VulkanDevice::copy(Ref src, Ref dst, std::int64_t n) {
+  check_range(src, n, "copy", "the source");
+  check_range(dst, n, "copy", "the destination");
+  elementwise(3, dst, src, {}, n, 0.0f, 1, 1, "copy");
+}
+
+void VulkanDevice::gelu_mul(Ref gate, Ref up, int width, int rows, int up_stride, Ref out) {
+  if (rows <= 0 || width <= 0) return;
+  const std::uint64_t n = static_cast<std::uint64_t>(width) * rows;
+  check_range(gate, n, "gelu_mul", "the gate");
+  check_range(out, n, "gelu_mul", "the output");
+  check_range(up, static_cast<std::uint64_t>(up_stride) * (rows - 1) + width, "gelu_mul", "up");
+  elementwise(4, out, up, gate, n, 0.0f, static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(up_stride),
+              "gelu_mul");
+}
+
+void VulkanDevice::kv_store(const backend::KvLayer& kv, Ref k, Ref v, Ref slots, Ref positions, int n) {
+  if (n <= 0) return;
+  const std::uint64_t row = static_cast<std::uint64_t>(kv.n_kv_heads) * kv.head_dim;
+  if (row % 2 != 0) fail_as(ErrorKind::unsupported, "Vulkan backend: a KV row of ", row, " values (odd) is not supported");
+  check_range(k, row * n, "kv_store", "K");
+  check_range(v, row * n, "kv_store", "V");
+  check_range(slots, n, "kv_store", "the slots");
+  check_range(positions, n, "kv_store", "the positions");
+  check_range({kv.k, 0}, row / 2 * kv.n_slots, "kv_store", "the K cache");
+  check_range({kv.v, 0}, row / 2 * kv.n_slots, "kv_store", "the V cache");
+  check_range({kv.pos, 0}, kv.n_slots, "kv_store", "the positions cache");
+  if (slots.buf != positions.buf)
+    fail_as(ErrorKind::internal, "Vulkan backend: kv_store wants the slots and positions in one buffer");
+  struct {
+    std::uint32_t row_floats, k_off, v_off, slots_off, positions_off, n;
+  } push{u32(row, "row"), u32(k.word, "offset"), u32(v.word, "offset"), u32(slots.word, "offset"),
+         u32(positions.word, "offset"), static_cast<std::uint32_t>(n)};
+  const backend::BufferId bufs[] = {k.buf, v.buf, kv.k, kv.v, kv.pos, slots.buf};
+  dispatch(Shader::kv_store, bufs, 6, &push, sizeof push, static_cast<std::uint32_t>(n), 1, "kv_store");
+}
+
+void VulkanDevice::attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const backend::KvLayer& kv, int n_scan,
+                          int window, float scale, Ref out) {
+  if (n_tokens <= 0) return;
+  const int d = kv.head_dim;
+  if (d % 2 != 0 || d > 512 || kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0)
+    fail_as(ErrorKind::unsupported, "Vulkan backend: attention with head_dim ", d, ", ", n_heads, " heads over ",
+            kv.n_kv_heads, " KV heads is not supported (head_dim even and <= 512, heads a multiple of KV heads)");
+  if (n_scan < 0 || n_scan > kv.n_slots)
+    fail_as(ErrorKind::internal, "Vulkan backend: attend over ", n_scan, " of ", kv.n_slots, " slots");
+  const std::uint64_t qwords = static_cast<std::uint64_t>(n_tokens) * n_heads * d;
+  check_range(q, qwords, "attend", "Q");
+  check_range(out, qwords, "attend", "the output");
+  check_range(q_pos, n_tokens, "attend", "the query positions");
+  check_range({kv.k, 0}, static_cast<std::uint64_t>(kv.n_slots) * kv.n_kv_heads * d / 2, "attend", "the K cache");
+  check_range({kv.v, 0}, static_cast<std::uint64_t>(kv.n_slots) * kv.n_kv_heads * d / 2, "attend", "the V cache");
+  check_range({kv.pos, 0}, kv.n_slots, "attend", "the positions cache");
+  struct {
+    std::uint32_t n_heads, n_kv_heads, head_dim, n_scan;
+    std::int32_t window;
+    float scale;
+    std::uint32_t q_off, qpos_off, out_off;
+  } push{static_cast<std::uint32_t>(n_heads), static_cast<std::uint32_t>(kv.n_kv_heads), static_cast<std::uint32_t>(d),
+         static_cast<std::uint32_t>(n_scan), window, scale, u32(q.word, "offset"), u32(q_pos.word, "offset"),
+         u32(out.word, "offset")};
+  const backend::BufferId bufs[] = {q.buf, kv.k, kv.v, kv.pos, q_pos.buf, out.buf};
+  dispatch(Shader::attend, bufs, 6, &push, sizeof push, static_cast<std::uint32_t>(n_heads),
+           static_cast<std::uint32_t>(n_tokens), "attend");
+}
+
+}  // namespace ringlm::vulkan

@@ -1,0 +1,330 @@
+#include "vulkan/vulkan_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/error.h"
+#include "vulkan/shaders.h"
+
+namespace ringlm::vulkan {
+
+namespace {
+// Descriptor sets per step: one per dispatch (E2B: about 30 dispatches per layer, 35 layers).
+constexpr std::uint32_t kSetsPerStep = 8192;
+constexpr std::uint32_t kMaxBindings = 7;
+constexpr std::uint64_t kStagingBytes = 64ull << 20;
+}  // namespace
+
+const ShaderBinary& shader_binary(std::string_view name) {
+  for (std::size_t i = 0; i < kShaderCount; ++i)
+    if (name == kShaders[i].name) return kShaders[i];
+  fail_as(ErrorKind::internal, "the build embedded no shader named ", name);
+}
+
+void VulkanDevice::check(VkResult r, const char* call) const {
+  if (r == VK_SUCCESS) return;
+  const ErrorKind kind = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY
+                             ? ErrorKind::resource_limit
+                             : ErrorKind::unsupported;
+  fail_as(kind, "Vulkan device ", info_.index, " (", info_.name, "): ", call, " failed: ", result_name(r),
+          r == VK_ERROR_DEVICE_LOST ? " (the device was lost)" : "");
+}
+
+VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : phys_(phys), info_(std::move(info)) {
+  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(phys_, &props);
+  max_buffer_range_ = props.limits.maxStorageBufferRange;
+  max_groups_ = std::min(props.limits.maxComputeWorkGroupCount[0], props.limits.maxComputeWorkGroupCount[1]);
+  if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeSharedMemorySize < 4096)
+    fail_unsupported("Vulkan device ", info_.index, " (", info_.name,
+                     "): compute workgroups of 256 invocations and 4 KiB of shared memory are needed");
+  try {
+    create_device();
+    create_pipelines();
+  } catch (...) {
+    release();  // a constructor that throws runs no destructor
+    throw;
+  }
+}
+
+VulkanDevice::~VulkanDevice() { release(); }
+
+void VulkanDevice::release() {
+  if (!device_) return;
+  vkDeviceWaitIdle(device_);
+  for (Buffer& b : buffers_) {
+    if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
+    if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
+  }
+  buffers_.clear();
+  for (Pipeline& p : pipelines_) {
+    if (p.pipeline) vkDestroyPipeline(device_, p.pipeline, nullptr);
+    if (p.layout) vkDestroyPipelineLayout(device_, p.layout, nullptr);
+    if (p.set_layout) vkDestroyDescriptorSetLayout(device_, p.set_layout, nullptr);
+    if (p.module) vkDestroyShaderModule(device_, p.module, nullptr);
+    p = {};
+  }
+  if (descriptor_pool_) vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
+  if (fence_) vkDestroyFence(device_, fence_, nullptr);
+  if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
+  vkDestroyDevice(device_, nullptr);
+  device_ = VK_NULL_HANDLE;
+}
+
+void VulkanDevice::create_device() {
+  std::uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, families.data());
+  bool found = false;
+  for (std::uint32_t i = 0; i < n && !found; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queue_family_ = i;
+      found = true;
+    }
+  if (!found) fail_unsupported("Vulkan device ", info_.index, " (", info_.name, ") has no compute queue");
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  q.queueFamilyIndex = queue_family_;
+  q.queueCount = 1;
+  q.pQueuePriorities = &priority;
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &q;
+  check(vkCreateDevice(phys_, &info, nullptr, &device_), "vkCreateDevice");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = queue_family_;
+  check(vkCreateCommandPool(device_, &pool, nullptr, &command_pool_), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = command_pool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(device_, &alloc, &step_cmd_), "vkAllocateCommandBuffers");
+  check(vkAllocateCommandBuffers(device_, &alloc, &copy_cmd_), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  check(vkCreateFence(device_, &fence, nullptr, &fence_), "vkCreateFence");
+
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerStep * kMaxBindings};
+  VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  dp.maxSets = kSetsPerStep;
+  dp.poolSizeCount = 1;
+  dp.pPoolSizes = &size;
+  check(vkCreateDescriptorPool(device_, &dp, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+}
+
+void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings) {
+  Pipeline& p = pipelines_[static_cast<int>(s)];
+  const ShaderBinary& bin = shader_binary(name);
+  VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  sm.codeSize = bin.bytes;
+  sm.pCode = reinterpret_cast<const std::uint32_t*>(bin.spirv);
+  check(vkCreateShaderModule(device_, &sm, nullptr, &p.module), "vkCreateShaderModule");
+  VkDescriptorSetLayoutBinding b[kMaxBindings]{};
+  for (std::uint32_t i = 0; i < bindings; ++i) {
+    b[i].binding = i;
+    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorCount = 1;
+    b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo dsl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dsl.bindingCount = bindings;
+  dsl.pBindings = b;
+  check(vkCreateDescriptorSetLayout(device_, &dsl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout");
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.set_layout;
+  pl.pushConstantRangeCount = 1;
+  pl.pPushConstantRanges = &push;
+  check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
+  VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cp.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cp.stage.module = p.module;
+  cp.stage.pName = "main";
+  cp.layout = p.layout;
+  check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline), "vkCreateComputePipelines");
+  p.bindings = bindings;
+}
+
+void VulkanDevice::create_pipelines() {
+  create_pipeline(Shader::matmul, "matmul", 3);
+  create_pipeline(Shader::rms_norm, "rms_norm", 3);
+  create_pipeline(Shader::rope, "rope", 2);
+  create_pipeline(Shader::elementwise, "elementwise", 3);
+  create_pipeline(Shader::kv_store, "kv_store", 6);
+  create_pipeline(Shader::attend, "attend", 6);
+}
+
+std::uint32_t VulkanDevice::memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags want,
+                                        VkMemoryPropertyFlags avoid) const {
+  for (std::uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = mem_props_.memoryTypes[i].propertyFlags;
+    if ((type_bits & (1u << i)) && (f & want) == want && !(f & avoid)) return i;
+  }
+  return UINT32_MAX;
+}
+
+backend::BufferId VulkanDevice::create_buffer(std::uint64_t bytes, backend::Memory memory, const std::string& what) {
+  if (bytes == 0) bytes = 4;
+  bytes = (bytes + 3) / 4 * 4;
+  if (bytes > max_buffer_range_)
+    fail_as(ErrorKind::resource_limit, "Vulkan device ", info_.index, " (", info_.name, "): ", what, " needs ",
+            bytes, " bytes in one storage buffer, over the device's maxStorageBufferRange of ", max_buffer_range_);
+  Buffer b;
+  b.bytes = bytes;
+  b.what = what;
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = bytes;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &bi, nullptr, &b.buffer), "vkCreateBuffer");
+  VkMemoryRequirements req{};
+  vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+  constexpr VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  std::uint32_t type = UINT32_MAX;
+  if (memory == backend::Memory::host) {
+    type = memory_type(req.memoryTypeBits, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
+    if (type == UINT32_MAX) type = memory_type(req.memoryTypeBits, host, 0);
+  } else {
+    type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    if (type == UINT32_MAX) type = memory_type(req.memoryTypeBits, 0, 0);
+  }
+  VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = type;
+  VkResult r = type == UINT32_MAX ? VK_ERROR_FEATURE_NOT_PRESENT : vkAllocateMemory(device_, &ai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, b.buffer, nullptr);
+    fail_as(ErrorKind::resource_limit, "Vulkan device ", info_.index, " (", info_.name, "): cannot allocate ",
+            bytes, " bytes for ", what, ": ", result_name(r));
+  }
+  check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
+  const VkMemoryPropertyFlags flags = mem_props_.memoryTypes[type].propertyFlags;
+  if ((flags & host) == host) check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+  buffers_.push_back(std::move(b));
+  return static_cast<backend::BufferId>(buffers_.size());
+}
+
+const VulkanDevice::Buffer& VulkanDevice::buffer(backend::BufferId id, const char* op) const {
+  if (id == 0 || id > buffers_.size() || !buffers_[id - 1].buffer)
+    fail_as(ErrorKind::internal, "Vulkan device ", info_.index, ": ", op, " names no buffer (id ", id, ")");
+  return buffers_[id - 1];
+}
+
+std::uint64_t VulkanDevice::buffer_bytes(backend::BufferId id) const { return buffer(id, "buffer_bytes").bytes; }
+
+void VulkanDevice::destroy_buffer(backend::BufferId id) {
+  if (id == 0) return;
+  if (recording_) fail_as(ErrorKind::internal, "Vulkan device: destroy_buffer() inside a step");
+  Buffer& b = const_cast<Buffer&>(buffer(id, "destroy_buffer"));
+  if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
+  if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
+  b = Buffer{};
+  b.what = "a destroyed buffer";
+}
+
+void VulkanDevice::submit_and_wait(VkCommandBuffer cmd, const char* what) {
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+  check(vkQueueSubmit(queue_, 1, &si, fence_), what);
+  check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+void VulkanDevice::staged_copy(VkBuffer src, VkBuffer dst, std::uint64_t src_offset, std::uint64_t dst_offset,
+                               std::uint64_t bytes) {
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(copy_cmd_, &begin), "vkBeginCommandBuffer");
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(copy_cmd_, src, dst, 1, &region);
+  check(vkEndCommandBuffer(copy_cmd_), "vkEndCommandBuffer");
+  submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer copy)");
+}
+
+void VulkanDevice::write(backend::BufferId id, std::uint64_t off, const void* src, std::uint64_t bytes) {
+  if (recording_) fail_as(ErrorKind::internal, "Vulkan device: write() inside a step");
+  const Buffer& b = buffer(id, "write");
+  if (off > b.bytes || bytes > b.bytes - off)
+    fail_as(ErrorKind::internal, "Vulkan device: write of ", bytes, " bytes at ", off, " past ", b.what, " (",
+            b.bytes, " bytes)");
+  if (b.mapped) {
+    std::memcpy(static_cast<char*>(b.mapped) + off, src, bytes);
+    return;
+  }
+  const backend::BufferId staging = create_buffer(std::min(bytes, kStagingBytes), backend::Memory::host, "staging");
+  for (std::uint64_t done = 0; done < bytes;) {
+    const std::uint64_t n = std::min(bytes - done, kStagingBytes);
+    std::memcpy(buffers_[staging - 1].mapped, static_cast<const char*>(src) + done, n);
+    staged_copy(buffers_[staging - 1].buffer, buffers_[id - 1].buffer, 0, off + done, n);
+    done += n;
+  }
+  // The staging buffer is the newest: release it now instead of keeping it for the device's life.
+  vkDestroyBuffer(device_, buffers_.back().buffer, nullptr);
+  vkFreeMemory(device_, buffers_.back().memory, nullptr);
+  buffers_.pop_back();
+}
+
+void VulkanDevice::read(backend::BufferId id, std::uint64_t off, void* dst, std::uint64_t bytes) {
+  if (recording_) fail_as(ErrorKind::internal, "Vulkan device: read() inside a step");
+  const Buffer& b = buffer(id, "read");
+  if (off > b.bytes || bytes > b.bytes - off)
+    fail_as(ErrorKind::internal, "Vulkan device: read of ", bytes, " bytes at ", off, " past ", b.what, " (",
+            b.bytes, " bytes)");
+  if (b.mapped) {
+    std::memcpy(dst, static_cast<const char*>(b.mapped) + off, bytes);
+    return;
+  }
+  const backend::BufferId staging = create_buffer(std::min(bytes, kStagingBytes), backend::Memory::host, "staging");
+  for (std::uint64_t done = 0; done < bytes;) {
+    const std::uint64_t n = std::min(bytes - done, kStagingBytes);
+    staged_copy(buffers_[id - 1].buffer, buffers_[staging - 1].buffer, off + done, 0, n);
+    std::memcpy(static_cast<char*>(dst) + done, buffers_[staging - 1].mapped, n);
+    done += n;
+  }
+  vkDestroyBuffer(device_, buffers_.back().buffer, nullptr);
+  vkFreeMemory(device_, buffers_.back().memory, nullptr);
+  buffers_.pop_back();
+}
+
+void VulkanDevice::fill_words(backend::BufferId id, std::uint32_t value) {
+  if (recording_) fail_as(ErrorKind::internal, "Vulkan device: fill_words() inside a step");
+  const Buffer& b = buffer(id, "fill_words");
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(copy_cmd_, &begin), "vkBeginCommandBuffer");
+  vkCmdFillBuffer(copy_cmd_, b.buffer, 0, VK_WHOLE_SIZE, value);
+  check(vkEndCommandBuffer(copy_cmd_), "vkEndCommandBuffer");
+  submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer fill)");
+}
+
+void VulkanDevice::abandon_step() {
+  if (!recording_) return;
+  vkResetCommandBuffer(step_cmd_, 0);
+  recording_ = false;
+}
+
+void VulkanDevice::begin_step() {
+  abandon_step();  // a step that threw before end_step and was not abandoned
+  check(vkResetDescriptorPool(device_, descriptor_pool_, 0), "vkResetDescriptorPool");
+  descriptor_sets_left_ = kSetsPerStep;
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(step_cmd_, &begin), "vkBeginCommandBuffer");
+  recording_ = true;
+}
+
+void VulkanDevice::end_step() {
+  if (!recording_) fail_as(ErrorKind::internal, "Vulkan device: end_step() without begin_step()");
+  recording_ = false;
+  check(vkEndCommandBuffer(step_cmd_), "vkEndCommandBuffer");
+  submit_and_wait(step_cmd_, "vkQueueSubmit (step)");
+}
+
+}  // namespace ringlm::vulkan

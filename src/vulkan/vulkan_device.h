@@ -1,0 +1,106 @@
+// backend::Device over one Vulkan physical device (internal to src/vulkan; devices.h opens it).
+//
+// A step is one command buffer: every op binds its pipeline, a descriptor set of whole
+// buffers (offsets travel in push constants, so no binding-alignment rule applies), pushes
+// its parameters and dispatches, followed by a compute-to-compute memory barrier; end_step()
+// submits it and waits on a fence. Buffers of Memory::host, and device buffers when the
+// device-local memory is also host-visible (integrated GPUs, lavapipe), are mapped and
+// written directly; otherwise write()/read() go through a staging buffer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/device.h"
+#include "vulkan/vk_api.h"
+
+namespace ringlm::vulkan {
+
+enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, count };
+
+class VulkanDevice final : public backend::Device {
+ public:
+  VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info);
+  ~VulkanDevice() override;
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  const backend::DeviceInfo& info() const override { return info_; }
+  backend::BufferId create_buffer(std::uint64_t bytes, backend::Memory memory, const std::string& what) override;
+  std::uint64_t buffer_bytes(backend::BufferId buf) const override;
+  void destroy_buffer(backend::BufferId buf) override;
+  void write(backend::BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) override;
+  void read(backend::BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) override;
+  void fill_words(backend::BufferId buf, std::uint32_t value) override;
+  void begin_step() override;
+  void end_step() override;
+  void abandon_step() override;
+
+  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out) override;
+  void rms_norm(backend::Ref x, backend::Ref weight, int n, int count, float eps, backend::Ref y) override;
+  void rope(backend::Ref x, int d, int count, int per_row, backend::Ref cos_sin) override;
+  void gelu_mul(backend::Ref gate, backend::Ref up, int width, int rows, int up_stride, backend::Ref out) override;
+  void add(backend::Ref y, backend::Ref x, std::int64_t n) override;
+  void scale(backend::Ref y, std::int64_t n, float s) override;
+  void soft_cap(backend::Ref x, std::int64_t n, float cap) override;
+  void copy(backend::Ref src, backend::Ref dst, std::int64_t n) override;
+  void kv_store(const backend::KvLayer& kv, backend::Ref k, backend::Ref v, backend::Ref slots,
+                backend::Ref positions, int n) override;
+  void attend(backend::Ref q, int n_tokens, backend::Ref q_pos, int n_heads, const backend::KvLayer& kv, int n_scan,
+              int window, float scale, backend::Ref out) override;
+
+ private:
+  struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    std::uint64_t bytes = 0;
+    void* mapped = nullptr;  // host-visible memory, mapped for the buffer's life
+    std::string what;
+  };
+  struct Pipeline {
+    VkShaderModule module = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    std::uint32_t bindings = 0;
+  };
+
+  void create_device();
+  void release();  // every Vulkan object, in reverse order
+  void create_pipelines();
+  void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings);
+  std::uint32_t memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) const;
+  const Buffer& buffer(backend::BufferId id, const char* op) const;
+  void check_range(backend::Ref r, std::uint64_t words, const char* op, const char* operand) const;
+  void staged_copy(VkBuffer src, VkBuffer dst, std::uint64_t src_offset, std::uint64_t dst_offset,
+                   std::uint64_t bytes);
+  void submit_and_wait(VkCommandBuffer cmd, const char* what);
+  void check(VkResult r, const char* call) const;
+  // Records one dispatch of `s` over whole buffers `bufs` (one per binding).
+  void dispatch(Shader s, const backend::BufferId* bufs, std::uint32_t n_bufs, const void* push,
+                std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, const char* op);
+  void elementwise(std::uint32_t op, backend::Ref y, backend::Ref x, backend::Ref z, std::uint64_t n, float s,
+                   std::uint32_t width, std::uint32_t stride, const char* name);
+
+  VkPhysicalDevice phys_;
+  backend::DeviceInfo info_;
+  VkPhysicalDeviceMemoryProperties mem_props_{};
+  std::uint64_t max_buffer_range_ = 0;
+  std::uint32_t max_groups_ = 65535;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  std::uint32_t queue_family_ = 0;
+  VkCommandPool command_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer step_cmd_ = VK_NULL_HANDLE;
+  VkCommandBuffer copy_cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+  std::uint32_t descriptor_sets_left_ = 0;
+  Pipeline pipelines_[static_cast<int>(Shader::count)];
+  std::vector<Buffer> buffers_;  // BufferId i is buffers_[i - 1]
+  bool recording_ = false;
+};
+
+}  // namespace ringlm::vulkan

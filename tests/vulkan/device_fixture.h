@@ -1,0 +1,58 @@
+// Shared by the Vulkan tests: the first Vulkan device (opened once per process; a test
+// skips with the reason when there is none, e.g. no loader or no driver installed) and
+// helpers to move float and int vectors in and out of device buffers.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device.h"
+#include "util/error.h"
+#include "vulkan/devices.h"
+
+namespace ringlm::vulkan::testing {
+
+// The device, or null with the reason in `why`.
+inline std::shared_ptr<backend::Device> shared_device(std::string& why) {
+  static std::shared_ptr<backend::Device> dev;
+  static std::string reason;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    std::vector<backend::DeviceInfo> list = list_devices(reason);
+    if (!list.empty()) {
+      try {
+        dev = open_device(0);
+      } catch (const Error& e) {
+        reason = e.what();
+      }
+    }
+  }
+  why = reason;
+  return dev;
+}
+
+#define RINGLM_VULKAN_DEVICE_OR_SKIP(var)                                        \
+  std::string var##_why;                                                       \
+  std::shared_ptr<backend::Device> var = shared_device(var##_why);             \
+  if (!var) GTEST_SKIP() << "no Vulkan device: " << var##_why
+
+template <class T>
+backend::BufferId upload(backend::Device& dev, const std::vector<T>& v, backend::Memory m = backend::Memory::device) {
+  const backend::BufferId id = dev.create_buffer(v.size() * sizeof(T), m, "test data");
+  dev.write(id, 0, v.data(), v.size() * sizeof(T));
+  return id;
+}
+
+template <class T>
+std::vector<T> download(backend::Device& dev, backend::BufferId id, std::size_t n, std::size_t first = 0) {
+  std::vector<T> v(n);
+  dev.read(id, first * sizeof(T), v.data(), n * sizeof(T));
+  return v;
+}
+
+}  // namespace ringlm::vulkan::testing

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The Vulkan backend on a lent GPU machine (issue #31, docs/backends.md). Prepared; first run
+# waits for a session that is lent a device machine (/work/.library/device/README.md).
+#
+# The device machine has none of ringlm's build dependencies and no Vulkan loader, so the
+# binary travels: `pack` (here) builds ringlm with Vulkan and copies into .gpu/ the binary,
+# every shared library it links, Debian's dynamic loader (so the host's older or newer glibc
+# does not matter) and the Vulkan loader, which ringlm opens at run time. `run` (there) then
+# starts ringlm through that loader.
+#
+#   here:   tools/gpu_bench.sh pack                   (in the checkout the device tool sends)
+#   there:  device run, carry [".gpu"], timeout_s 540:
+#           bash tools/gpu_bench.sh run
+#
+# `run` makes a full-size random E2B (make-test-model, then convert to a packed directory, so
+# nothing large travels and loads only map), checks the Vulkan logits against the CPU's on
+# the same ids (prefill and decode; cosine and argmax per row), then benches decode and
+# prefill of 512 and 4096 tokens with --device vulkan and --device cpu on the same machine.
+# Aggregate decode at B=8/32/64 waits for BatchForward on the device (docs/backends.md).
+# Figures go to $OUT (the device tool's output folder) or ./gpu-bench-out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+
+pack() {
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGLM_VULKAN=ON >/dev/null
+  cmake --build build -j"$(nproc)" --target ringlm
+  ./build/ringlm --version | grep -q 'Vulkan backend: compiled in' ||
+    { echo "gpu_bench: build/ringlm was built without Vulkan" >&2; exit 1; }
+  rm -rf .gpu && mkdir -p .gpu/lib
+  cp build/ringlm .gpu/
+  ldd build/ringlm | awk '/=> \// {print $3}' | while read -r lib; do cp -L "$lib" .gpu/lib/; done
+  cp -L /lib64/ld-linux-x86-64.so.2 .gpu/lib/
+  cp -L "$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')" .gpu/lib/libvulkan.so.1
+  exclude=$(git rev-parse --git-path info/exclude)
+  grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+  du -sh .gpu
+  echo "gpu_bench: packed; now: device run 'bash tools/gpu_bench.sh run' with carry [\".gpu\"]"
+}
+
+run() {
+  out=${OUT:-$PWD/gpu-bench-out}
+  mkdir -p "$out"
+  exec > >(tee "$out/gpu_bench.log") 2>&1
+  local gpu=$PWD/.gpu
+  [[ -x $gpu/ringlm ]] || { echo "gpu_bench: no .gpu/ringlm (run 'tools/gpu_bench.sh pack' and carry .gpu)"; exit 1; }
+  # The NVIDIA driver's Vulkan manifest where the device tool's notes say it is.
+  for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+             /etc/vulkan/icd.d/nvidia_icd.json; do
+    [[ -f $icd ]] && { export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; break; }
+  done
+  R() { "$gpu/lib/ld-linux-x86-64.so.2" --library-path "$gpu/lib" "$gpu/ringlm" "$@"; }
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  R --version
+  R devices
+  local dir=/tmp/ringlm-e2b packed=/tmp/ringlm-e2b-packed
+  local t0=$SECONDS
+  [[ -f $packed/config.json ]] || {
+    R make-test-model "$dir" --preset e2b --seed 1 --tokenizer assets/gemma4-tokenizer --no-vision --no-audio
+    R convert --model "$dir" --out "$packed"
+    rm -rf "$dir"
+  }
+  echo "gpu_bench: model ready after $((SECONDS - t0)) s"
+
+  # Correctness: the same 96 ids, the first 64 as prefill and the rest as decode steps.
+  local ids
+  ids=$(python3 -c 'import random; random.seed(7); print(",".join(str(random.randrange(3, 260000)) for _ in range(96)))')
+  R logits --model "$packed" --activations f32 --ids "$ids" --decode-from 64 --out "$out/cpu.bin"
+  R logits --model "$packed" --device vulkan --ids "$ids" --decode-from 64 --out "$out/vulkan.bin"
+  python3 - "$out/cpu.bin" "$out/vulkan.bin" <<'EOF'
+import sys, numpy as np
+a = np.fromfile(sys.argv[1], dtype=np.float32).reshape(96, -1).astype(np.float64)
+b = np.fromfile(sys.argv[2], dtype=np.float32).reshape(96, -1).astype(np.float64)
+cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+same = (a.argmax(1) == b.argmax(1)).sum()
+print(f"gpu_bench: logits cosine min {cos.min():.6f} mean {cos.mean():.6f}; argmax equal {same}/96")
+sys.exit(0 if cos.min() >= 0.9999 and same == 96 else 1)
+EOF
+  rm -f "$out/cpu.bin" "$out/vulkan.bin"
+
+  for dev in vulkan cpu; do
+    for p in 512 4096; do
+      R bench --model "$packed" --device "$dev" --sections speed --prefill-tokens "$p" --decode-tokens 128 \
+        --ctx 8192 --json "$out/bench-$dev-$p.json"
+    done
+  done
+  echo "gpu_bench: done after $((SECONDS - t0)) s"
+}
+
+case $mode in
+  pack) pack ;;
+  run) run ;;
+  *) echo "usage: tools/gpu_bench.sh pack|run (see the comment at the top)" >&2; exit 2 ;;
+esac
