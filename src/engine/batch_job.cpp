@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace ringlm::engine {
 
@@ -73,12 +74,14 @@ std::vector<InputRow> read_input_rows(const std::string& path, const std::string
     row.line = n;
     row.id = "line-" + std::to_string(n);
     try {
-      row.data = nlohmann::ordered_json::parse(line);
+      row.data = ringlm::parse_json(line);  // linear in the line (ordered_json::parse is not: issue #28)
       if (!row.data.is_object()) {
         row.error = "line " + std::to_string(n) + " is not a JSON object";
       } else if (auto it = row.data.find(id_field); it != row.data.end()) {
         row.id = it->is_string() ? it->get<std::string>() : it->dump();
       }
+    } catch (const ringlm::Error& e) {
+      row.error = "line " + std::to_string(n) + " is not valid JSON: " + e.what();
     } catch (const nlohmann::json::exception& e) {
       row.error = "line " + std::to_string(n) + " is not valid JSON: " + e.what();
     }

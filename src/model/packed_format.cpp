@@ -41,7 +41,6 @@ std::uint64_t packed_tensor_bytes(io::DType dtype, const std::vector<std::int64_
 
 PackedPlan plan_packed(const ModelConfig& c) {
   PackedPlan plan;
-  const std::int64_t H = c.hidden_size;
   // The manifest's packed_slot orders each layer's block and then the tail; the embedding
   // tables (slot -1) go to the sidecar. The head is always stored (from the embedding when tied).
   auto add = [&](std::vector<const ManifestTensor*> block) {
