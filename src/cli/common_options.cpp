@@ -26,8 +26,8 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
   app->add_option("--threads,-t", threads, "Worker threads (default: RINGLM_THREADS, else all cores)")
       ->check(thread_count_validator());
   app->add_option("--n-gpu-layers,--gpu-layers", gpu_layers,
-                  "Accepted for llama.cpp's -ngl; ringlm computes on the CPU only (no GPU offload yet, a --device "
-                  "option is planned), so N > 0 is ignored with a note (default: 0)");
+                  "Accepted for llama.cpp's -ngl; ringlm does not split a model by layers (--device picks where the "
+                  "whole model runs), so N > 0 is ignored with a note (default: 0)");
   app->add_option("--weights", weights, "q4_0: linear layers in q4_0, quantized at load or as stored by ringlm convert, w4a8 kernels; "
                   "stored: float reference path over the stored weights (default: q4_0)")
       ->check(CLI::IsMember({"stored", "q4_0"}));
@@ -88,8 +88,8 @@ model::ModelOptions ModelFlags::model_options() const {
   if (gpu_layers > 0 && !explained) {
     explained = true;
     std::fprintf(stderr,
-                 "ringlm: note: -ngl/--n-gpu-layers %d ignored: ringlm computes on the CPU only (GPU offload is not "
-                 "implemented yet; a --device option is planned)\n",
+                 "ringlm: note: -ngl/--n-gpu-layers %d ignored: ringlm does not offload by layers; --device "
+                 "vulkan runs the whole model on a GPU (default: cpu)\n",
                  gpu_layers);
   }
   model::ModelOptions o;

@@ -17,7 +17,7 @@ struct ModelFlags {
   std::string mmproj;  // empty: the towers of the model directory (if any)
   int ctx = 0;
   int threads = 0;
-  int gpu_layers = 0;  // llama.cpp's -ngl: accepted, explained, ignored (CPU only)
+  int gpu_layers = 0;  // llama.cpp's -ngl: accepted, explained, ignored (no per-layer offload)
   std::string json_style = "compact";
   std::string schema_mode = "strict";
   std::string weights = "q4_0", activations = "int8x2", kv_type = "f16";

@@ -27,7 +27,7 @@ grep -q -- "-t is --threads" t.log && grep -q -- "--temp" t.log || { cat t.log >
 
 # -ngl: accepted, and the note says the GPU is not used.
 "$RINGLM" run -m model -ngl 99 -n 2 -p hi >/dev/null 2>ngl.log || { cat ngl.log >&2; fail "-ngl 99 refused"; }
-grep -q "ngl/--n-gpu-layers 99 ignored: ringlm computes on the CPU only" ngl.log || { cat ngl.log >&2; fail "no -ngl note"; }
+grep -q "ngl/--n-gpu-layers 99 ignored: ringlm does not offload by layers" ngl.log || { cat ngl.log >&2; fail "no -ngl note"; }
 "$RINGLM" run -m model -ngl 0 -n 2 -p hi >/dev/null 2>ngl0.log
 ! grep -q "n-gpu-layers" ngl0.log || fail "a note for -ngl 0"
 
