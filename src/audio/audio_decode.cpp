@@ -142,29 +142,45 @@ std::vector<float> resample(const std::vector<float>& in, int from, int to, cons
   return out;
 }
 
-AudioClip decode_audio(const std::uint8_t* data, std::size_t size, const std::string& name, int target_rate,
-                       const AudioLimits& limits) {
+namespace {
+
+// What decode_audio and probe_audio check alike before reading samples: the byte size, a WAV
+// header, a stream libsndfile can open, and channels and rate within the limits. `stream` is
+// the handle's source and must outlive it.
+std::unique_ptr<SNDFILE, SndCloser> open_within_limits(const std::uint8_t* data, std::size_t size,
+                                                       const std::string& name, const AudioLimits& limits,
+                                                       MemoryStream& stream, SF_INFO& info) {
   if (size > limits.max_file_bytes) fail(name, ": audio is ", size, " bytes; the limit is ", limits.max_file_bytes);
   if (size == 0) fail(name, ": empty audio file");
   if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WAVE", 4) == 0)
     check_wav_header(data, size, name, limits);
-
-  MemoryStream stream{data, static_cast<sf_count_t>(size), 0};
-  SF_VIRTUAL_IO vio{vio_len, vio_seek, vio_read, vio_write, vio_tell};
-  SF_INFO info{};
+  stream = MemoryStream{data, static_cast<sf_count_t>(size), 0};
+  SF_VIRTUAL_IO vio{vio_len, vio_seek, vio_read, vio_write, vio_tell};  // copied by libsndfile
+  info = SF_INFO{};
   std::unique_ptr<SNDFILE, SndCloser> snd(sf_open_virtual(&vio, SFM_READ, &info, &stream));
   if (!snd) fail(name, ": not a readable WAV, FLAC, OGG or MP3 file (libsndfile: ", sf_strerror(nullptr), ")");
+  const std::string format = format_name(info.format);
+  if (info.channels < 1 || info.channels > limits.max_channels)
+    fail(name, ": ", format, " audio has ", info.channels, " channels; at most ", limits.max_channels, " are accepted");
+  if (info.samplerate < limits.min_rate || info.samplerate > limits.max_rate)
+    fail(name, ": ", format, " audio has a sample rate of ", info.samplerate, " Hz; accepted: ", limits.min_rate, " to ",
+         limits.max_rate, " Hz");
+  return snd;
+}
+
+}  // namespace
+
+AudioClip decode_audio(const std::uint8_t* data, std::size_t size, const std::string& name, int target_rate,
+                       const AudioLimits& limits) {
+  MemoryStream stream{};
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndCloser> snd = open_within_limits(data, size, name, limits, stream, info);
 
   AudioClip clip;
   clip.source = name;
   clip.format = format_name(info.format);
   clip.channels = info.channels;
   clip.source_rate = info.samplerate;
-  if (info.channels < 1 || info.channels > limits.max_channels)
-    fail(name, ": ", clip.format, " audio has ", info.channels, " channels; at most ", limits.max_channels, " are accepted");
-  if (info.samplerate < limits.min_rate || info.samplerate > limits.max_rate)
-    fail(name, ": ", clip.format, " audio has a sample rate of ", info.samplerate, " Hz; accepted: ", limits.min_rate,
-         " to ", limits.max_rate, " Hz");
   // The header's length (MP3 and OGG: from a scan of the stream) against the limit first.
   const bool known_length = info.frames > 0 && info.frames < SF_COUNT_MAX;
   if (known_length && static_cast<double>(info.frames) / info.samplerate > limits.max_seconds)
@@ -212,24 +228,13 @@ AudioClip decode_audio(const std::uint8_t* data, std::size_t size, const std::st
 }
 
 AudioInfo probe_audio(const std::uint8_t* data, std::size_t size, const std::string& name, const AudioLimits& limits) {
-  if (size > limits.max_file_bytes) fail(name, ": audio is ", size, " bytes; the limit is ", limits.max_file_bytes);
-  if (size == 0) fail(name, ": empty audio file");
-  if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WAVE", 4) == 0)
-    check_wav_header(data, size, name, limits);
-  MemoryStream stream{data, static_cast<sf_count_t>(size), 0};
-  SF_VIRTUAL_IO vio{vio_len, vio_seek, vio_read, vio_write, vio_tell};
+  MemoryStream stream{};
   SF_INFO info{};
-  std::unique_ptr<SNDFILE, SndCloser> snd(sf_open_virtual(&vio, SFM_READ, &info, &stream));
-  if (!snd) fail(name, ": not a readable WAV, FLAC, OGG or MP3 file (libsndfile: ", sf_strerror(nullptr), ")");
+  const std::unique_ptr<SNDFILE, SndCloser> snd = open_within_limits(data, size, name, limits, stream, info);
   AudioInfo out;
   out.format = format_name(info.format);
   out.channels = info.channels;
   out.rate = info.samplerate;
-  if (info.channels < 1 || info.channels > limits.max_channels)
-    fail(name, ": ", out.format, " audio has ", info.channels, " channels; at most ", limits.max_channels, " are accepted");
-  if (info.samplerate < limits.min_rate || info.samplerate > limits.max_rate)
-    fail(name, ": ", out.format, " audio has a sample rate of ", info.samplerate, " Hz; accepted: ", limits.min_rate,
-         " to ", limits.max_rate, " Hz");
   if (info.frames > 0 && info.frames < SF_COUNT_MAX) {
     out.seconds = static_cast<double>(info.frames) / info.samplerate;
     if (out.seconds > limits.max_seconds) too_long(name, out.seconds, limits, "the file holds");

@@ -366,21 +366,15 @@ void HttpServer::handle_chat(const httplib::Request& req, httplib::Response& res
     return;
   }
 
+  std::vector<std::vector<TokenEvent>> events;
+  if (!await_choices(jobs, fd, cr.params.logprobs, events)) {
+    res.status = 499;
+    return;
+  }
   json choices = json::array();
   for (int i = 0; i < cr.n; ++i) {
-    Job& job = *jobs[static_cast<std::size_t>(i)];
-    std::vector<TokenEvent> events;
-    if (!await_job(job, fd, cr.params.logprobs ? &events : nullptr)) {
-      for (auto& j : jobs) j->cancel();
-      for (auto& j : jobs) await_job(*j, -1, nullptr);
-      res.status = 499;
-      return;
-    }
-    if (job_failed(job)) {
-      for (auto& j : jobs) j->cancel();
-      throw_job_error(job);
-    }
-    choices.push_back(chat_choice(i, job.result(), job.params(), tools_active, cr, events));
+    const Job& job = *jobs[static_cast<std::size_t>(i)];
+    choices.push_back(chat_choice(i, job.result(), job.params(), tools_active, cr, events[static_cast<std::size_t>(i)]));
   }
   const GenerationResult total = combined_result(jobs);
   access_tokens(total.prompt_tokens, total.completion_tokens);
@@ -449,22 +443,18 @@ void HttpServer::handle_completion(const httplib::Request& req, httplib::Respons
     return;
   }
 
+  std::vector<std::vector<TokenEvent>> events;
+  if (!await_choices(jobs, fd, cr.params.logprobs, events)) {
+    res.status = 499;
+    return;
+  }
   json choices = json::array();
   for (int i = 0; i < cr.n; ++i) {
-    Job& job = *jobs[static_cast<std::size_t>(i)];
-    std::vector<TokenEvent> events;
-    if (!await_job(job, fd, cr.params.logprobs ? &events : nullptr)) {
-      for (auto& j : jobs) j->cancel();
-      for (auto& j : jobs) await_job(*j, -1, nullptr);
-      res.status = 499;
-      return;
-    }
-    if (job_failed(job)) {
-      for (auto& j : jobs) j->cancel();
-      throw_job_error(job);
-    }
+    const Job& job = *jobs[static_cast<std::size_t>(i)];
     const GenerationResult& r = job.result();
-    json logprobs = cr.params.logprobs ? completion_logprobs(backend_, events, echo.size(), with_top) : json(nullptr);
+    json logprobs = cr.params.logprobs
+                        ? completion_logprobs(backend_, events[static_cast<std::size_t>(i)], echo.size(), with_top)
+                        : json(nullptr);
     json choice = {{"index", i}, {"text", echo + r.text}, {"logprobs", std::move(logprobs)},
                    {"finish_reason", engine::finish_reason_name(r.finish)}};
     if (json err = truncation_error(job.params(), r); !err.is_null()) choice["error"] = std::move(err);

@@ -36,6 +36,23 @@ bool await_job(Job& job, int fd, std::vector<TokenEvent>* keep) {
   }
 }
 
+bool await_choices(const std::vector<std::shared_ptr<Job>>& jobs, int fd, bool keep_events,
+                   std::vector<std::vector<TokenEvent>>& events) {
+  events.assign(jobs.size(), {});
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!await_job(*jobs[i], fd, keep_events ? &events[i] : nullptr)) {
+      for (auto& j : jobs) j->cancel();
+      for (auto& j : jobs) await_job(*j, -1, nullptr);
+      return false;
+    }
+    if (job_failed(*jobs[i])) {
+      for (auto& j : jobs) j->cancel();
+      throw_job_error(*jobs[i]);
+    }
+  }
+  return true;
+}
+
 std::string join_text(const std::vector<TokenEvent>& events) {
   std::string s;
   for (const auto& ev : events) s += ev.text;

@@ -32,6 +32,13 @@ bool job_failed(const Job& job);
 // token events when `keep` is given. Returns false if the client went away.
 bool await_job(Job& job, int fd, std::vector<engine::TokenEvent>* keep);
 
+// Waits for each choice of a non-streaming request in turn (await_job), keeping each one's
+// token events in events[i] when `keep_events`. Returns false if the client went away (every
+// choice then cancelled and let go); throws the first failed choice's error after cancelling
+// the others.
+bool await_choices(const std::vector<std::shared_ptr<Job>>& jobs, int fd, bool keep_events,
+                   std::vector<std::vector<engine::TokenEvent>>& events);
+
 std::string join_text(const std::vector<engine::TokenEvent>& events);
 
 // Turns one reply's token events into SSE text; one subclass per endpoint.

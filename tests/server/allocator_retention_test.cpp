@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/connection_guard.h"
+#include "../sanitizer_build.h"
 
 namespace {
 
@@ -23,22 +24,11 @@ long resident_kb() {
   return resident * 4;
 }
 
-bool sanitized() {
-#if defined(__SANITIZE_ADDRESS__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return true;
-#endif
-#endif
-  return false;
-}
-
 TEST(AllocatorRetention, ABurstOfThreadArenasIsReturnedToTheSystem) {
 #if !defined(__GLIBC__)
   GTEST_SKIP() << "glibc's allocator only";
 #endif
-  if (sanitized()) GTEST_SKIP() << "ASan replaces the allocator";
+  if (ringlm::testing::kAddressSanitizer) GTEST_SKIP() << "ASan replaces the allocator";
   ringlm::server::bound_allocator_retention();
   constexpr int kThreads = 12;
   constexpr std::size_t kSmall = 200, kCount = 15000;  // 3 MB of small blocks per thread
