@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chat/stop_rules.h"
+#include "engine/token_respelling.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
 
@@ -176,14 +177,25 @@ void Generator::check_request(std::span<const std::int32_t> prompt, const Genera
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
 }
 
+std::span<const std::int32_t> Generator::in_cached_spelling(std::span<const std::int32_t> prompt) {
+  // Soft-token positions index the prompt as given, and the cache past media_from_ holds
+  // placeholder ids: neither may be respelled.
+  const std::span<const std::int32_t> comparable(cached_.data(), std::min(cached_.size(), media_from_));
+  if (comparable.empty() || respell_like_cache(engine_.tokenizer(), comparable, prompt, respelled_) == 0)
+    return prompt;
+  if (static_cast<std::int64_t>(respelled_.size()) >= session_.context_capacity()) return prompt;
+  return respelled_;
+}
+
 std::span<float> Generator::run_prompt(std::span<const std::int32_t> prompt, const GenerationParams& params,
                                        GenerationResult& result, bool with_head) {
-  result.prompt_tokens = static_cast<int>(prompt.size());
   // Soft tokens: every one of them is recomputed (reuse stops before the first), and they
   // replace the embeddings of their prompt positions while the prompt runs.
   const PromptEmbeddings* media = params.prompt_embeddings.get();
   const std::size_t media_first =
       first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
+  if (media_first == SIZE_MAX) prompt = in_cached_spelling(prompt);
+  result.prompt_tokens = static_cast<int>(prompt.size());
   const std::size_t reused = reuse_prefix(prompt, media_first);
   result.cached_prompt_tokens = static_cast<int>(reused);
   if (media_first != SIZE_MAX) {

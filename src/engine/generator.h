@@ -77,6 +77,9 @@ class Generator {
   void check_request(std::span<const std::int32_t> prompt, const GenerationParams& params) const;
   std::span<float> run_prompt(std::span<const std::int32_t> prompt, const GenerationParams& params,
                               GenerationResult& result, bool with_head);
+  // `prompt`, or the same text spelled with the cached tokens where the model's own reply
+  // was tokenized differently (engine/token_respelling.h); points into respelled_.
+  std::span<const std::int32_t> in_cached_spelling(std::span<const std::int32_t> prompt);
 
   Engine& engine_;
   model::Session session_;
@@ -93,6 +96,7 @@ class Generator {
   // placeholders that do not identify the content, so no later prompt reuses from there.
   std::size_t media_from_ = SIZE_MAX;
   std::vector<model::EmbeddingOverride> overrides_;
+  std::vector<std::int32_t> respelled_;
 };
 
 }  // namespace ringlm::engine
