@@ -29,7 +29,7 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const G
     if (!info.dtype)
       fail_unsupported(f.path(), ": tensor '", t.name, "' has type ", info.name,
            ", which ringlm does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
-           "Q6_K, IQ4_NL, IQ4_XS; docs/gguf.md)");
+           "Q6_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; docs/gguf.md)");
     if (index_.count(*canonical))
       fail_model_file(f.path(), ": tensors '", t.name, "' and '", gguf_names_[index_[*canonical]],
            "' both map to '", *canonical, "'");

@@ -98,6 +98,58 @@ struct BlockIQ4_XS {
   std::uint8_t scales_l[kQKK / 64];
   std::uint8_t qs[kQKK / 2];
 };
+// The IQ2/IQ3/IQ1 family (dequant_iq.cpp): 256 values coded as groups of 8 (or 4) taken from
+// a fixed codebook (kernels/iq_grids.h) with per-group sign bits and small sub-block scales.
+// 256 values: per 32 values, 4 grid indices (8 bits each) then 4 x 7 sign bits and a 4-bit
+// scale packed in one 32-bit word (qs holds 8 such pairs of words).
+struct BlockIQ2_XXS {
+  std::uint16_t d;
+  std::uint16_t qs[kQKK / 8];
+};
+// 256 values: per 8 values one 16-bit word, 9-bit grid index + 7 sign bits; two 4-bit scales
+// per 32 values.
+struct BlockIQ2_XS {
+  std::uint16_t d;
+  std::uint16_t qs[kQKK / 8];
+  std::uint8_t scales[kQKK / 32];
+};
+// 256 values: 10-bit grid indices (low 8 bits in qs[0..31], high 2 in qh), explicit sign
+// bytes (qs[32..63]), two 4-bit scales per 32 values.
+struct BlockIQ2_S {
+  std::uint16_t d;
+  std::uint8_t qs[kQKK / 4];
+  std::uint8_t qh[kQKK / 32];
+  std::uint8_t scales[kQKK / 32];
+};
+// 256 values: 64 8-bit indices of 4-value grid entries, then per 32 values a 32-bit word of
+// 4 x 7 sign bits and a 4-bit scale.
+struct BlockIQ3_XXS {
+  std::uint16_t d;
+  std::uint8_t qs[3 * kQKK / 8];
+};
+// 256 values: 9-bit indices of 4-value grid entries (high bits in qh), explicit sign bytes,
+// one 4-bit scale per 32 values.
+struct BlockIQ3_S {
+  std::uint16_t d;
+  std::uint8_t qs[kQKK / 4];
+  std::uint8_t qh[kQKK / 32];
+  std::uint8_t signs[kQKK / 8];
+  std::uint8_t scales[kQKK / 64];
+};
+// 256 values: 11-bit indices of 8-value ternary grid entries (low 8 bits in qs, high 3 in
+// qh), per 32 values a 3-bit scale and the sign of a +-1/8 shift in qh's top bits.
+struct BlockIQ1_S {
+  std::uint16_t d;
+  std::uint8_t qs[kQKK / 8];
+  std::uint16_t qh[kQKK / 32];
+};
+// 256 values: as IQ1_S with a shift sign per 8 values, 3-bit scales per 16 values, and the
+// fp16 super-block scale spread over the top nibbles of the four 16-bit scale words.
+struct BlockIQ1_M {
+  std::uint8_t qs[kQKK / 8];
+  std::uint8_t qh[kQKK / 16];
+  std::uint8_t scales[kQKK / 32];
+};
 #pragma pack(pop)
 
 // IQ4_NL / IQ4_XS: the 16 non-uniform levels a 4-bit code selects.
@@ -116,5 +168,12 @@ static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
 
 }  // namespace ringlm::kernels

@@ -29,6 +29,13 @@ BlockFormat block_format(io::DType t) {
     case io::DType::Q3_K: return {kQKK, sizeof(BlockQ3_K)};
     case io::DType::IQ4_NL: return {kQK, sizeof(BlockIQ4_NL)};
     case io::DType::IQ4_XS: return {kQKK, sizeof(BlockIQ4_XS)};
+    case io::DType::IQ2_XXS: return {kQKK, sizeof(BlockIQ2_XXS)};
+    case io::DType::IQ2_XS: return {kQKK, sizeof(BlockIQ2_XS)};
+    case io::DType::IQ2_S: return {kQKK, sizeof(BlockIQ2_S)};
+    case io::DType::IQ3_XXS: return {kQKK, sizeof(BlockIQ3_XXS)};
+    case io::DType::IQ3_S: return {kQKK, sizeof(BlockIQ3_S)};
+    case io::DType::IQ1_S: return {kQKK, sizeof(BlockIQ1_S)};
+    case io::DType::IQ1_M: return {kQKK, sizeof(BlockIQ1_M)};
   }
   fail("block_format: unknown dtype ", static_cast<int>(t));
 }
@@ -178,6 +185,13 @@ void dequantize_row(io::DType t, const void* src, float* dst, std::int64_t n) {
     case io::DType::Q3_K: return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
     case io::DType::IQ4_NL: return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
     case io::DType::IQ4_XS: return dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
+    case io::DType::IQ2_XXS: return dequantize_row_iq2_xxs(static_cast<const BlockIQ2_XXS*>(src), dst, n);
+    case io::DType::IQ2_XS: return dequantize_row_iq2_xs(static_cast<const BlockIQ2_XS*>(src), dst, n);
+    case io::DType::IQ2_S: return dequantize_row_iq2_s(static_cast<const BlockIQ2_S*>(src), dst, n);
+    case io::DType::IQ3_XXS: return dequantize_row_iq3_xxs(static_cast<const BlockIQ3_XXS*>(src), dst, n);
+    case io::DType::IQ3_S: return dequantize_row_iq3_s(static_cast<const BlockIQ3_S*>(src), dst, n);
+    case io::DType::IQ1_S: return dequantize_row_iq1_s(static_cast<const BlockIQ1_S*>(src), dst, n);
+    case io::DType::IQ1_M: return dequantize_row_iq1_m(static_cast<const BlockIQ1_M*>(src), dst, n);
   }
   fail("dequantize_row: unknown dtype ", static_cast<int>(t));
 }
@@ -390,7 +404,14 @@ void quantize_row(io::DType t, const float* src, void* dst, std::int64_t n) {
     case io::DType::Q2_K:
     case io::DType::Q3_K:
     case io::DType::IQ4_NL:
-    case io::DType::IQ4_XS: break;  // read from GGUF files only; ringlm writes none of them
+    case io::DType::IQ4_XS:
+    case io::DType::IQ2_XXS:
+    case io::DType::IQ2_XS:
+    case io::DType::IQ2_S:
+    case io::DType::IQ3_XXS:
+    case io::DType::IQ3_S:
+    case io::DType::IQ1_S:
+    case io::DType::IQ1_M: break;  // read from GGUF files only; ringlm writes none of them
   }
   fail("quantize_row: ringlm has no quantizer for ", io::dtype_name(t));
 }

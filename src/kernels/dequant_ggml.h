@@ -43,6 +43,16 @@ void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, std::int64_t n);
 void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, std::int64_t n);
 void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, std::int64_t n);
 void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, std::int64_t n);
+// dequant_iq.cpp: the codebook formats (GGUF input only, bit-identical to ggml's decoder).
+void dequantize_row_iq2_xxs(const BlockIQ2_XXS* src, float* dst, std::int64_t n);
+void dequantize_row_iq2_xs(const BlockIQ2_XS* src, float* dst, std::int64_t n);
+void dequantize_row_iq2_s(const BlockIQ2_S* src, float* dst, std::int64_t n);
+void dequantize_row_iq3_xxs(const BlockIQ3_XXS* src, float* dst, std::int64_t n);
+void dequantize_row_iq3_s(const BlockIQ3_S* src, float* dst, std::int64_t n);
+void dequantize_row_iq1_s(const BlockIQ1_S* src, float* dst, std::int64_t n);
+void dequantize_row_iq1_m(const BlockIQ1_M* src, float* dst, std::int64_t n);
+// IQ1_M keeps its fp16 super-block scale in the top nibbles of its four scale words.
+std::uint16_t iq1m_block_scale(const BlockIQ1_M& b);
 
 void quantize_row_q8_0(const float* src, BlockQ8_0* dst, std::int64_t n);
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, std::int64_t n);

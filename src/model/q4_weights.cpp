@@ -57,7 +57,9 @@ bool quantizable(const kernels::WeightMatrix& w) {
 // GGUF block types with no kernel of their own (kernels/dequant_ggml_more.cpp).
 bool slow_block_type(io::DType t) {
   return t == io::DType::Q5_0 || t == io::DType::Q5_1 || t == io::DType::Q2_K || t == io::DType::Q3_K ||
-         t == io::DType::IQ4_NL || t == io::DType::IQ4_XS;
+         t == io::DType::IQ4_NL || t == io::DType::IQ4_XS || t == io::DType::IQ2_XXS || t == io::DType::IQ2_XS ||
+         t == io::DType::IQ2_S || t == io::DType::IQ3_XXS || t == io::DType::IQ3_S || t == io::DType::IQ1_S ||
+         t == io::DType::IQ1_M;
 }
 
 void quantize_one(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned, QuantizedWeightsInfo& info) {

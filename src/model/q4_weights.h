@@ -49,7 +49,7 @@ struct SlowBlocksInfo {
   std::uint64_t memory_bytes = 0;  // their q8p16 copies
 };
 
-// GGUF matrices of a type with no kernel of its own (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS)
+// GGUF matrices of a type with no kernel of its own (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ1/2/3)
 // -> Q8_0 (decoded, then q8_0-rounded) in the q8p16 layout, for the int8-activation kernels.
 // Costs memory (8.5 bits a weight) and adds Q8_0's rounding; without it these matrices run on
 // the float path, decoding every row at every use (exact: the model's `--activations f32`).

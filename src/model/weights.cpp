@@ -70,6 +70,17 @@ void check_scales(const io::TensorView& v, const std::string& name) {
       return check_blocks<BlockIQ4_NL>(v, name, [](const BlockIQ4_NL& b) { return !fp16_not_finite(b.d); });
     case io::DType::IQ4_XS:
       return check_blocks<BlockIQ4_XS>(v, name, [](const BlockIQ4_XS& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ2_XXS:
+      return check_blocks<BlockIQ2_XXS>(v, name, [](const BlockIQ2_XXS& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ2_XS:
+      return check_blocks<BlockIQ2_XS>(v, name, [](const BlockIQ2_XS& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ2_S: return check_blocks<BlockIQ2_S>(v, name, [](const BlockIQ2_S& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ3_XXS:
+      return check_blocks<BlockIQ3_XXS>(v, name, [](const BlockIQ3_XXS& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ3_S: return check_blocks<BlockIQ3_S>(v, name, [](const BlockIQ3_S& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ1_S: return check_blocks<BlockIQ1_S>(v, name, [](const BlockIQ1_S& b) { return !fp16_not_finite(b.d); });
+    case io::DType::IQ1_M:
+      return check_blocks<BlockIQ1_M>(v, name, [](const BlockIQ1_M& b) { return !fp16_not_finite(iq1m_block_scale(b)); });
     default: return;  // float matrices: a full pass over every weight (see check_scales' comment)
   }
 }

@@ -11,6 +11,7 @@ enum class DType : std::uint8_t {
   F32, F16, BF16, I8,
   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
   Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS,  // more ggml block formats (GGUF input only)
+  IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M,  // codebook formats (GGUF input only)
 };
 
 constexpr const char* dtype_name(DType t) {
@@ -31,6 +32,13 @@ constexpr const char* dtype_name(DType t) {
     case DType::Q3_K: return "Q3_K";
     case DType::IQ4_NL: return "IQ4_NL";
     case DType::IQ4_XS: return "IQ4_XS";
+    case DType::IQ2_XXS: return "IQ2_XXS";
+    case DType::IQ2_XS: return "IQ2_XS";
+    case DType::IQ2_S: return "IQ2_S";
+    case DType::IQ3_XXS: return "IQ3_XXS";
+    case DType::IQ3_S: return "IQ3_S";
+    case DType::IQ1_S: return "IQ1_S";
+    case DType::IQ1_M: return "IQ1_M";
   }
   return "?";
 }

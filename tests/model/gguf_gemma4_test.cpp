@@ -220,13 +220,13 @@ TEST(GgufGemma4, ClearErrors) {
   {
     GgufWriter w;
     w.add_string("general.architecture", "gemma4");
-    // IQ2_XXS: a type ringlm cannot compute (Q2_K, tested here before, now runs).
-    w.add_tensor("blk.0.attn_q.weight", 16 /* IQ2_XXS */, {256, 1}, std::vector<std::uint8_t>(66));
+    // TQ2_0: a type ringlm cannot compute (Q2_K and then IQ2_XXS, tested here before, now run).
+    w.add_tensor("blk.0.attn_q.weight", 35 /* TQ2_0 */, {256, 1}, std::vector<std::uint8_t>(66));
     const auto b = w.bytes();
-    auto f = std::shared_ptr<GgufFile>(GgufFile::from_memory(b.data(), b.size(), "iq2.gguf"));
+    auto f = std::shared_ptr<GgufFile>(GgufFile::from_memory(b.data(), b.size(), "tq2.gguf"));
     const auto msg = error_of([&] { GgufTensorSource s(f, gemma4_canonical_name); });
-    EXPECT_NE(msg.find("'blk.0.attn_q.weight' has type IQ2_XXS"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("iq2.gguf"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'blk.0.attn_q.weight' has type TQ2_0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tq2.gguf"), std::string::npos) << msg;
   }
   {
     // Per-layer MLP widths that are not "one width, doubled on the KV-shared layers".

@@ -14,7 +14,7 @@ independent restatement of ggml's layouts). The metadata bytes are copied unchan
 - default activations (converted to Q8_0 at load, with a one-line note on stderr): cosine
   >= 0.999 and argmax agreement >= 0.9 (Q8_0's rounding and 8-bit activations), printed.
 - bad input: a block with a NaN scale is refused at load naming the tensor, row and block; a
-  tensor of a type ringlm cannot compute (IQ2_XXS) is refused naming tensor, type and file."""
+  tensor of a type ringlm cannot compute (TQ2_0) is refused naming tensor, type and file."""
 import os
 import struct
 import subprocess
@@ -190,15 +190,15 @@ def main():
                        capture_output=True, text=True)
     check("a NaN block scale is refused at load, naming the tensor and block",
           r.returncode != 0 and "block 3" in r.stderr and "NaN" in r.stderr, r.stderr.strip()[-200:])
-    wide = next(tn for tn in layer if tensors[tn][1][0] % 256 == 0)  # whole IQ2_XXS blocks per row
-    out = [(tn, 16, tensors[tn][1], bytes(int(np.prod(tensors[tn][1])) // 256 * 66)) if tn == wide
+    wide = next(tn for tn in layer if tensors[tn][1][0] % 256 == 0)  # whole TQ2_0 blocks per row
+    out = [(tn, 35, tensors[tn][1], bytes(int(np.prod(tensors[tn][1])) // 256 * 66)) if tn == wide
            else (tn,) + tensors[tn] for tn in order]
-    path = os.path.join(TMP, "iq2.gguf")
+    path = os.path.join(TMP, "tq2.gguf")
     rewrite(base, path, out, align)
     r = subprocess.run([RINGLM, "logits", "--model", path, "--ids", "2,3", "--out", os.path.join(TMP, "x.bin")],
                        capture_output=True, text=True)
     check("a tensor of an unsupported type is refused naming tensor, type and file",
-          r.returncode != 0 and wide in r.stderr and "IQ2_XXS" in r.stderr and "iq2.gguf" in r.stderr,
+          r.returncode != 0 and wide in r.stderr and "TQ2_0" in r.stderr and "tq2.gguf" in r.stderr,
           r.stderr.strip()[-200:])
     if failures:
         raise SystemExit(f"FAILED: {failures}")
