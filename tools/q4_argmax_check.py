@@ -53,11 +53,18 @@ class _Q4Weights(ref._Weights):
     def __getitem__(self, name):
         t = dict.__getitem__(self, name)
         if name in self.quantized:
-            return _Q4Stored(t) if name == "lm_head.weight" else q4_0_dequant(t.full())
+            return _Q4Stored(t) if name in _LAZY else q4_0_dequant(t.full())
         return ref._Weights.__getitem__(self, name)
 
 
-def quantized_checkpoint(hf_dir):
+# The vocabulary-sized tables: quantized a block of rows at a time when read, never whole.
+_LAZY = ("lm_head.weight", "embed_tokens.weight", "embed_tokens_per_layer.weight")
+
+
+def quantized_checkpoint(hf_dir, q4_embeddings=False):
+    """(config, weights) with every linear layer and the LM head seen through q4_0; with
+    q4_embeddings also the two embedding tables, as a GGUF that stores them in q4_0 has them
+    (token_embd, per_layer_token_embd): the lookups then read the q4_0 rows too."""
     c, stored = ref.load_checkpoint(hf_dir)
     quantized = set()
     for name in list(stored):
@@ -69,6 +76,8 @@ def quantized_checkpoint(hf_dir):
     head = "embed_tokens.weight" if c.get("tie_word_embeddings", True) else "lm_head.weight"
     dict.__setitem__(stored, "lm_head.weight", dict.__getitem__(stored, head))
     quantized.add("lm_head.weight")
+    if q4_embeddings:
+        quantized.update(n for n in ("embed_tokens.weight", "embed_tokens_per_layer.weight") if n in stored)
     c["tie_word_embeddings"] = False
     return c, _Q4Weights(stored, quantized)
 
