@@ -99,6 +99,7 @@ model::ModelOptions ModelFlags::model_options() const {
                   : activations == "int8x2" ? kernels::Q4Activations::int8x2
                                             : kernels::Q4Activations::int8;
   o.reference_attention = reference_attention_from_env();
+  o.packed_weights_in_memory = packed_weights_in_memory_from_env();
   if (device != "cpu" && !opened_device) opened_device = open_compute_device(device);
   o.device = opened_device;
   return o;
@@ -114,6 +115,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.weights = mo.weights;
   o.activations = mo.activations;
   o.reference_attention = mo.reference_attention;
+  o.packed_weights_in_memory = mo.packed_weights_in_memory;
   o.device = mo.device;
   o.lm_head_subset = lm_head_subset_from_env();
   o.kv_type = kv::parse_kv_type(kv_type);

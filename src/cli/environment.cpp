@@ -47,6 +47,13 @@ bool reference_attention_from_env() {
   fail("RINGLM_ATTENTION=", std::string(a), ": expected 'tiled' or 'reference'");
 }
 
+bool packed_weights_in_memory_from_env() {
+  const std::string_view a = env("RINGLM_PACKED_WEIGHTS");
+  if (a.empty() || a == "memory") return true;
+  if (a == "mapped") return false;
+  fail("RINGLM_PACKED_WEIGHTS=", std::string(a), ": expected 'memory' or 'mapped'");
+}
+
 engine::EngineOptions::HeadSubset lm_head_subset_from_env() {
   using H = engine::EngineOptions::HeadSubset;
   const std::string_view h = env("RINGLM_LM_HEAD_SUBSET");

@@ -26,6 +26,9 @@ void apply_process_environment();
 
 // RINGLM_ATTENTION: true for "reference", false when unset, empty or "tiled".
 bool reference_attention_from_env();
+// RINGLM_PACKED_WEIGHTS=memory (default) or mapped: a converted directory's q4p16 weights
+// copied to huge-page memory at load, or read from the file mapping (model::ModelOptions).
+bool packed_weights_in_memory_from_env();
 // RINGLM_LM_HEAD_SUBSET (unset or empty: Auto).
 engine::EngineOptions::HeadSubset lm_head_subset_from_env();
 

@@ -45,6 +45,7 @@ Engine::Engine(const EngineOptions& options)
   mo.weights = options.weights;
   mo.activations = options.activations;
   mo.reference_attention = options.reference_attention;
+  mo.packed_weights_in_memory = options.packed_weights_in_memory;
   mo.device = options.device;
   model_ = model::load_model_any(options.model_dir, mo);
   for (auto id : tokenizer_.eos_ids()) stop_ids_.add(id);

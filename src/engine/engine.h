@@ -37,6 +37,7 @@ struct EngineOptions {
   model::WeightFormat weights = model::WeightFormat::q4_0;
   kernels::Q4Activations activations = kernels::Q4Activations::int8x2;  // for q4_0 weights
   bool reference_attention = false;  // model::ModelOptions::reference_attention
+  bool packed_weights_in_memory = true;  // model::ModelOptions::packed_weights_in_memory
   std::shared_ptr<backend::Device> device;  // model::ModelOptions::device (null: the CPU)
   // When a guided step computes only the allowed rows of the LM head (generator.h); the CLI
   // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.

@@ -1,6 +1,13 @@
 #include "kernels/q4_packed.h"
 
+#include <cstdint>
 #include <cstring>
+#include <new>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "util/error.h"
 
@@ -70,13 +77,58 @@ void q4_unpack_row(const Q4Packed& w, std::size_t row, BlockQ4_0* out) {
   }
 }
 
-Q4PackedBuffer::Q4PackedBuffer(std::size_t rows, std::size_t cols)
-    : storage_((q4_packed_bytes(rows, cols) + 63) / 64), rows_(rows), cols_(cols) {}
+Q4PackedBuffer::Q4PackedBuffer(std::size_t rows, std::size_t cols) : rows_(rows), cols_(cols) {
+  allocate(q4_packed_bytes(rows, cols));
+}
 
 Q4PackedBuffer Q4PackedBuffer::raw(std::size_t bytes) {
   Q4PackedBuffer b;
-  b.storage_.resize((bytes + 63) / 64);
+  b.allocate(bytes);
   return b;
+}
+
+void Q4PackedBuffer::allocate(std::size_t bytes) {
+  bytes_ = bytes;
+  if (bytes == 0) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  if (bytes >= kHuge) {
+    // Over-map by one huge page so the data can start on a 2 MiB boundary; the advice is
+    // given before the first touch, so the kernel can fault whole huge pages in.
+    const std::size_t len = (bytes + kHuge - 1) / kHuge * kHuge + kHuge;
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const auto base = reinterpret_cast<std::uintptr_t>(p);
+      const std::uintptr_t aligned = (base + kHuge - 1) & ~(kHuge - 1);
+      (void)::madvise(reinterpret_cast<void*>(aligned), len - (aligned - base), MADV_HUGEPAGE);
+      mapped_ = p;
+      mapped_bytes_ = len;
+      data_ = reinterpret_cast<std::uint8_t*>(aligned);
+      return;  // anonymous pages are zero
+    }
+  }
+#endif
+  data_ = static_cast<std::uint8_t*>(::operator new((bytes + 63) / 64 * 64, std::align_val_t{64}));
+  std::memset(data_, 0, (bytes + 63) / 64 * 64);
+}
+
+Q4PackedBuffer::~Q4PackedBuffer() {
+#if defined(__linux__)
+  if (mapped_) {
+    ::munmap(mapped_, mapped_bytes_);
+    return;
+  }
+#endif
+  if (data_) ::operator delete(data_, std::align_val_t{64});
+}
+
+void Q4PackedBuffer::swap(Q4PackedBuffer& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(bytes_, o.bytes_);
+  std::swap(mapped_, o.mapped_);
+  std::swap(mapped_bytes_, o.mapped_bytes_);
+  std::swap(rows_, o.rows_);
+  std::swap(cols_, o.cols_);
 }
 
 }  // namespace ringlm::kernels

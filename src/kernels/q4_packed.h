@@ -61,22 +61,41 @@ void q4_quantize_pack(const float* src, std::size_t rows, std::size_t cols, std:
 // Recovers row `row` as ggml blocks (cols/32 of them): the inverse of q4_pack.
 void q4_unpack_row(const Q4Packed& w, std::size_t row, BlockQ4_0* out);
 
-// Owning, 64-byte-aligned storage for a packed matrix (for tests, benches and load-time
-// conversion; a converted model directory is mapped instead).
+// Owning, zeroed, 64-byte-aligned storage for a packed matrix (for tests, benches and
+// load-time conversion or copy). A buffer of 2 MiB or more is its own anonymous mapping,
+// 2 MiB aligned and marked for transparent huge pages (Linux): the decode GEMVs stream every
+// byte once a token, and on huge pages they read measurably faster than on 4 KiB pages or on
+// a file mapping's page-cache pages (BENCHMARKS.md, "packed directory vs GGUF").
 class Q4PackedBuffer {
  public:
   Q4PackedBuffer() = default;
   Q4PackedBuffer(std::size_t rows, std::size_t cols);
+  Q4PackedBuffer(Q4PackedBuffer&& o) noexcept { swap(o); }
+  Q4PackedBuffer& operator=(Q4PackedBuffer&& o) noexcept {
+    Q4PackedBuffer t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  Q4PackedBuffer(const Q4PackedBuffer&) = delete;
+  Q4PackedBuffer& operator=(const Q4PackedBuffer&) = delete;
+  ~Q4PackedBuffer();
   // Zeroed storage of `bytes` bytes for a matrix in another packed layout (q4k_packed.h,
   // q6k_packed.h, q8p16_packed.h);
   // view() is then empty, data() is what counts.
   static Q4PackedBuffer raw(std::size_t bytes);
-  std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(storage_.data()); }
-  Q4Packed view() const { return {reinterpret_cast<const std::uint8_t*>(storage_.data()), rows_, cols_}; }
+  std::uint8_t* data() { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  Q4Packed view() const { return {data_, rows_, cols_}; }
+  // True when the storage was mapped with the huge-page advice (2 MiB or more, Linux).
+  bool huge_page_advised() const { return mapped_ != nullptr; }
 
  private:
-  struct alignas(64) Line { std::uint8_t b[64]; };
-  std::vector<Line> storage_;
+  void allocate(std::size_t bytes);
+  void swap(Q4PackedBuffer& o) noexcept;
+  std::uint8_t* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  void* mapped_ = nullptr;  // the mapping to unmap (null: data_ came from operator new)
+  std::size_t mapped_bytes_ = 0;
   std::size_t rows_ = 0, cols_ = 0;
 };
 

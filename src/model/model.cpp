@@ -48,7 +48,11 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
       if (w.dtype == io::DType::Q4_0 && w.packed) w.float_path = true;
     });
   }
-  m->quantized_ = repack_gguf_blocks(m->weights_);  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
+  if (options.weights == WeightFormat::q4_0 && options.packed_weights_in_memory)
+    m->quantized_ = copy_packed_to_memory(m->weights_, [src = m->source_.get()](const void* p, std::size_t n) {
+      src->drop_pages(p, n);
+    });
+  for (auto& b : repack_gguf_blocks(m->weights_)) m->quantized_.push_back(std::move(b));  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
   if (options.activations != kernels::Q4Activations::f32) {
     SlowBlocksInfo slow;
     for (auto& b : convert_slow_gguf_blocks(m->weights_, &slow)) m->quantized_.push_back(std::move(b));

@@ -66,6 +66,11 @@ struct ModelOptions {
   // The float reference attention (one token at a time) instead of the tiled kernel: for
   // A/B comparisons of numerics and speed (the CLI sets it from RINGLM_ATTENTION=reference).
   bool reference_attention = false;
+  // With WeightFormat::q4_0: copy a converted directory's q4p16 matrices from the file
+  // mapping into anonymous huge-page memory at load (copy_packed_to_memory, q4_weights.h):
+  // faster decode and prefill, at the cost of a copy and of pages no longer shared between
+  // processes. False keeps them mapped (the CLI sets it from RINGLM_PACKED_WEIGHTS=mapped).
+  bool packed_weights_in_memory = true;
   // The compute device the decoder runs on (docs/backends.md); null: the CPU kernels. The
   // weights are uploaded at load; sessions keep their KV there (src/cli opens the device).
   std::shared_ptr<backend::Device> device;
@@ -76,7 +81,8 @@ class Model {
   // Loads DIR/config.json and the safetensors checkpoint in DIR, or, when DIR is a packed
   // directory written by `ringlm convert` (model/packed_format.h), maps its q4p16 weights
   // and int8 sidecar tables. On a packed directory WeightFormat::stored runs the float path
-  // over the dequantized q4_0 rows (the reference) and q4_0 the kernels; nothing is copied.
+  // over the dequantized q4_0 rows (the reference) and q4_0 the kernels, on copies of the
+  // q4p16 matrices in huge-page memory unless packed_weights_in_memory is false.
   static std::shared_ptr<const Model> load(const std::filesystem::path& dir, const ModelOptions& options = {});
   // Builds a model over an already opened tensor source (any checkpoint format).
   static std::shared_ptr<const Model> from_source(ModelConfig config, std::unique_ptr<io::TensorSource> source,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -218,6 +219,41 @@ std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(ModelWeights& weig
     ++info.matrices;
   });
   info.memory_bytes = packed.bytes;
+  if (info_out) *info_out = info;
+  return owned;
+}
+
+std::vector<kernels::Q4PackedBuffer> copy_packed_to_memory(
+    ModelWeights& weights, const std::function<void(const void*, std::size_t)>& drop, QuantizedWeightsInfo* info_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<kernels::Q4PackedBuffer> owned;
+  std::vector<std::pair<const std::uint8_t*, const std::uint8_t*>> copied;  // file data -> copy
+  QuantizedWeightsInfo info;
+  for_each_matrix(weights, MatrixSet::all, [&](kernels::WeightMatrix& w) {
+    if (w.dtype != io::DType::Q4_0 || !w.packed || w.rows <= 0 || w.float_path) return;
+    for (const auto& [from, to] : copied)
+      if (from == w.data) {
+        w.data = to;
+        return;
+      }
+    kernels::Q4PackedBuffer buf(static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols));
+    const std::size_t bytes = buf.view().bytes(), groups = buf.view().groups();
+    const std::size_t group_bytes = kernels::Q4Packed::group_bytes(static_cast<std::size_t>(w.cols));
+    std::uint8_t* dst = buf.data();
+    const std::uint8_t* src = w.data;
+    // Whole groups per participant: both the page faults of the copy and of the file's
+    // pages are split over the threads.
+    kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
+      std::memcpy(dst + g0 * group_bytes, src + g0 * group_bytes, (g1 - g0) * group_bytes);
+    });
+    drop(src, bytes);
+    copied.emplace_back(src, dst);
+    w.data = dst;
+    info.bytes += bytes;
+    ++info.matrices;
+    owned.push_back(std::move(buf));
+  });
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;
   return owned;
 }

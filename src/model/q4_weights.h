@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
 // Q5_K runs on kernels that read the file's blocks directly, Q4_1 on the scalar decoder).
 // quantize_weights_q4_0 skips packed matrices.
 std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+
+// The q4p16 matrices of a converted directory (already packed, read from its file mapping)
+// -> owned copies in anonymous memory on huge pages (kernels::Q4PackedBuffer), in place;
+// the file's pages of each copied matrix are then unmapped through `drop` (the page cache
+// keeps them for the next load). Why: the decode GEMVs stream all of them every token, and
+// on this kind of host a file mapping's 4 KiB page-cache pages read 10-20 % slower than
+// anonymous huge pages (BENCHMARKS.md, "packed directory vs GGUF"). Costs one copy at load
+// (about 0.3 s for E2B's 1.28 GB) and the pages are no longer shared between processes.
+// Row factors and float matrices stay mapped (small). A matrix is copied once even when
+// several members point at it.
+std::vector<kernels::Q4PackedBuffer> copy_packed_to_memory(
+    ModelWeights& weights, const std::function<void(const void*, std::size_t)>& drop,
+    QuantizedWeightsInfo* info = nullptr);
 
 struct SlowBlocksInfo {
   std::size_t matrices = 0;

@@ -328,6 +328,32 @@ TEST(Q4Matmul, BatchRowsMatchTheScalarKernelAndTheirRowAlone) {
   }
 }
 
+// Small buffers come from operator new, large ones from their own huge-page-advised mapping;
+// both must be zeroed (padding rows compute to 0), 64-byte aligned and survive moves.
+TEST(Q4PackedBuffer, ZeroedAlignedAndMovableSmallAndLarge) {
+  for (const std::size_t rows : {std::size_t{16}, std::size_t{4096}}) {
+    Q4PackedBuffer a(rows, 1536);
+    ASSERT_EQ(a.bytes(), q4_packed_bytes(rows, 1536));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % 64, 0u);
+    for (std::size_t i = 0; i < a.bytes(); i += 997) ASSERT_EQ(a.data()[i], 0) << i;
+    ASSERT_EQ(a.data()[a.bytes() - 1], 0);
+#if defined(__linux__)
+    EXPECT_EQ(a.huge_page_advised(), a.bytes() >= (std::size_t{2} << 20));
+    if (a.huge_page_advised()) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % (std::size_t{2} << 20), 0u);
+#endif
+    a.data()[a.bytes() - 1] = 7;
+    std::uint8_t* p = a.data();
+    Q4PackedBuffer b(std::move(a));
+    EXPECT_EQ(b.data(), p);
+    EXPECT_EQ(b.view().rows, rows);
+    EXPECT_EQ(b.data()[b.bytes() - 1], 7);
+    EXPECT_EQ(a.data(), nullptr);
+    Q4PackedBuffer c = Q4PackedBuffer::raw(100);
+    c = std::move(b);
+    EXPECT_EQ(c.data(), p);
+  }
+}
+
 TEST(Q4Matmul, RejectsMismatchedShapes) {
   Q4PackedBuffer wbuf(16, 64);
   Q8ActBuffer act;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kernels/q4_weight_matmul.h"
+#include "kernels/q4_packed.h"
 #include "model/converter.h"
 #include "model/model.h"
 #include "model/packed_format.h"
@@ -162,6 +163,24 @@ TEST(Convert, LoadMapsQ4MatricesAndInt8Tables) {
   EXPECT_EQ(w.layers[0].ple_projection.dtype, io::DType::F32);
   auto stored = model::Model::load(converted_tiny().out, {.threads = 2, .weights = model::WeightFormat::stored});
   EXPECT_TRUE(stored->weights().lm_head.float_path);
+}
+
+// The q4p16 matrices copied into memory at load (the default) or read from the file mapping:
+// different storage, the same bytes, so the same logits bit for bit.
+TEST(Convert, InMemoryCopyOfPackedWeightsGivesTheMappedLogits) {
+  std::vector<std::int32_t> ids = {2, 17, 300, 5, 640, 9, 9, 100};
+  auto mem = model::Model::load(converted_tiny().out, {.threads = 2, .weights = model::WeightFormat::q4_0});
+  auto map = model::Model::load(converted_tiny().out,
+                                {.threads = 2, .weights = model::WeightFormat::q4_0, .packed_weights_in_memory = false});
+  EXPECT_NE(mem->weights().lm_head.data, map->weights().lm_head.data);
+  EXPECT_NE(mem->weights().layers[0].q_proj.data, map->weights().layers[0].q_proj.data);
+  const std::size_t bytes =
+      kernels::Q4Packed{nullptr, static_cast<std::size_t>(map->weights().lm_head.rows),
+                        static_cast<std::size_t>(map->weights().lm_head.cols)}.bytes();
+  EXPECT_EQ(std::memcmp(mem->weights().lm_head.data, map->weights().lm_head.data, bytes), 0);
+  const auto a = last_logits(mem, ids, kv::KvType::f16), b = last_logits(map, ids, kv::KvType::f16);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
 TEST(Convert, StoredAndKernelPathsAgreeAndTrackTheCheckpoint) {
