@@ -16,8 +16,11 @@
 # nothing large travels and loads only map), checks the Vulkan logits against the CPU's on
 # the same ids (prefill and decode; cosine and argmax per row), then benches decode and
 # prefill of 512 and 4096 tokens with --device vulkan and --device cpu on the same machine.
-# Aggregate decode at B=8/32/64 waits for BatchForward on the device (docs/backends.md).
-# Figures go to $OUT (the device tool's output folder) or ./gpu-bench-out.
+# then aggregate decode at B=1/8/32/64 (`bench --sections batch`, continuous batching) on
+# both. Figures go to $OUT (the device tool's output folder) or ./gpu-bench-out.
+#
+#   here, on lavapipe:  tools/gpu_bench.sh smoke   (pack, then the same run on the tiny
+#                       preset with small sizes: checks the script end to end, no figures)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -54,10 +57,16 @@ run() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   R --version
   R devices
-  local dir=/tmp/ringlm-e2b packed=/tmp/ringlm-e2b-packed
+  # SMOKE=1 (tools/gpu_bench.sh smoke): the tiny preset and small sizes, on lavapipe.
+  local preset=e2b tok=(--tokenizer assets/gemma4-tokenizer) vocab=260000 prefills=(512 4096) ctx=8192
+  local batches=1,8,32,64 bprompt=128 bdecode=64
+  if [[ ${SMOKE:-0} == 1 ]]; then
+    preset=tiny tok=() vocab=500 prefills=(32) ctx=1024 batches=1,4 bprompt=16 bdecode=8
+  fi
+  local dir=/tmp/ringlm-$preset packed=/tmp/ringlm-$preset-packed
   local t0=$SECONDS
   [[ -f $packed/config.json ]] || {
-    R make-test-model "$dir" --preset e2b --seed 1 --tokenizer assets/gemma4-tokenizer --no-vision --no-audio
+    R make-test-model "$dir" --preset $preset --seed 1 "${tok[@]}" --no-vision --no-audio
     R convert --model "$dir" --out "$packed"
     rm -rf "$dir"
   }
@@ -65,25 +74,37 @@ run() {
 
   # Correctness: the same 96 ids, the first 64 as prefill and the rest as decode steps.
   local ids
-  ids=$(python3 -c 'import random; random.seed(7); print(",".join(str(random.randrange(3, 260000)) for _ in range(96)))')
+  ids=$(python3 -c 'import sys; import random; random.seed(7); print(",".join(str(random.randrange(3, int(sys.argv[1]))) for _ in range(96)))' "$vocab")
   R logits --model "$packed" --activations f32 --ids "$ids" --decode-from 64 --out "$out/cpu.bin"
   R logits --model "$packed" --device vulkan --ids "$ids" --decode-from 64 --out "$out/vulkan.bin"
   python3 - "$out/cpu.bin" "$out/vulkan.bin" <<'EOF'
-import sys, numpy as np
-a = np.fromfile(sys.argv[1], dtype=np.float32).reshape(96, -1).astype(np.float64)
-b = np.fromfile(sys.argv[2], dtype=np.float32).reshape(96, -1).astype(np.float64)
-cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
-same = (a.argmax(1) == b.argmax(1)).sum()
-print(f"gpu_bench: logits cosine min {cos.min():.6f} mean {cos.mean():.6f}; argmax equal {same}/96")
-sys.exit(0 if cos.min() >= 0.9999 and same == 96 else 1)
+# Plain Python (the device machine may have no numpy): 96 rows of float32 logits each.
+import array, math, sys
+def rows(path):
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.frombytes(f.read())
+    n = len(a) // 96
+    return [a[i * n:(i + 1) * n] for i in range(96)]
+cos_min, cos_sum, same = 1.0, 0.0, 0
+for x, y in zip(rows(sys.argv[1]), rows(sys.argv[2])):
+    xy = sum(p * q for p, q in zip(x, y))
+    c = xy / math.sqrt(sum(p * p for p in x) * sum(q * q for q in y))
+    cos_min, cos_sum = min(cos_min, c), cos_sum + c
+    same += max(range(len(x)), key=x.__getitem__) == max(range(len(y)), key=y.__getitem__)
+print(f"gpu_bench: logits cosine min {cos_min:.6f} mean {cos_sum / 96:.6f}; argmax equal {same}/96")
+sys.exit(0 if cos_min >= 0.9999 and same == 96 else 1)
 EOF
   rm -f "$out/cpu.bin" "$out/vulkan.bin"
 
   for dev in vulkan cpu; do
-    for p in 512 4096; do
+    for p in "${prefills[@]}"; do
       R bench --model "$packed" --device "$dev" --sections speed --prefill-tokens "$p" --decode-tokens 128 \
-        --ctx 8192 --json "$out/bench-$dev-$p.json"
+        --ctx $ctx --json "$out/bench-$dev-$p.json"
     done
+    R bench --model "$packed" --device "$dev" --sections batch --batch-sizes $batches --batch-prompt-tokens $bprompt \
+      --batch-decode-tokens $bdecode --batch-extract-parallel 1 --batch-extract-rows 1 --ctx $ctx \
+      --json "$out/bench-$dev-batch.json"
   done
   echo "gpu_bench: done after $((SECONDS - t0)) s"
 }
@@ -91,5 +112,6 @@ EOF
 case $mode in
   pack) pack ;;
   run) run ;;
-  *) echo "usage: tools/gpu_bench.sh pack|run (see the comment at the top)" >&2; exit 2 ;;
+  smoke) pack && SMOKE=1 OUT=${OUT:-$PWD/gpu-bench-smoke} run ;;
+  *) echo "usage: tools/gpu_bench.sh pack|run|smoke (see the comment at the top)" >&2; exit 2 ;;
 esac

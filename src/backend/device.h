@@ -72,6 +72,13 @@ struct KvLayer {
   int n_slots = 0, n_kv_heads = 0, head_dim = 0;
 };
 
+// One buffer-to-buffer copy (bytes, multiples of 4), outside a step: KV prefix copies
+// between sessions and snapshots stay on the device.
+struct BufferCopy {
+  BufferId src = 0, dst = 0;
+  std::uint64_t src_byte = 0, dst_byte = 0, bytes = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -87,6 +94,8 @@ class Device {
   virtual void write(BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) = 0;
   virtual void read(BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) = 0;
   virtual void fill_words(BufferId buf, std::uint32_t value) = 0;  // every word of the buffer
+  // Runs the copies in order (one submission) and waits; every range is checked first.
+  virtual void copy_buffers(const BufferCopy* copies, std::size_t n) = 0;
 
   // Step recording.
   virtual void begin_step() = 0;

@@ -148,6 +148,10 @@ void LayerCache::copy_prefix_from(const LayerCache& src, std::int64_t n) {
   for (int s = 0; s < slots; ++s) {
     const std::int64_t p = src.pos_[s];
     if (p < 0 || p >= n) continue;
+    if (!spec_.host_storage) {  // the rows live on a device (model/device_kv.h copies them)
+      set_position(s, p);
+      continue;
+    }
     const std::int64_t off = static_cast<std::int64_t>(s) * row_;
     if (spec_.type == KvType::f16) {  // bits copied as stored: the prefix is exactly what src computed
       std::copy_n(src.k16_.data() + off, row_, k16_.data() + off);
@@ -160,11 +164,17 @@ void LayerCache::copy_prefix_from(const LayerCache& src, std::int64_t n) {
   }
 }
 
-void LayerCache::export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
-  const std::size_t half = position_bytes() / 2;
-  for (std::int64_t p = from; p < from + n; ++p) {
+void LayerCache::check_holds(std::int64_t from, std::int64_t n) const {
+  for (std::int64_t p = from; p < from + n; ++p)
     if (p < 0 || (!is_ring() && p >= spec_.n_slots) || pos_[slot_of(p)] != p)
       fail("KV cache: position ", p, " is not held (exporting ", from, "..", from + n - 1, ")");
+}
+
+void LayerCache::export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
+  const std::size_t half = position_bytes() / 2;
+  check_holds(from, n);
+  if (!spec_.host_storage) fail("KV cache: exporting rows of a positions-only cache (the rows are on a device)");
+  for (std::int64_t p = from; p < from + n; ++p) {
     const std::size_t off = static_cast<std::size_t>(slot_of(p)) * static_cast<std::size_t>(row_);
     const void* k = spec_.type == KvType::f16 ? static_cast<const void*>(k16_.data() + off) : k_.data() + off;
     const void* v = spec_.type == KvType::f16 ? static_cast<const void*>(v16_.data() + off) : v_.data() + off;
@@ -178,6 +188,11 @@ void LayerCache::import_rows(std::int64_t from, std::int64_t n, const std::uint8
   const std::size_t half = position_bytes() / 2;
   for (std::int64_t p = from; p < from + n; ++p) {
     const int slot = slot_of(p);
+    if (!spec_.host_storage) {  // positions only: the device cache takes the rows
+      in += 2 * half;
+      set_position(slot, p);
+      continue;
+    }
     const std::size_t off = static_cast<std::size_t>(slot) * static_cast<std::size_t>(row_);
     void* k = spec_.type == KvType::f16 ? static_cast<void*>(k16_.data() + off) : k_.data() + off;
     void* v = spec_.type == KvType::f16 ? static_cast<void*>(v16_.data() + off) : v_.data() + off;
@@ -256,6 +271,11 @@ void KvCache::restore(const KvSnapshot& snapshot) {
     auto& l = layers_[i];
     if (!l.is_ring()) {
       l.truncate(snapshot.end);
+      continue;
+    }
+    if (!l.spec().host_storage) {  // positions only: the device restores the rows (model/device_kv.h)
+      if (snapshot.pos[i].size() != l.positions().size()) fail("KV cache: snapshot geometry does not match layer ", i);
+      std::copy(snapshot.pos[i].begin(), snapshot.pos[i].end(), l.positions().begin());
       continue;
     }
     if (snapshot.k[i].size() != l.keys().size() || snapshot.k16.size() != layers_.size() ||

@@ -34,7 +34,8 @@ struct LayerCacheSpec {
   int window = 0;    // > 0: sliding ring with this attention window; 0: full (slot = pos)
   KvType type = KvType::f32;
   // false: positions only, no K/V storage here (the K/V live on a compute device, see
-  // model/device_session.h); write(), view()'s rows and the row copies must not be used.
+  // model/device_kv.h); write() and view()'s rows must not be used; copy_prefix_from,
+  // import_rows and restore() keep the positions only, export_rows throws.
   bool host_storage = true;
 };
 
@@ -80,6 +81,8 @@ class LayerCache {
   std::size_t bytes() const;
   // Bytes of one position's K and V rows as stored (the prefix cache's unit).
   std::size_t position_bytes() const { return 2 * kv_type_bytes(spec_.type) * static_cast<std::size_t>(row_); }
+  // Throws ringlm::Error unless every position in [from, from + n) is held.
+  void check_holds(std::int64_t from, std::int64_t n) const;
   // Writes the K then V rows of each position in [from, from + n) to `out` (n *
   // position_bytes(), bits as stored). Throws ringlm::Error unless the cache holds them all.
   void export_rows(std::int64_t from, std::int64_t n, std::uint8_t* out) const;

@@ -4,6 +4,7 @@
 
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
+#include "model/device_forward.h"
 #include "model/device_weights.h"
 #include "util/error.h"
 
@@ -11,13 +12,16 @@ namespace ringlm::model {
 
 BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOptions& options)
     : model_(std::move(model)), options_(options) {
-  if (model_->device_weights())
-    fail_unsupported("continuous batching is not supported on the ", model_->device_weights()->device->info().api,
-                     " device yet (run on --device cpu)");
   if (options_.max_items < 1) fail("batch: at least one sequence per step is needed, got ", options_.max_items);
   if (options_.max_rows < options_.max_items)
     fail("batch: ", options_.max_rows, " rows per step cannot hold ", options_.max_items, " sequences");
-  scratch_.size_for(model_->config(), options_.max_rows);
+  if (model_->device_weights()) {  // the step runs on the device; the host scratch holds the deferred heads' rows
+    device_ = std::make_unique<detail::DeviceForward>(*model_, options_.max_rows, options_.max_items);
+    device_segs_.reserve(static_cast<std::size_t>(options_.max_items));
+    scratch_.a.resize(static_cast<std::size_t>(options_.max_items) * model_->config().hidden_size);
+  } else {
+    scratch_.size_for(model_->config(), options_.max_rows);
+  }
   segs_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_.resize(static_cast<std::size_t>(options_.max_items) * static_cast<std::size_t>(model_->config().vocab_size));
@@ -48,6 +52,7 @@ void BatchForward::run(std::span<const BatchItem> items) {
   if (rows > static_cast<std::size_t>(options_.max_rows))
     fail("batch: ", rows, " token rows in one step; at most ", options_.max_rows);
 
+  if (device_) return run_on_device(items);
   segs_.clear();
   logits_row_.assign(items.size(), -1);
   std::size_t row = 0;
@@ -73,6 +78,38 @@ void BatchForward::run(std::span<const BatchItem> items) {
   }
 }
 
+void BatchForward::run_on_device(std::span<const BatchItem> items) {
+  device_segs_.clear();
+  for (const BatchItem& it : items) {
+    Session& s = *it.session;
+    detail::DeviceSegment seg;
+    seg.ids = it.ids.data();
+    seg.positions = it.positions.data();
+    seg.n = static_cast<int>(it.ids.size());
+    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : seg.n - 1;
+    seg.run_head = it.mode == LogitsMode::Last;
+    seg.full_prefill = s.full_prefill_;
+    seg.overrides = s.overrides_;
+    seg.cache = &s.cache_;
+    seg.kv = s.device_kv_.get();
+    seg.cache_index = &s.cache_index_;
+    seg.head_in = s.head_in_.data();
+    device_segs_.push_back(seg);
+    s.hidden_valid_ = false;
+  }
+  device_->run(device_segs_, logits_.data());
+  used_rows_ = 0;
+  head_rows_ = 0;
+  logits_row_.assign(items.size(), -1);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const detail::DeviceSegment& seg = device_segs_[i];
+    if (seg.logits_row >= 0) used_rows_ = std::max(used_rows_, seg.logits_row + 1);
+    if (seg.first_logits_row < seg.n) items[i].session->hidden_valid_ = true;
+    items[i].session->next_position_ = items[i].positions.back() + 1;
+    logits_row_[i] = seg.logits_row;
+  }
+}
+
 void BatchForward::head_logits(std::span<Session* const> sessions) {
   const int n = static_cast<int>(sessions.size());
   if (used_rows_ + n > options_.max_items)
@@ -88,6 +125,7 @@ void BatchForward::head_logits(std::span<Session* const> sessions) {
   head_rows_ = n;
   if (n == 0) return;
   float* out = logits_.data() + static_cast<std::size_t>(used_rows_) * V;
+  if (device_) return device_->head(scratch_.a.data(), n, out);
   kernels::matmul(model_->weights().lm_head, scratch_.a.data(), n, out, model_->pool());
   if (cfg.final_logit_softcapping > 0)
     kernels::soft_cap(out, static_cast<std::int64_t>(n) * cfg.vocab_size, static_cast<float>(cfg.final_logit_softcapping),

@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "model/device_forward.h"
 #include "model/forward_pass.h"
 #include "model/model.h"
 
@@ -68,8 +69,13 @@ class BatchForward {
   const Model& model() const { return *model_; }
 
  private:
+  void run_on_device(std::span<const BatchItem> items);
+
   std::shared_ptr<const Model> model_;
   BatchOptions options_;
+  // On a device model: the step runs there (the host scratch is not sized).
+  std::unique_ptr<detail::DeviceForward> device_;
+  std::vector<detail::DeviceSegment> device_segs_;
   detail::ForwardScratch scratch_;
   std::vector<detail::ForwardSegment> segs_;
   std::vector<int> logits_row_;  // per item of the last run: its row in logits_, -1 none

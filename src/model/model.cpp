@@ -12,7 +12,8 @@
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
-#include "model/device_session.h"
+#include "model/device_forward.h"
+#include "model/device_kv.h"
 #include "model/device_weights.h"
 #include "model/forward_pass.h"
 #include "model/packed_format.h"
@@ -116,7 +117,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
   if (model_->device_weights()) {
     if (options.kv_type != kv::KvType::f16)
       fail_unsupported("the ", model_->device_weights()->device->info().api, " device keeps its KV cache in f16 (--kv-type f16)");
-    device_ = std::make_unique<detail::DeviceSession>(*model_, cache_, kMaxChunk);
+    device_kv_ = std::make_unique<detail::DeviceKv>(*model_->device_weights()->device, cache_);
   }
 
   scratch_.size_for(cfg_, kMaxChunk);
@@ -127,15 +128,14 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& optio
 
 Session::~Session() = default;
 
-void Session::refuse_on_device(const char* what) const {
-  if (device_)
-    fail_unsupported(what, " is not supported on the ", model_->device_weights()->device->info().api,
-                     " device yet (run on --device cpu)");
+detail::DeviceForward& Session::device_step() {
+  if (!device_step_) device_step_ = std::make_unique<detail::DeviceForward>(*model_, kMaxChunk, kMaxChunk);
+  return *device_step_;
 }
 
 void Session::reset() {
   cache_.reset();
-  if (device_) device_->sync_positions(cache_);
+  if (device_kv_) device_kv_->sync_positions(cache_);
   next_position_ = 0;
   hidden_valid_ = false;
 }
@@ -144,35 +144,55 @@ void Session::truncate(std::int64_t n) {
   if (n < 0) fail("cannot truncate the session to ", n, " positions");
   if (n >= next_position_) return;
   cache_.truncate(n);
-  if (device_) device_->sync_positions(cache_);
+  if (device_kv_) device_kv_->sync_positions(cache_);
   next_position_ = n;
+  hidden_valid_ = false;
+}
+
+void Session::snapshot(kv::KvSnapshot& out) const {
+  cache_.snapshot(next_position_, out);
+  if (device_kv_) device_kv_->snapshot(cache_, out);
+}
+
+void Session::restore(const kv::KvSnapshot& snap) {
+  if (device_kv_) device_kv_->restore(cache_, snap);  // checks the snapshot's geometry first
+  cache_.restore(snap);
+  if (device_kv_) device_kv_->sync_positions(cache_);
+  next_position_ = snap.end;
   hidden_valid_ = false;
 }
 
 void Session::copy_prefix_from(const Session& src, std::int64_t n) {
   if (src.model_ != model_) fail("cannot copy KV between sessions of different models");
-  refuse_on_device("copying a prompt prefix between sessions");
   if (n > src.next_position_) fail("cannot copy a ", n, "-token prefix from a session holding ", src.next_position_);
-  cache_.copy_prefix_from(src.cache_, n);
+  cache_.copy_prefix_from(src.cache_, n);  // checks everything first; positions only on a device
+  if (device_kv_) {
+    device_kv_->copy_prefix_from(*src.device_kv_, src.cache_, n);
+    device_kv_->sync_positions(cache_);
+  }
   next_position_ = n;
   hidden_valid_ = false;
 }
 
 void Session::export_kv(std::int64_t from, std::int64_t n, std::uint8_t* out) const {
-  refuse_on_device("exporting KV rows");
   if (from < 0 || n < 0 || from + n > next_position_)
     fail("cannot export KV positions ", from, "..", from + n - 1, " from a session holding ", next_position_);
-  cache_.export_rows(from, n, out);
+  if (!device_kv_) return cache_.export_rows(from, n, out);
+  for (int i = 0; i < cache_.size(); ++i) cache_.layer(i).check_holds(from, n);
+  device_kv_->export_rows(cache_, from, n, out);
 }
 
 void Session::import_kv(std::int64_t from, std::int64_t n, const std::uint8_t* in) {
-  refuse_on_device("importing KV rows");
   if (from != next_position_) fail("KV import at position ", from, " does not follow the session's ", next_position_);
   if (n <= 0) return;
   std::vector<std::int64_t> pos(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(i)] = from + i;
   cache_.check_writable(pos);
-  cache_.import_rows(from, n, in);
+  cache_.import_rows(from, n, in);  // positions only on a device
+  if (device_kv_) {
+    device_kv_->import_rows(cache_, from, n, in);
+    device_kv_->sync_positions(cache_);
+  }
   next_position_ = from + n;
   hidden_valid_ = false;
 }
@@ -239,6 +259,10 @@ std::span<const float> Session::head_input() const {
 
 std::span<float> Session::head_logits() {
   require_hidden();
+  if (device_kv_) {  // the head's weights are on the device: one step there
+    device_step().head(head_in_.data(), 1, logits_.data());
+    return {logits_.data(), static_cast<std::size_t>(cfg_.vocab_size)};
+  }
   kernels::matmul(w_.lm_head, head_in_.data(), 1, logits_.data(), model_->pool());
   if (cfg_.final_logit_softcapping > 0)
     kernels::soft_cap(logits_.data(), cfg_.vocab_size, static_cast<float>(cfg_.final_logit_softcapping), model_->pool());
@@ -267,9 +291,20 @@ void Session::head_logits_compact(std::span<const std::int32_t> ids, std::span<f
 
 void Session::forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
                             bool run_head) {
-  if (device_) {
-    const detail::DeviceSession::Step step{ids, positions, n, first_logits_row, run_head, full_prefill_, overrides_};
-    device_->forward(step, cache_, cache_index_, logits_.data(), head_in_.data());
+  if (device_kv_) {
+    detail::DeviceSegment seg;
+    seg.ids = ids;
+    seg.positions = positions;
+    seg.n = n;
+    seg.first_logits_row = first_logits_row;
+    seg.run_head = run_head;
+    seg.full_prefill = full_prefill_;
+    seg.overrides = overrides_;
+    seg.cache = &cache_;
+    seg.kv = device_kv_.get();
+    seg.cache_index = &cache_index_;
+    seg.head_in = head_in_.data();
+    device_step().run(std::span<detail::DeviceSegment>(&seg, 1), logits_.data());
     if (first_logits_row < n) hidden_valid_ = true;
     return;
   }

@@ -46,7 +46,8 @@ namespace ringlm::model {
 class BatchForward;
 namespace detail {
 class ForwardPass;
-class DeviceSession;
+class DeviceForward;
+class DeviceKv;
 struct DeviceWeights;
 }
 
@@ -201,16 +202,8 @@ class Session {
   void truncate(std::int64_t n);
   // Copies the sliding rings so restore() can return to this point after any amount of
   // further generation (as long as nothing below this point is truncated and rewritten).
-  void snapshot(kv::KvSnapshot& out) const {
-    refuse_on_device("a KV snapshot");
-    cache_.snapshot(next_position_, out);
-  }
-  void restore(const kv::KvSnapshot& snap) {
-    refuse_on_device("restoring a KV snapshot");
-    cache_.restore(snap);
-    next_position_ = snap.end;
-    hidden_valid_ = false;
-  }
+  void snapshot(kv::KvSnapshot& out) const;
+  void restore(const kv::KvSnapshot& snap);
   // Makes this session hold the first n positions of `src` (same model and context size),
   // copied instead of recomputed: a prompt prefix another session already ran. Throws
   // ringlm::Error (nothing changed) if src does not hold them all any more.
@@ -253,9 +246,11 @@ class Session {
   LmHeadRows head_rows_;                          // the subset LM head and its scratch
   std::vector<float> head_values_;                // compact logits for head_logits_rows()
   std::span<const EmbeddingOverride> overrides_;  // see set_embedding_overrides()
-  // On a device model: the KV and the step run there; cache_ keeps only the positions.
-  std::unique_ptr<detail::DeviceSession> device_;
-  void refuse_on_device(const char* what) const;
+  // On a device model: the KV lives there (cache_ keeps only the positions) and so does the
+  // step, made on the first prefill (a session BatchForward advances needs none).
+  std::unique_ptr<detail::DeviceKv> device_kv_;
+  std::unique_ptr<detail::DeviceForward> device_step_;
+  detail::DeviceForward& device_step();
 };
 
 }  // namespace ringlm::model

@@ -304,6 +304,36 @@ void VulkanDevice::fill_words(backend::BufferId id, std::uint32_t value) {
   submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer fill)");
 }
 
+void VulkanDevice::copy_buffers(const backend::BufferCopy* copies, std::size_t n) {
+  if (recording_) fail_as(ErrorKind::internal, "Vulkan device: copy_buffers() inside a step");
+  for (std::size_t i = 0; i < n; ++i) {
+    const backend::BufferCopy& c = copies[i];
+    const Buffer& s = buffer(c.src, "copy_buffers");
+    const Buffer& d = buffer(c.dst, "copy_buffers");
+    if (c.src_byte > s.bytes || c.bytes > s.bytes - c.src_byte || c.dst_byte > d.bytes ||
+        c.bytes > d.bytes - c.dst_byte || (c.bytes | c.src_byte | c.dst_byte) % 4 != 0)
+      fail_as(ErrorKind::internal, "Vulkan device: a copy of ", c.bytes, " bytes from ", s.what, " at ", c.src_byte,
+              " to ", d.what, " at ", c.dst_byte, " is outside the buffers or not in whole words");
+  }
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(copy_cmd_, &begin), "vkBeginCommandBuffer");
+  for (std::size_t i = 0; i < n; ++i) {
+    const backend::BufferCopy& c = copies[i];
+    if (c.bytes == 0) continue;
+    const VkBufferCopy region{c.src_byte, c.dst_byte, c.bytes};
+    vkCmdCopyBuffer(copy_cmd_, buffers_[c.src - 1].buffer, buffers_[c.dst - 1].buffer, 1, &region);
+    // A later copy may read what this one wrote.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    vkCmdPipelineBarrier(copy_cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                         nullptr, 0, nullptr);
+  }
+  check(vkEndCommandBuffer(copy_cmd_), "vkEndCommandBuffer");
+  submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer copies)");
+}
+
 void VulkanDevice::abandon_step() {
   if (!recording_) return;
   vkResetCommandBuffer(step_cmd_, 0);

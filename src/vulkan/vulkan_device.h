@@ -34,6 +34,7 @@ class VulkanDevice final : public backend::Device {
   void write(backend::BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) override;
   void read(backend::BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) override;
   void fill_words(backend::BufferId buf, std::uint32_t value) override;
+  void copy_buffers(const backend::BufferCopy* copies, std::size_t n) override;
   void begin_step() override;
   void end_step() override;
   void abandon_step() override;

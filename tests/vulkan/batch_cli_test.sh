@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Continuous batching with --device vulkan on the tiny model (lavapipe in CI): greedy
+# `extract` gives the CPU f32 path's records, with --parallel 1 and 3; `serve` on the device
+# answers two concurrent greedy requests with the text each gives alone. Passes without
+# running anything where the machine has no Vulkan device (says so).
+set -euo pipefail
+mkdir -p "$RINGLM_TMP"
+cd "$RINGLM_TMP"
+if ! "$RINGLM" devices | grep -q '^vulkan:0 '; then
+  echo "SKIP: no Vulkan device on this machine"
+  exit 0
+fi
+rm -f cpu.jsonl gpu1.jsonl gpu3.jsonl ex.log
+[[ -f model/config.json ]] || "$RINGLM" make-test-model model --preset tiny --seed 3 2>/dev/null
+printf '%s\n' '{"id":"a","text":"my order never arrived"}' '{"id":"b","text":"refund please, the box was empty"}' \
+  '{"id":"c","text":"hello"}' '{"id":"d","text":"the app crashes on start and I lost my data"}' >rows.jsonl
+schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
+ex() { "$RINGLM" extract --model model --schema "$schema" --input rows.jsonl --max-tokens 300 --no-progress "$@" 2>>ex.log; }
+ex --output cpu.jsonl --activations f32 --parallel 1
+ex --output gpu1.jsonl --device vulkan --parallel 1
+ex --output gpu3.jsonl --device vulkan --parallel 3
+"$RINGLM_PYTHON" - <<'PY'
+import json
+def load(p):
+    recs = {}
+    for line in open(p).read().splitlines():
+        r = json.loads(line); r.pop("seconds", None); r.pop("fingerprint", None); recs[r["id"]] = r  # the fingerprint names the device
+    return recs
+cpu, g1, g3 = load("cpu.jsonl"), load("gpu1.jsonl"), load("gpu3.jsonl")
+assert len(cpu) == 4 and any(r["ok"] for r in cpu.values()), cpu
+assert g1 == cpu, ("vulkan --parallel 1 differs from the CPU", g1, cpu)
+assert g3 == g1, ("vulkan --parallel 3 differs from --parallel 1", g3, g1)
+PY
+
+log=serve.log
+: >"$log"
+"$RINGLM" serve --model model --device vulkan --slots 2 --host 127.0.0.1 --port 0 2>"$log" &
+pid=$!
+trap 'kill -9 $pid 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 300); do
+  port=$(sed -n 's/.* on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$log" | head -n1)
+  [[ -n "$port" ]] && break
+  kill -0 $pid 2>/dev/null || { echo "server exited early:" >&2; cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n "$port" ]] || { echo "server did not report its port:" >&2; cat "$log" >&2; exit 1; }
+"$RINGLM_PYTHON" - "$port" <<'PY'
+import json, sys, threading, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/completions"
+def ask(prompt):
+    body = json.dumps({"prompt": prompt, "max_tokens": 24, "temperature": 0}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=120))["choices"][0]["text"]
+prompts = ["the quick brown fox", "a list of colours: red,"]
+alone = [ask(p) for p in prompts]
+together = [None, None]
+def worker(i): together[i] = ask(prompts[i])
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert all(alone), alone
+assert together == alone, (together, alone)
+PY
+kill -TERM $pid
+wait $pid || { echo "serve exited with $? after SIGTERM" >&2; cat "$log" >&2; exit 1; }
+trap - EXIT
+echo "batch_cli_test: ok"
