@@ -1,4 +1,5 @@
 #include "engine/batch_scheduler.h"
+#include "engine/batch_slot.h"
 
 #include <algorithm>
 #include <bit>
@@ -20,51 +21,12 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-struct BatchScheduler::Slot {
-  Slot(const std::shared_ptr<const model::Model>& m, const model::SessionOptions& o, std::size_t mask_words)
-      : session(m, o), mask(mask_words) {}
-
-  model::Session session;
-  std::vector<std::int32_t> cached;  // tokens the session's cache holds, in position order
-  std::vector<std::uint32_t> mask;
-  std::vector<std::int32_t> head_ids;
-  std::vector<std::int64_t> positions;  // of this step's item
-
-  // The request in flight (busy).
-  bool busy = false;
-  bool cancel_requested = false;
-  std::uint64_t id = 0;
-  std::uint64_t order = 0;  // admission order: older prompts prefill first
-  std::vector<std::int32_t> prompt;
-  GenerationParams params;
-  TokenCallback on_token;
-  std::function<void(SequenceOutcome&&)> on_done;
-  std::size_t prompt_done = 0;  // prompt tokens in the cache
-  std::size_t cache_limit = 0;  // prompt tokens the prefix cache may store (before any soft token)
-  std::size_t cache_stored = 0; // prompt tokens offered to the prefix cache so far
-  std::unique_ptr<guided::Matcher> matcher;
-  guided::BudgetAccount budget;  // this request's mask work so far (GenerationParams::mask_budget)
-  // Soft tokens (images, audio) of the prompt: the rows stay alive while the session uses them.
-  std::shared_ptr<const PromptEmbeddings> media;
-  std::vector<model::EmbeddingOverride> overrides;
-  std::optional<sampling::Sampler> sampler;
-  std::optional<StreamingDecoder> detok;
-  chat::StopStringMatcher stop_strings;
-  GenerationResult result;
-  std::vector<std::int32_t> generated;
-  std::vector<std::int32_t> pending;  // tokens to run at the next step (decoding)
-  std::span<const std::int32_t> step_ids;  // what this step runs
-  TokenEvent event;
-  std::string piece;
-  Clock::time_point t0;
-
-  bool prefilling() const { return prompt_done < prompt.size(); }
-};
-
 BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& options)
     : engine_(engine), options_(options) {
   if (options_.max_sequences < 1) fail("batch: at least one sequence is needed, got ", options_.max_sequences);
-  if (options_.max_rows == 0) options_.max_rows = options_.max_sequences + model::Session::kMaxChunk;
+  if (options_.draft_max < 0 || options_.draft_max > 16) fail("batch: draft_max must be in 0..16, got ", options_.draft_max);
+  if (options_.max_rows == 0)
+    options_.max_rows = options_.max_sequences * (1 + options_.draft_max) + model::Session::kMaxChunk;
   if (options_.max_rows < options_.max_sequences + model::Session::kMaxChunk)
     fail("batch: ", options_.max_rows, " rows per step; at least max_sequences + ", model::Session::kMaxChunk,
          " are needed (every decode row plus one prompt chunk)");
@@ -76,9 +38,13 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
     slots_.push_back(std::make_unique<Slot>(engine.model(), so, words));
     slots_.back()->positions.reserve(model::Session::kMaxChunk);
     slots_.back()->pending.reserve(model::Session::kMaxChunk);
+    slots_.back()->draft.reserve(model::Session::kMaxChunk);
+    slots_.back()->row_chunk.reserve(model::Session::kMaxChunk);
   }
   batch_ = std::make_unique<model::BatchForward>(
-      engine.model(), model::BatchOptions{.max_rows = options_.max_rows, .max_items = options_.max_sequences});
+      engine.model(), model::BatchOptions{.max_rows = options_.max_rows,
+                                          .max_items = options_.max_sequences,
+                                          .max_logits_rows = options_.max_sequences * (1 + options_.draft_max)});
   items_.reserve(slots_.size());
   item_slot_.reserve(slots_.size());
   full_head_.reserve(slots_.size());
@@ -176,6 +142,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   sampling::Sampler sampler(params.sampling, tok.vocab_size());
   sampler.enable_logprobs(params.logprobs);
   chat::StopStringMatcher stop_strings(params.stop);
+  std::unique_ptr<Drafter> drafter;
+  if (options_.draft_max > 0) drafter = make_drafter(params.draft, tok.vocab_size());
   std::vector<std::int32_t> generated;
   generated.reserve(static_cast<std::size_t>(params.max_tokens));
 
@@ -277,6 +245,11 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   s.result.cached_prompt_tokens = static_cast<int>(reused);
   s.generated = std::move(generated);
   s.pending.clear();
+  s.drafter = std::move(drafter);
+  s.draft_max = std::min(s.params.draft.max_tokens, options_.draft_max);
+  s.governor = DraftGovernor(s.params.draft.adaptive);
+  s.n_draft = 0;
+  s.pending_chunk = false;
   s.t0 = Clock::now();
   s.busy = true;  // last: only now does step() look at this slot
   return s.id;
@@ -344,11 +317,28 @@ int BatchScheduler::step() {
   // Decode rows first (a sampled token plus any forced ones), then prompt chunks, oldest
   // request first, while the row budget lasts. A prompt chunk is never split differently:
   // it waits for the next step instead.
+  // Drafted rows share what the decode rows leave, less one prompt chunk while any prompt
+  // is waiting (drafts never starve a prefill).
+  int draft_room = 0;
+  if (options_.draft_max > 0) {
+    draft_room = budget;
+    for (auto& sp : slots_)
+      if (sp->busy && !sp->prefilling()) draft_room -= static_cast<int>(sp->pending.size());
+    for (auto& sp : slots_)
+      if (sp->busy && sp->prefilling()) {
+        draft_room -= model::Session::kMaxChunk;
+        break;
+      }
+  }
   for (auto& sp : slots_) {
     Slot& s = *sp;
     if (!s.busy || s.prefilling()) continue;
     if (rows + static_cast<int>(s.pending.size()) > budget) continue;
-    add(s, s.pending, s.matcher ? decode_mode_guided : decode_mode);
+    make_draft(s, std::max(0, draft_room));
+    draft_room -= s.n_draft;
+    add(s, s.pending, s.n_draft > 0 ? model::LogitsMode::Last : s.matcher ? decode_mode_guided : decode_mode);
+    items_.back().logits_rows = s.n_draft + 1;
+    items_.back().row_chunk = s.use_row_chunk ? s.row_chunk.data() : nullptr;
   }
   for (;;) {
     Slot* next = nullptr;
@@ -402,6 +392,10 @@ int BatchScheduler::step() {
         continue;
       }
     }
+    if (s.n_draft > 0) {
+      verify(s, i);
+      continue;
+    }
     if (!s.matcher) {
       advance(s, batch_->logits(i));
       continue;
@@ -452,61 +446,75 @@ int BatchScheduler::step() {
   return static_cast<int>(items_.size());
 }
 
+bool BatchScheduler::emit(Slot& s, std::int32_t id, float logprob, bool sampled, std::span<const float> logits) {
+  const GenerationParams& params = s.params;
+  s.generated.push_back(id);
+  ++s.result.completion_tokens;
+  s.piece.clear();
+  s.detok->push_into(id, s.piece);
+  s.event.id = id;
+  s.event.text.clear();
+  s.stop_strings.push(s.piece, s.event.text);
+  s.event.logprob = logprob;
+  s.event.top.clear();
+  if (params.logprobs && params.top_logprobs > 0) {
+    if (sampled) s.sampler->top_logprobs(logits, params.top_logprobs, s.event.top);
+    else s.event.top.push_back({id, 0.0f});  // forced by the grammar: the only possible token
+  }
+  s.result.text += s.event.text;
+  if (s.result.completion_tokens == 1) s.result.ttft_s = seconds_since(s.t0);
+  if (s.on_token && !s.on_token(s.event)) {
+    s.result.finish = FinishReason::Cancelled;
+    return false;
+  }
+  if (s.stop_strings.stopped()) {
+    s.result.finish = FinishReason::Stop;
+    return false;
+  }
+  if (s.result.completion_tokens >= params.max_tokens) {
+    s.result.finish = FinishReason::Length;
+    return false;
+  }
+  return true;
+}
+
+bool BatchScheduler::queue_forced(Slot& s, std::size_t limit) {
+  if (!s.matcher) return true;
+  const chat::StopIds& stop_ids = engine_.stop_ids();
+  // Fast-forward: tokens the grammar forces go through the model as one chunk.
+  for (std::uint32_t f : s.matcher->forced_tokens()) {
+    if (stop_ids.contains(static_cast<std::int32_t>(f))) {
+      finish(s, FinishReason::Stop);
+      return false;
+    }
+    if (s.pending.size() == limit) break;
+    if (!s.matcher->accept(f)) fail("internal error: the grammar rejected its own forced token ", f);
+    if (!emit(s, static_cast<std::int32_t>(f), 0.0f, false, {})) {
+      finish(s, s.result.finish);
+      return false;
+    }
+    s.pending.push_back(static_cast<std::int32_t>(f));
+  }
+  return true;
+}
+
+void BatchScheduler::rollback(Slot& s, std::size_t n) {
+  if (n >= s.cached.size()) return;
+  s.session.truncate(static_cast<std::int64_t>(n));
+  s.cached.resize(n);
+}
+
 void BatchScheduler::advance(Slot& s, std::span<float> logits) {
   try {
     guided::ScopedBudgetBinding charge(s.budget);  // accept() and forced_tokens() are mask work too
-    const chat::StopIds& stop_ids = engine_.stop_ids();
-    const GenerationParams& params = s.params;
     const std::uint32_t* allowed = s.matcher ? s.mask.data() : nullptr;
-    // Emits one accepted token; false when generation must end (stop string, cancel, length).
-    auto emit = [&](std::int32_t id, float logprob, bool sampled) -> bool {
-      s.generated.push_back(id);
-      ++s.result.completion_tokens;
-      s.piece.clear();
-      s.detok->push_into(id, s.piece);
-      s.event.id = id;
-      s.event.text.clear();
-      s.stop_strings.push(s.piece, s.event.text);
-      s.event.logprob = logprob;
-      s.event.top.clear();
-      if (params.logprobs && params.top_logprobs > 0) {
-        if (sampled) s.sampler->top_logprobs(logits, params.top_logprobs, s.event.top);
-        else s.event.top.push_back({id, 0.0f});  // forced by the grammar: the only possible token
-      }
-      s.result.text += s.event.text;
-      if (s.result.completion_tokens == 1) s.result.ttft_s = seconds_since(s.t0);
-      if (s.on_token && !s.on_token(s.event)) {
-        s.result.finish = FinishReason::Cancelled;
-        return false;
-      }
-      if (s.stop_strings.stopped()) {
-        s.result.finish = FinishReason::Stop;
-        return false;
-      }
-      if (s.result.completion_tokens >= params.max_tokens) {
-        s.result.finish = FinishReason::Length;
-        return false;
-      }
-      return true;
-    };
-
     const std::int32_t id = s.sampler->sample(logits, allowed, s.generated);
-    if (stop_ids.contains(id) && !params.ignore_stop_ids) return finish(s, FinishReason::Stop);
+    if (engine_.stop_ids().contains(id) && !s.params.ignore_stop_ids) return finish(s, FinishReason::Stop);
     if (s.matcher && !s.matcher->accept(static_cast<std::uint32_t>(id)))
       fail("internal error: the sampler chose token ", id, " outside the grammar mask");
-    if (!emit(id, s.sampler->chosen_logprob(), true)) return finish(s, s.result.finish);
-
-    // Fast-forward: tokens the grammar forces go through the model as one chunk.
+    if (!emit(s, id, s.sampler->chosen_logprob(), true, logits)) return finish(s, s.result.finish);
     s.pending.assign(1, id);
-    if (s.matcher) {
-      for (std::uint32_t f : s.matcher->forced_tokens()) {
-        if (stop_ids.contains(static_cast<std::int32_t>(f))) return finish(s, FinishReason::Stop);
-        if (s.pending.size() == static_cast<std::size_t>(model::Session::kMaxChunk)) break;
-        if (!s.matcher->accept(f)) fail("internal error: the grammar rejected its own forced token ", f);
-        if (!emit(static_cast<std::int32_t>(f), 0.0f, false)) return finish(s, s.result.finish);
-        s.pending.push_back(static_cast<std::int32_t>(f));
-      }
-    }
+    if (!queue_forced(s, static_cast<std::size_t>(model::Session::kMaxChunk))) return;
     if (static_cast<std::int64_t>(s.cached.size() + s.pending.size()) >= context_capacity())
       return finish(s, FinishReason::Length);  // the context is full
   } catch (const std::exception& e) {

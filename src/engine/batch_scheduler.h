@@ -55,6 +55,11 @@ struct BatchSchedulerOptions {
   // computed them. serve sets it (--prefix-cache-mb); extract keeps 0 (results must not
   // depend on what ran before).
   std::size_t prefix_cache_bytes = 0;
+  // Speculative decoding (engine/draft.h): the most drafted tokens a sequence may verify per
+  // step (a request's DraftParams::max_tokens is capped by it). 0: requests never draft.
+  // Room for the extra logits rows is allocated up front (max_sequences * draft_max rows
+  // of vocab floats), and max_rows's default grows by the same number of rows.
+  int draft_max = 0;
 };
 
 struct SequenceOutcome {
@@ -77,6 +82,8 @@ struct BatchStats {
   std::uint64_t prefix_hits = 0;     // admits that reused any cached prompt KV
   std::uint64_t prefix_misses = 0;   // admits with a whole 16-token block that reused none
   std::uint64_t reused_tokens = 0;   // prompt tokens not recomputed (slot cache, pin or prefix cache)
+  std::uint64_t drafted = 0;         // speculative decoding: tokens drafted and verified
+  std::uint64_t accepted = 0;        // of those, accepted
   int last_batch = 0;                // sequences in the last step
   PrefixCacheStats prefix_cache;     // the cross-request prefix cache (zeros when off)
 };
@@ -122,6 +129,19 @@ class BatchScheduler {
   void finish(Slot& slot, FinishReason reason, std::string error = {});
   // After a step: sample, emit, stop checks; queue the next tokens.
   void advance(Slot& slot, std::span<float> logits);
+  // Speculative decoding (batch_draft.cpp): the step's draft for a decoding slot, appended
+  // to its pending tokens (at most `room` tokens); after the step, the rows checked in order.
+  void make_draft(Slot& slot, int room);
+  void verify(Slot& slot, std::size_t item);
+  void verify_rows(Slot& slot, std::size_t item, std::size_t base, int k);
+  // Reports one accepted token (stream, stop strings, limits); false when generation ends
+  // (slot.result.finish says why).
+  bool emit(Slot& slot, std::int32_t id, float logprob, bool sampled, std::span<const float> logits);
+  // Appends the tokens the grammar forces next to slot.pending (up to `limit` pending
+  // tokens); false when that finished the slot.
+  bool queue_forced(Slot& slot, std::size_t limit);
+  // Forgets cached positions >= n (drafted tokens that were not accepted).
+  void rollback(Slot& slot, std::size_t n);
 
   Engine& engine_;
   BatchSchedulerOptions options_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft.h"
 #include "guided/work_budget.h"
 #include "sampling/sampler.h"
 
@@ -53,6 +54,9 @@ struct GenerationParams {
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
   std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none
+  // Speculative decoding (engine/draft.h); only the batch scheduler drafts (it needs
+  // BatchSchedulerOptions::draft_max > 0); the output is the same either way.
+  DraftParams draft;
 };
 
 struct TokenEvent {
@@ -81,6 +85,8 @@ struct GenerationResult {
   std::string text;                // the whole generated text (stop string excluded)
   int guided_steps = 0;            // sampled steps under a grammar mask
   int subset_head_steps = 0;       // of those, steps that computed only the allowed LM-head rows
+  int drafted_tokens = 0;          // speculative decoding: tokens drafted and verified
+  int accepted_drafts = 0;         // of those, accepted
   double ttft_s = 0.0;             // time to first token
   double total_s = 0.0;
 };

@@ -15,6 +15,9 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
   if (options_.max_items < 1) fail("batch: at least one sequence per step is needed, got ", options_.max_items);
   if (options_.max_rows < options_.max_items)
     fail("batch: ", options_.max_rows, " rows per step cannot hold ", options_.max_items, " sequences");
+  if (options_.max_logits_rows == 0) options_.max_logits_rows = options_.max_items;
+  if (options_.max_logits_rows < options_.max_items)
+    fail("batch: ", options_.max_logits_rows, " logits rows per step cannot hold ", options_.max_items, " sequences");
   if (model_->device_weights()) {  // the step runs on the device; the host scratch holds the deferred heads' rows
     device_ = std::make_unique<detail::DeviceForward>(*model_, options_.max_rows, options_.max_items);
     device_segs_.reserve(static_cast<std::size_t>(options_.max_items));
@@ -24,13 +27,14 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
   }
   segs_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
-  logits_.resize(static_cast<std::size_t>(options_.max_items) * static_cast<std::size_t>(model_->config().vocab_size));
+  logits_count_.reserve(static_cast<std::size_t>(options_.max_items));
+  logits_.resize(static_cast<std::size_t>(options_.max_logits_rows) * static_cast<std::size_t>(model_->config().vocab_size));
 }
 
 void BatchForward::run(std::span<const BatchItem> items) {
   if (static_cast<int>(items.size()) > options_.max_items)
     fail("batch: ", items.size(), " sequences in one step; at most ", options_.max_items);
-  std::size_t rows = 0;
+  std::size_t rows = 0, logit_rows = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BatchItem& it = items[i];
     if (it.session == nullptr) fail("batch item ", i, ": no session");
@@ -39,6 +43,10 @@ void BatchForward::run(std::span<const BatchItem> items) {
     if (it.ids.empty()) fail("batch item ", i, ": no tokens");
     if (it.ids.size() > static_cast<std::size_t>(Session::kMaxChunk))
       fail("batch item ", i, ": ", it.ids.size(), " tokens; a step takes at most ", Session::kMaxChunk, " per sequence");
+    if (it.logits_rows < 1 || it.logits_rows > static_cast<int>(it.ids.size()) ||
+        (it.logits_rows > 1 && it.mode != LogitsMode::Last))
+      fail("batch item ", i, ": ", it.logits_rows, " logits rows for ", it.ids.size(), " tokens");
+    if (it.mode == LogitsMode::Last) logit_rows += static_cast<std::size_t>(it.logits_rows);
     for (std::size_t j = 0; j < i; ++j)
       if (items[j].session == it.session) fail("batch items ", j, " and ", i, " advance the same session");
     try {
@@ -51,10 +59,13 @@ void BatchForward::run(std::span<const BatchItem> items) {
   }
   if (rows > static_cast<std::size_t>(options_.max_rows))
     fail("batch: ", rows, " token rows in one step; at most ", options_.max_rows);
+  if (logit_rows > static_cast<std::size_t>(options_.max_logits_rows))
+    fail("batch: ", logit_rows, " logits rows in one step; at most ", options_.max_logits_rows);
 
   if (device_) return run_on_device(items);
   segs_.clear();
   logits_row_.assign(items.size(), -1);
+  logits_count_.assign(items.size(), 0);
   std::size_t row = 0;
   for (const BatchItem& it : items) {
     std::copy(it.ids.begin(), it.ids.end(), scratch_.ids.begin() + static_cast<std::ptrdiff_t>(row));
@@ -63,8 +74,10 @@ void BatchForward::run(std::span<const BatchItem> items) {
     detail::ForwardSegment seg;
     seg.session = it.session;
     seg.n = static_cast<int>(it.ids.size());
-    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : seg.n - 1;
+    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : it.mode == LogitsMode::Last ? seg.n - it.logits_rows
+                                                                                            : seg.n - 1;
     seg.run_head = it.mode == LogitsMode::Last;
+    seg.row_chunk = it.row_chunk;
     segs_.push_back(seg);
     it.session->hidden_valid_ = false;
   }
@@ -72,13 +85,19 @@ void BatchForward::run(std::span<const BatchItem> items) {
   used_rows_ = 0;
   head_rows_ = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (segs_[i].logits_row >= 0) used_rows_ = std::max(used_rows_, segs_[i].logits_row + 1);
+    if (segs_[i].logits_row >= 0) {
+      logits_count_[i] = items[i].logits_rows;
+      used_rows_ = std::max(used_rows_, segs_[i].logits_row + logits_count_[i]);
+    }
     items[i].session->next_position_ = items[i].positions.back() + 1;
     logits_row_[i] = segs_[i].logits_row;
   }
 }
 
 void BatchForward::run_on_device(std::span<const BatchItem> items) {
+  for (const BatchItem& it : items)
+    if (it.logits_rows != 1)
+      fail("batch: speculative verification (", it.logits_rows, " logits rows) does not run on the device yet; use --draft none");
   device_segs_.clear();
   for (const BatchItem& it : items) {
     Session& s = *it.session;
@@ -101,8 +120,10 @@ void BatchForward::run_on_device(std::span<const BatchItem> items) {
   used_rows_ = 0;
   head_rows_ = 0;
   logits_row_.assign(items.size(), -1);
+  logits_count_.assign(items.size(), 0);
   for (std::size_t i = 0; i < items.size(); ++i) {
     const detail::DeviceSegment& seg = device_segs_[i];
+    if (seg.logits_row >= 0) logits_count_[i] = 1;
     if (seg.logits_row >= 0) used_rows_ = std::max(used_rows_, seg.logits_row + 1);
     if (seg.first_logits_row < seg.n) items[i].session->hidden_valid_ = true;
     items[i].session->next_position_ = items[i].positions.back() + 1;
@@ -112,7 +133,7 @@ void BatchForward::run_on_device(std::span<const BatchItem> items) {
 
 void BatchForward::head_logits(std::span<Session* const> sessions) {
   const int n = static_cast<int>(sessions.size());
-  if (used_rows_ + n > options_.max_items)
+  if (used_rows_ + n > options_.max_logits_rows)
     fail("batch: ", n, " deferred heads do not fit beside the step's ", used_rows_, " logits rows");
   const ModelConfig& cfg = model_->config();
   const std::size_t H = static_cast<std::size_t>(cfg.hidden_size), V = static_cast<std::size_t>(cfg.vocab_size);
@@ -138,10 +159,11 @@ std::span<float> BatchForward::head_row(std::size_t j) {
   return {logits_.data() + (static_cast<std::size_t>(used_rows_) + j) * V, V};
 }
 
-std::span<float> BatchForward::logits(std::size_t i) {
+std::span<float> BatchForward::logits(std::size_t i, int r) {
   if (i >= logits_row_.size() || logits_row_[i] < 0) fail("batch: item ", i, " of the last step has no logits");
+  if (r < 0 || r >= logits_count_[i]) fail("batch: item ", i, " of the last step has no logits row ", r);
   const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
-  return {logits_.data() + static_cast<std::size_t>(logits_row_[i]) * V, V};
+  return {logits_.data() + static_cast<std::size_t>(logits_row_[i] + r) * V, V};
 }
 
 }  // namespace ringlm::model

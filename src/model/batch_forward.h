@@ -37,11 +37,17 @@ struct BatchItem {
   std::span<const std::int32_t> ids;
   std::span<const std::int64_t> positions;
   LogitsMode mode = LogitsMode::Last;
+  // LogitsMode::Last: the logits of the last logits_rows tokens (speculative verification:
+  // the last real token's and each drafted token's), rows logits(i, 0 .. logits_rows - 1).
+  int logits_rows = 1;
+  // Null, or one flag per token: see detail::ForwardSegment::row_chunk.
+  const std::uint8_t* row_chunk = nullptr;
 };
 
 struct BatchOptions {
   int max_rows = 80;   // token rows per run, over all items
   int max_items = 16;  // sessions per run
+  int max_logits_rows = 0;  // logits rows per run (Last items' rows + head_logits rows); 0: max_items
 };
 
 class BatchForward {
@@ -54,13 +60,15 @@ class BatchForward {
   void run(std::span<const BatchItem> items);
   // The last token's logits of item i of the last run (LogitsMode::Last only), valid until
   // the next run. The caller may edit them in place (a sampler).
-  std::span<float> logits(std::size_t i);
+  std::span<float> logits(std::size_t i) { return logits(i, 0); }
+  // Row r (< the item's logits_rows) of item i's logits, oldest token first.
+  std::span<float> logits(std::size_t i, int r);
 
   // The full LM head over the kept hidden states of several sessions (each as its own
   // head_logits() would compute it, bit for bit on the q4_0 path), in one pass over the
   // head's weights: the guided rows whose grammar allows too much for a subset head. Row j
   // is head_row(j), valid until the next run or head_logits call; logits(i) stay valid.
-  // At most max_items minus the last run's Last items.
+  // At most max_logits_rows minus the last run's logits rows.
   void head_logits(std::span<Session* const> sessions);
   std::span<float> head_row(std::size_t j);
 
@@ -79,7 +87,8 @@ class BatchForward {
   detail::ForwardScratch scratch_;
   std::vector<detail::ForwardSegment> segs_;
   std::vector<int> logits_row_;  // per item of the last run: its row in logits_, -1 none
-  std::vector<float> logits_;    // [max_items][vocab]: Last items, then head_logits rows
+  std::vector<int> logits_count_;  // per item of the last run: its logits rows
+  std::vector<float> logits_;    // [max_logits_rows][vocab]: Last items, then head_logits rows
   int used_rows_ = 0;            // logits_ rows the last run filled
   int head_rows_ = 0;            // rows of the last head_logits call, after used_rows_
 };

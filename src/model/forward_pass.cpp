@@ -154,6 +154,7 @@ void ForwardPass::drop_prompt_rows() {
     move_rows(s_.pos, 1, from, keep, dst);
     seg.first_row = dst;
     seg.n = keep;
+    if (seg.row_chunk) seg.row_chunk += drop;
     seg.first_logits_row -= drop;
     dst += keep;
   }
@@ -215,7 +216,17 @@ void ForwardPass::attention_block(int l, int rows) {
     const float* q = s_.q.data() + static_cast<std::size_t>(seg.first_row) * nh * d;
     float* out = s_.attn.data() + static_cast<std::size_t>(seg.first_row) * nh * d;
     const KvSlots view = cache.view();
-    if (!model_.options().reference_attention) {
+    if (seg.row_chunk && !model_.options().reference_attention) {
+      for (int i = 0; i < seg.n; ++i) {
+        KvSlots vi = view;
+        if (!cache.is_ring()) vi.n_slots = static_cast<int>(std::min<std::int64_t>(vi.n_slots, positions[i] + 1));
+        const float* qi = q + static_cast<std::size_t>(i) * nh * d;
+        float* oi = out + static_cast<std::size_t>(i) * nh * d;
+        if (seg.row_chunk[i]) attend(qi, 1, positions + i, nh, vi, window, 1.0f, oi, nullptr);
+        else if (!attend_splits_slots(vi, pool)) s_.attend_rows.push_back({qi, positions + i, vi, oi});
+        else attend(qi, 1, positions + i, nh, vi, window, 1.0f, oi, pool);
+      }
+    } else if (!model_.options().reference_attention) {
       // A decode row whose cache is too short for attend to split: gathered with the other
       // sequences' and run in one pool call below (the same bits as attend here).
       if (seg.n == 1 && !attend_splits_slots(view, pool)) s_.attend_rows.push_back({q, positions, view, out});

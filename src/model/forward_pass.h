@@ -24,6 +24,13 @@ struct ForwardSegment {
   int n = 0;                 // token rows (at most Session::kMaxChunk)
   int first_logits_row = 0;  // rows >= this want the final hidden state (n: none)
   bool run_head = true;      // and their logits
+  // Null: attention for the whole segment at once (the chunk kernel, or the decode kernel
+  // for one row). Else one flag per row, and each row runs alone, as the row of a step
+  // that non-speculative decoding would have run: 0 = a one-token decode step (the pool's
+  // slot split, the full caches' view ending at the row), 1 = a row of a longer chunk (one
+  // row without the pool, which gives a chunk row's bits). Speculative verification sets it
+  // so a verified row is bit-identical to the step it replaces (engine/draft.h).
+  const std::uint8_t* row_chunk = nullptr;
   // Set by the pass: where the segment's logits rows start in the logits output (-1: none).
   int logits_row = -1;
   // Internal: the segment's first row in the scratch.

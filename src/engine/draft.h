@@ -1,0 +1,102 @@
+// Draft sources for speculative decoding (issue #33).
+//
+// A drafter proposes up to `max` tokens that may follow the history (prompt + generated so
+// far, the last generated token being the one the next step runs). The scheduler
+// (engine/batch_scheduler.h) runs them as extra rows after that token in the same batched
+// pass, samples every row as plain decoding would, keeps the drafted tokens up to the first
+// one the sampler did not choose, and rolls the KV cache back over the rest. Sampling a row
+// and comparing is the standard rejection rule for a drafter that proposes one token with
+// certainty (accept d with probability p(d); on rejection draw from p without d), and the
+// sampler draws once per emitted token either way, so the output (tokens, logprobs, text)
+// is identical to decoding without drafts, sampled or greedy, on the q4_0 path.
+//
+// A guided request filters the draft through its grammar as it is made: a token the
+// grammar refuses ends the draft before it, and a token after which the grammar forces
+// tokens ends the draft after it (those run as the next step's chunk, as without drafts).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ringlm::engine {
+
+enum class DraftSource { none, ngram, oracle };
+
+struct DraftParams {
+  DraftSource source = DraftSource::none;
+  int max_tokens = 4;  // k: drafted tokens per step (1..16)
+  // Turn drafting off for a while once the measured acceptance makes it slower (auto).
+  bool adaptive = false;
+  // oracle (benchmarks): the recorded output to replay; each drafted token is replaced by a
+  // wrong one with probability 1 - oracle_accept (seeded), so acceptance is set at will.
+  std::shared_ptr<const std::vector<std::int32_t>> oracle_tokens;
+  double oracle_accept = 1.0;
+  std::uint64_t oracle_seed = 1;
+};
+
+// Parses --draft: none | ngram | auto (ngram with the adaptive policy). assistant[:PATH]
+// is refused with a message saying it is not implemented. Throws ringlm::Error.
+DraftParams parse_draft(std::string_view text, int max_tokens);
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Appends at most `max` proposed tokens to `out` (which it does not clear).
+  virtual void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
+                       std::vector<std::int32_t>& out) = 0;
+};
+
+// Prompt lookup: the longest suffix of the history (up to kMaxNgram tokens, at least 1)
+// that occurred before, at its latest earlier occurrence; proposes what followed it there.
+// Scans the history once per n, no allocation.
+class NgramDrafter final : public Drafter {
+ public:
+  static constexpr int kMaxNgram = 6;
+  void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
+               std::vector<std::int32_t>& out) override;
+};
+
+class OracleDrafter final : public Drafter {
+ public:
+  OracleDrafter(std::shared_ptr<const std::vector<std::int32_t>> tokens, double accept, std::uint64_t seed,
+                std::int32_t vocab);
+  void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
+               std::vector<std::int32_t>& out) override;
+
+ private:
+  std::shared_ptr<const std::vector<std::int32_t>> tokens_;
+  double accept_;
+  std::uint64_t state_;
+  std::int32_t vocab_;
+};
+
+std::unique_ptr<Drafter> make_drafter(const DraftParams& params, std::int32_t vocab);
+
+// The adaptive policy's per-sequence state: drafting stays on while the drafted tokens pay
+// for their rows. After kProbe drafted tokens it compares the accepted share with
+// kMinShare (a verify row costs a fraction of a decode step on the memory-bound CPU path;
+// below that share the extra rows cost more than the steps they save) and pauses for
+// kPause steps when it falls short, then probes again.
+class DraftGovernor {
+ public:
+  static constexpr int kProbe = 16;
+  static constexpr double kMinShare = 0.25;
+  static constexpr int kPause = 64;
+  explicit DraftGovernor(bool adaptive = false) : adaptive_(adaptive) {}
+  bool enabled() const { return !adaptive_ || pause_ == 0; }
+  // Called once per decode step that could draft (whether or not it did).
+  void tick() {
+    if (pause_ > 0) --pause_;
+  }
+  void record(int drafted, int accepted);
+
+ private:
+  bool adaptive_;
+  int pause_ = 0;
+  int drafted_ = 0, accepted_ = 0;
+};
+
+}  // namespace ringlm::engine
