@@ -13,6 +13,7 @@
 #include "kernels/q4k_kernels_x86_impl.h"
 #include "kernels/q6k_kernels_x86_impl.h"
 #include "kernels/q8p16_kernels_x86_impl.h"
+#include "kernels/iq4xs_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
@@ -24,6 +25,7 @@ const GgmlKernelTable kGgmlAvx2Kernels = {
     q4k_groups,
     q6k_groups,
     q8p16_groups,
+    iq4xs_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -16,6 +16,7 @@
 #include "kernels/q4k_kernels_x86_impl.h"
 #include "kernels/q6k_kernels_x86_impl.h"
 #include "kernels/q8p16_kernels_x86_impl.h"
+#include "kernels/iq4xs_kernels_x86_impl.h"
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
@@ -28,6 +29,7 @@ const GgmlKernelTable kGgmlAvx512VnniKernels = {
     q4k_groups,
     q6k_groups,
     q8p16_groups,
+    iq4xs_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -215,6 +215,41 @@ void q8p16_groups(const Q8P16Packed& w, std::size_t g0, std::size_t g1, const Q8
       }
 }
 
+// iq4xsp16 groups: per row and sub-block, the integer dot of the levels L[index] with the
+// activation codes, times (d*(ls-32)) * d_x, summed in order (both planes).
+void iq4xs_groups(const Iq4XsPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                  std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kIq4XsGroupRows; ++r) {
+        const std::size_t n = g * kIq4XsGroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < w.superblocks(); ++s) {
+          const std::uint8_t* sp = w.super(g, s);
+          std::uint16_t dh;
+          std::memcpy(&dh, sp + Iq4XsPacked::kDOffset + 2 * r, 2);
+          const float dd = fp16_to_f32(dh);
+          for (std::size_t j = 0; j < 8; ++j) {
+            const std::size_t b = s * 8 + j, xb = m * nb + b;
+            const auto sc = static_cast<float>(static_cast<std::int8_t>(sp[Iq4XsPacked::kScOffset + j * 16 + r]));
+            for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+              const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+              std::int32_t isum = 0;
+              for (int t = 0; t < 4; ++t)
+                for (int i = 0; i < 4; ++i) {
+                  const std::uint8_t c = sp[j * 256 + t * 64 + r * 4 + i];
+                  isum += kIq4nlValues[c & 0x0f] * a[4 * t + i] + kIq4nlValues[c >> 4] * a[16 + 4 * t + i];
+                }
+              acc += ((dd * sc) * (plane ? x.d2[xb] : x.d[xb])) * static_cast<float>(isum);
+            }
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 }  // namespace
 
 const GgmlKernelTable kGgmlScalarKernels = {
@@ -225,6 +260,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     q4k_groups,
     q6k_groups,
     q8p16_groups,
+    iq4xs_groups,
 };
 
 }  // namespace ringlm::kernels

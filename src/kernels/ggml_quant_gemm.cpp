@@ -32,6 +32,7 @@ GgmlRowsFn rows_fn(const GgmlKernelTable& k, GgmlQuant t) {
     case GgmlQuant::q4_k: return k.q4_k;
     case GgmlQuant::q5_k: return k.q5_k;
     case GgmlQuant::q6_k: return k.q6_k;
+    case GgmlQuant::iq4_xs: return nullptr;  // repacked at load only (iq4xs_matmul)
   }
   return nullptr;
 }
@@ -44,6 +45,7 @@ const char* ggml_quant_name(GgmlQuant t) {
     case GgmlQuant::q4_k: return "Q4_K";
     case GgmlQuant::q5_k: return "Q5_K";
     case GgmlQuant::q6_k: return "Q6_K";
+    case GgmlQuant::iq4_xs: return "IQ4_XS";
   }
   return "?";
 }
@@ -56,6 +58,7 @@ std::size_t ggml_quant_block_bytes(GgmlQuant t) {
     case GgmlQuant::q4_k: return sizeof(BlockQ4_K);
     case GgmlQuant::q5_k: return sizeof(BlockQ5_K);
     case GgmlQuant::q6_k: return sizeof(BlockQ6_K);
+    case GgmlQuant::iq4_xs: return sizeof(BlockIQ4_XS);
   }
   return 0;
 }
@@ -67,6 +70,7 @@ void ggml_quant_matmul(const GgmlQuantMatrix& w, const Q8ActView& x, float* y, s
   if (w.cols != x.cols) fail("ggml_quant_matmul: weight has ", w.cols, " input features, activations ", x.cols);
   if (ldy < w.rows) fail("ggml_quant_matmul: output row stride ", ldy, " < weight rows ", w.rows);
   const GgmlRowsFn fn = rows_fn(active_ggml_kernels(), w.type);
+  if (fn == nullptr) fail("ggml_quant_matmul: ", ggml_quant_name(w.type), " has no kernel over the file's blocks (repack it)");
   const std::size_t rb = w.row_bytes();
   if (pool == nullptr || pool->size() <= 1) return fn(w.data, rb, 0, w.rows, x, y, ldy);
   const std::size_t units = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
@@ -96,6 +100,14 @@ void q8p16_matmul(const Q8P16Packed& w, const Q8ActView& x, float* y, std::size_
   if (w.cols != x.cols) fail("q8p16_matmul: weight has ", w.cols, " input features, activations ", x.cols);
   if (ldy < w.rows) fail("q8p16_matmul: output row stride ", ldy, " < weight rows ", w.rows);
   const Q8P16GroupsFn fn = active_ggml_kernels().q8p16_groups;
+  if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
+  pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
+}
+
+void iq4xs_matmul(const Iq4XsPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool) {
+  if (w.cols != x.cols) fail("iq4xs_matmul: weight has ", w.cols, " input features, activations ", x.cols);
+  if (ldy < w.rows) fail("iq4xs_matmul: output row stride ", ldy, " < weight rows ", w.rows);
+  const Iq4XsGroupsFn fn = active_ggml_kernels().iq4xs_groups;
   if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
   pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
 }

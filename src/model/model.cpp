@@ -53,7 +53,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     m->quantized_ = copy_packed_to_memory(m->weights_, [src = m->source_.get()](const void* p, std::size_t n) {
       src->drop_pages(p, n);
     });
-  for (auto& b : repack_gguf_blocks(m->weights_)) m->quantized_.push_back(std::move(b));  // GGUF Q4_0/Q4_K/Q6_K/Q8_0 -> the kernels' layouts
+  for (auto& b : repack_gguf_blocks(m->weights_)) m->quantized_.push_back(std::move(b));  // GGUF Q4_0/Q4_K/Q6_K/Q8_0/IQ4_XS/Q3_K -> the kernels' layouts
   if (options.activations != kernels::Q4Activations::f32) {
     SlowBlocksInfo slow;
     for (auto& b : convert_slow_gguf_blocks(m->weights_, &slow)) m->quantized_.push_back(std::move(b));

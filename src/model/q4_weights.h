@@ -32,10 +32,12 @@ struct QuantizedWeightsInfo {
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
-// Plain ggml Q4_0, Q4_K, Q6_K and Q8_0 matrices (as a GGUF file stores them) among the same
-// matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16 (kernels/q4_packed.h, w4a8
-// kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16 (kernels/q4k_packed.h,
-// q6k_packed.h, q8p16_packed.h). Exact and cheap: code bits regrouped, scales copied; 16-row
+// Plain ggml Q4_0, Q4_K, Q6_K, Q8_0, IQ4_XS and Q3_K matrices (as a GGUF file stores them)
+// among the same matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16
+// (kernels/q4_packed.h, w4a8 kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16, IQ4_XS ->
+// iq4xsp16 (kernels/q4k_packed.h, q6k_packed.h, q8p16_packed.h, iq4xs_packed.h), Q3_K ->
+// q6kp16 after kernels::q3k_to_q6k (the matrix becomes Q6_K: same values, 6.56 bits a weight
+// instead of 3.44). Exact and cheap: code bits regrouped, scales copied; 16-row
 // groups split over the default kernel thread pool; then the file's pages of each repacked
 // matrix are handed back as above. A tied LM head gets its own packed copy (the embedding
 // lookup keeps the file's rows). Other types are left alone (no-op on float checkpoints;
@@ -58,12 +60,12 @@ std::vector<kernels::Q4PackedBuffer> copy_packed_to_memory(
 
 struct SlowBlocksInfo {
   std::size_t matrices = 0;
-  std::string types;               // e.g. "Q5_0, IQ4_XS"
+  std::string types;               // e.g. "Q5_0, IQ4_NL"
   std::uint64_t file_bytes = 0;    // their bytes in the file
   std::uint64_t memory_bytes = 0;  // their q8p16 copies
 };
 
-// GGUF matrices of a type with no kernel of its own (Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ1/2/3)
+// GGUF matrices of a type with no kernel of its own (Q5_0, Q5_1, Q2_K, IQ4_NL, IQ1/2/3)
 // -> Q8_0 (decoded, then q8_0-rounded) in the q8p16 layout, for the int8-activation kernels.
 // Costs memory (8.5 bits a weight) and adds Q8_0's rounding; without it these matrices run on
 // the float path, decoding every row at every use (exact: the model's `--activations f32`).

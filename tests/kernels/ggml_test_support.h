@@ -34,7 +34,10 @@ inline std::vector<std::uint8_t> random_blocks(GgmlQuant type, std::size_t rows,
   // Offsets of the fp16 fields (d, and dmin for Q4_K/Q5_K) and of the code bytes.
   const std::size_t d_at = type == GgmlQuant::q6_k ? 208 : 0;
   const bool has_min = type == GgmlQuant::q4_k || type == GgmlQuant::q5_k;
-  const std::size_t codes_at = type == GgmlQuant::q8_0 ? 2 : type == GgmlQuant::q6_k ? 0 : 4 + kScaleBytes;
+  const std::size_t codes_at = type == GgmlQuant::q8_0   ? 2
+                               : type == GgmlQuant::q6_k ? 0
+                               : type == GgmlQuant::iq4_xs ? 8
+                                                           : 4 + kScaleBytes;
   const std::size_t codes_end = type == GgmlQuant::q6_k ? 192 : bb;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint8_t* blk = data.data() + i * bb;
@@ -53,6 +56,8 @@ inline std::vector<std::uint8_t> random_blocks(GgmlQuant type, std::size_t rows,
           std::memset(blk + 2, 0x80, 32);
         else if (type == GgmlQuant::q6_k)
           std::memset(blk + 192, 0x80, 16);  // scales -128
+        else if (type == GgmlQuant::iq4_xs)
+          std::memset(blk + 2, 0x00, 6);  // every ls 0: scale -32
         else
           std::memset(blk + 4, 0xff, kScaleBytes);
         break;
@@ -60,6 +65,9 @@ inline std::vector<std::uint8_t> random_blocks(GgmlQuant type, std::size_t rows,
   }
   return data;
 }
+
+// The 16 IQ4_NL / IQ4_XS levels (ggml's published kvalues_iq4nl).
+inline constexpr int kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // Independent float64 decode of one element: value = scale * code - min.
 struct Elem {
@@ -88,6 +96,13 @@ inline Elem decode(GgmlQuant type, const std::uint8_t* row, std::size_t i) {
       const int code = ((g < 2 ? lo : lo >> 4) & 15) | (((blk[128 + 32 * half + l] >> (2 * g)) & 3) << 4);
       const int sc = static_cast<std::int8_t>(blk[192 + 8 * half + 2 * g + l / 16]);
       return {get_fp16(blk + 208) * sc, double(code - 32), 0.0};
+    }
+    case GgmlQuant::iq4_xs: {  // d, scales_h (u16), scales_l[4], qs[128]
+      const std::size_t j = v / 32, l = v % 32;
+      const int sh = blk[2] | (blk[3] << 8);
+      const int ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) | (((sh >> (2 * j)) & 3) << 4);
+      const std::uint8_t q = blk[8 + 16 * j + l % 16];
+      return {get_fp16(blk) * (ls - 32), double(kIq4Levels[l < 16 ? q & 15 : q >> 4]), 0.0};
     }
   }
   return {};
