@@ -25,6 +25,11 @@ decodes. llama.cpp evaluates all of them as one prefill batch.
 Cosine is of the centred logits (each row minus its mean), because llama-perplexity keeps
 log-probabilities, which are logits up to a per-row constant; for ringlm the plain cosine is
 printed too. Minutes on a full-size E2B (the float64 forward); seconds on the test models.
+
+--reference gguf (a .gguf --model; --hf not needed): the float64 side runs over the file's own
+weights, every tensor decoded from its blocks by the numpy restatement of ggml's layouts
+(tools/gguf_reference.py), for files ringlm did not write (llama-quantize's K-quant and IQ
+presets), where the q4_0 restatement of the checkpoint is not what the file holds.
 """
 import argparse
 import json
@@ -39,6 +44,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "model"))
+import gguf_reference  # noqa: E402
 import logits_cli  # noqa: E402
 import q4_argmax_check  # noqa: E402
 import reference_forward as ref  # noqa: E402
@@ -114,12 +120,17 @@ def llama_log_probs(perplexity, gguf, positions, seed, threads, extra, tmp):
 
 
 def measure(hf, model, modes=MODES, positions=200, seed=1, ringlm=None, perplexity=None, llama_args=(),
-            threads=2, q4_embeddings=None, ringlm_args=()):
+            threads=2, q4_embeddings=None, ringlm_args=(), reference="q4_0"):
     """Rows of statistics, one per path, over the same scored positions."""
     ringlm = ringlm or os.environ.get("RINGLM", os.path.join(HERE, "..", "build", "ringlm"))
-    if q4_embeddings is None:
-        q4_embeddings = model.endswith(".gguf")
-    c, W = q4_argmax_check.quantized_checkpoint(hf, q4_embeddings=q4_embeddings)
+    types = None
+    if reference == "gguf":
+        c, W, types = gguf_reference.checkpoint(ringlm, model)
+        q4_embeddings = False
+    else:
+        if q4_embeddings is None:
+            q4_embeddings = model.endswith(".gguf")
+        c, W = q4_argmax_check.quantized_checkpoint(hf, q4_embeddings=q4_embeddings)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if perplexity:
@@ -138,12 +149,17 @@ def measure(hf, model, modes=MODES, positions=200, seed=1, ringlm=None, perplexi
             label = f"llama.cpp ({os.path.basename(perplexity)} {' '.join(llama_args)})".replace(" )", ")")
             rows.append(compare(label, llama_lp, want[:len(llama_lp)], logprobs=True))
     meta = {"model": model, "hf": hf, "positions": positions, "first_scored": first, "decode_from": decode_from,
-            "seed": seed, "q4_embeddings": bool(q4_embeddings), "vocab": int(want.shape[1])}
+            "seed": seed, "q4_embeddings": bool(q4_embeddings), "vocab": int(want.shape[1]), "reference": reference,
+            "tensor_types": types}
     return meta, rows
 
 
 def print_table(meta, rows):
-    print(f"{meta['model']}: float64 over the q4_0 weights (embeddings {'q4_0' if meta['q4_embeddings'] else 'stored'}), "
+    if meta.get("reference") == "gguf":
+        what = f"float64 over the file's own dequantized weights (tensor types {meta['tensor_types']})"
+    else:
+        what = f"float64 over the q4_0 weights (embeddings {'q4_0' if meta['q4_embeddings'] else 'stored'})"
+    print(f"{meta['model']}: {what}, "
           f"{meta['positions']} scored positions from {meta['first_scored']}, ringlm decodes from {meta['decode_from']}")
     print("| path | argmax | cosine min (centred) | cosine min | KL(ref ‖ path) mean | KL max |")
     print("|---|---|---|---|---|---|")
@@ -155,7 +171,9 @@ def print_table(meta, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hf", required=True, help="Hugging Face checkpoint directory the weights came from (float side)")
+    ap.add_argument("--hf", help="Hugging Face checkpoint directory the weights came from (float side; not with --reference gguf)")
+    ap.add_argument("--reference", choices=("q4_0", "gguf"), default="q4_0",
+                    help="float64 over the checkpoint seen through q4_0 (default), or over the .gguf's own blocks")
     ap.add_argument("--model", required=True, help="what ringlm (and llama.cpp) loads: a .gguf, packed or HF directory")
     ap.add_argument("--modes", default=",".join(MODES), help="ringlm --activations values, comma-separated")
     ap.add_argument("--positions", type=int, default=200)
@@ -166,19 +184,24 @@ def main():
     ap.add_argument("--llama-args", default="", help="extra llama-perplexity flags, one string, e.g. '-fa off -ctk f32'")
     ap.add_argument("--embeddings", choices=("auto", "q4_0", "stored"), default="auto",
                     help="reference embedding rows: q4_0 (a .gguf, the default there) or stored")
+    ap.add_argument("--ringlm-args", default="", help="extra ringlm logits flags, one string, e.g. '--weights stored'")
     ap.add_argument("--json", help="also write the rows here")
     a = ap.parse_args()
     if a.positions < 2:
         ap.error("--positions must be at least 2")
     if a.llama_perplexity and not a.model.endswith(".gguf"):
         ap.error("--llama-perplexity needs --model to be the .gguf file llama.cpp loads")
+    if a.reference == "gguf" and not a.model.endswith(".gguf"):
+        ap.error("--reference gguf needs --model to be a .gguf file")
+    if a.reference == "q4_0" and not a.hf:
+        ap.error("--hf is required unless --reference gguf")
     modes = [m for m in a.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"--modes: {bad} not in {MODES}")
     q4e = None if a.embeddings == "auto" else a.embeddings == "q4_0"
     meta, rows = measure(a.hf, a.model, modes, a.positions, a.seed, a.ringlm, a.llama_perplexity,
-                         a.llama_args.split(), a.threads, q4e)
+                         a.llama_args.split(), a.threads, q4e, a.ringlm_args.split(), reference=a.reference)
     print_table(meta, rows)
     if a.json:
         with open(a.json, "w") as f:
