@@ -41,9 +41,6 @@ void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, std::int64_t n);
 void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, std::int64_t n);
 void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, std::int64_t n);
 void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, std::int64_t n);
-// Q3_K blocks rewritten as Q6_K blocks with identical dequantized values (bit for bit);
-// used to run Q3_K matrices on the Q6_K kernels (model::repack_gguf_blocks).
-void q3k_to_q6k(const BlockQ3_K* src, BlockQ6_K* dst, std::int64_t nblocks);
 void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, std::int64_t n);
 void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, std::int64_t n);
 // dequant_iq.cpp: the codebook formats (GGUF input only, bit-identical to ggml's decoder).

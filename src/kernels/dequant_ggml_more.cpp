@@ -112,29 +112,4 @@ void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, std::int64_t n) {
   }
 }
 
-// Q3_K as Q6_K, exactly: both are d * s_k * code over 16 sub-blocks of 16 values (k = v / 16),
-// with (d * s_k) * code in the same float order. Q3_K's s_k - 32 (-32..31) is Q6_K's int8
-// scale, its code -4..3 is Q6_K's 6-bit code minus 32; d is copied. So the kernels that run
-// Q6_K (q6k_packed.h) run Q3_K files, at 6.56 bits a weight instead of 3.44.
-void q3k_to_q6k(const BlockQ3_K* src, BlockQ6_K* dst, std::int64_t nblocks) {
-  for (std::int64_t b = 0; b < nblocks; ++b) {
-    const BlockQ3_K& in = src[b];
-    BlockQ6_K& out = dst[b];
-    std::memset(&out, 0, sizeof out);
-    int scales[16];
-    q3k_scales(in.scales, scales);
-    for (int k = 0; k < 16; ++k) out.scales[k] = static_cast<std::int8_t>(scales[k] - 32);
-    out.d = in.d;
-    for (int v = 0; v < kQKK; ++v) {
-      const int h = v / 128, g = (v % 128) / 32, l = v % 32;
-      const int low = (in.qs[32 * h + l] >> (2 * g)) & 3;
-      const int code = low - (((in.hmask[l] >> (v / 32)) & 1) ? 0 : 4) + 32;  // 28..35
-      // Q6_K: the low 4 bits in ql (values of g = 0, 1 in the low nibbles of bytes l and
-      // l + 32 of the half, g = 2, 3 in their high nibbles), the top 2 in qh bits 2g.
-      out.ql[64 * h + l + 32 * (g % 2)] |= static_cast<std::uint8_t>((code & 15) << (g < 2 ? 0 : 4));
-      out.qh[32 * h + l] |= static_cast<std::uint8_t>((code >> 4) << (2 * g));
-    }
-  }
-}
-
 }  // namespace ringlm::kernels

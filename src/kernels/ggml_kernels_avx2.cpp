@@ -14,6 +14,7 @@
 #include "kernels/q6k_kernels_x86_impl.h"
 #include "kernels/q8p16_kernels_x86_impl.h"
 #include "kernels/iq4xs_kernels_x86_impl.h"
+#include "kernels/q3k_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
@@ -26,6 +27,7 @@ const GgmlKernelTable kGgmlAvx2Kernels = {
     q6k_groups,
     q8p16_groups,
     iq4xs_groups,
+    q3k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -17,6 +17,7 @@
 #include "kernels/q6k_kernels_x86_impl.h"
 #include "kernels/q8p16_kernels_x86_impl.h"
 #include "kernels/iq4xs_kernels_x86_impl.h"
+#include "kernels/q3k_kernels_x86_impl.h"
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
@@ -30,6 +31,7 @@ const GgmlKernelTable kGgmlAvx512Kernels = {
     q6k_groups,
     q8p16_groups,
     iq4xs_groups,
+    q3k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

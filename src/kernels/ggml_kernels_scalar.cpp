@@ -250,6 +250,44 @@ void iq4xs_groups(const Iq4XsPacked& w, std::size_t g0, std::size_t g1, const Q8
       }
 }
 
+// q3kp16 groups: per row and half block (one 16-value sub-block), the integer dot of the
+// signed codes (code - 4) with the activation codes, times (d*(s-32)) * d_x, in order.
+void q3k_groups(const Q3KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kQ3KGroupRows; ++r) {
+        const std::size_t n = g * kQ3KGroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < w.superblocks(); ++s) {
+          const std::uint8_t* sp = w.super(g, s);
+          std::uint16_t dh;
+          std::memcpy(&dh, sp + Q3KPacked::kDOffset + 2 * r, 2);
+          const float dd = fp16_to_f32(dh);
+          for (std::size_t j = 0; j < 8; ++j) {
+            const std::uint8_t* bp = sp + j * Q3KPacked::kBlockBytes;
+            const std::size_t b = s * 8 + j, xb = m * nb + b;
+            for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+              const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+              for (int half = 0; half < 2; ++half) {
+                std::int32_t isum = 0;
+                for (int t = 0; t < 4; ++t)
+                  for (int i = 0; i < 4; ++i) {
+                    const int low = (bp[half * 64 + r * 4 + i] >> (2 * t)) & 3;
+                    const int high = (bp[128 + r * 4 + i] >> (4 * half + t)) & 1;
+                    isum += (low + 4 * high - 4) * a[16 * half + 4 * t + i];
+                  }
+                const auto sc = static_cast<float>(static_cast<std::int8_t>(sp[Q3KPacked::kScOffset + (2 * j + half) * 16 + r]));
+                acc += ((dd * sc) * (plane ? x.d2[xb] : x.d[xb])) * static_cast<float>(isum);
+              }
+            }
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 }  // namespace
 
 const GgmlKernelTable kGgmlScalarKernels = {
@@ -261,6 +299,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     q6k_groups,
     q8p16_groups,
     iq4xs_groups,
+    q3k_groups,
 };
 
 }  // namespace ringlm::kernels

@@ -32,7 +32,8 @@ GgmlRowsFn rows_fn(const GgmlKernelTable& k, GgmlQuant t) {
     case GgmlQuant::q4_k: return k.q4_k;
     case GgmlQuant::q5_k: return k.q5_k;
     case GgmlQuant::q6_k: return k.q6_k;
-    case GgmlQuant::iq4_xs: return nullptr;  // repacked at load only (iq4xs_matmul)
+    case GgmlQuant::iq4_xs:  // repacked at load only (iq4xs_matmul, q3k_matmul)
+    case GgmlQuant::q3_k: return nullptr;
   }
   return nullptr;
 }
@@ -46,6 +47,7 @@ const char* ggml_quant_name(GgmlQuant t) {
     case GgmlQuant::q5_k: return "Q5_K";
     case GgmlQuant::q6_k: return "Q6_K";
     case GgmlQuant::iq4_xs: return "IQ4_XS";
+    case GgmlQuant::q3_k: return "Q3_K";
   }
   return "?";
 }
@@ -59,6 +61,7 @@ std::size_t ggml_quant_block_bytes(GgmlQuant t) {
     case GgmlQuant::q5_k: return sizeof(BlockQ5_K);
     case GgmlQuant::q6_k: return sizeof(BlockQ6_K);
     case GgmlQuant::iq4_xs: return sizeof(BlockIQ4_XS);
+    case GgmlQuant::q3_k: return sizeof(BlockQ3_K);
   }
   return 0;
 }
@@ -108,6 +111,14 @@ void iq4xs_matmul(const Iq4XsPacked& w, const Q8ActView& x, float* y, std::size_
   if (w.cols != x.cols) fail("iq4xs_matmul: weight has ", w.cols, " input features, activations ", x.cols);
   if (ldy < w.rows) fail("iq4xs_matmul: output row stride ", ldy, " < weight rows ", w.rows);
   const Iq4XsGroupsFn fn = active_ggml_kernels().iq4xs_groups;
+  if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
+  pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
+}
+
+void q3k_matmul(const Q3KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool) {
+  if (w.cols != x.cols) fail("q3k_matmul: weight has ", w.cols, " input features, activations ", x.cols);
+  if (ldy < w.rows) fail("q3k_matmul: output row stride ", ldy, " < weight rows ", w.rows);
+  const Q3KGroupsFn fn = active_ggml_kernels().q3k_groups;
   if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
   pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
 }

@@ -10,6 +10,8 @@
 //   Q5_K  the same with 5-bit codes
 //   Q6_K  y = sum_b  fp16(d) * d_b * (sc_2b * S_(first 16) + sc_2b+1 * S_(last 16)),  S over (q - 32)
 //   IQ4_XS y = sum_j  (fp16(d) * (ls_j - 32)) * d_j * S_j,  S over the levels L[index] (-127..113)
+//   Q3_K  y = sum_b  d_b * ((fp16(d) * (s_2b - 32)) * S_(first 16) + (fp16(d) * (s_2b+1 - 32)) * S_(last 16)),
+//         S over the signed 3-bit codes (-4..3)
 // (the K formats' 32-value sub-blocks line up with the activation blocks; Q6_K's 16-value
 // sub-blocks pair up inside one). So each output equals, to float rounding, the dot product
 // of the scalar-dequantized weights (dequant_ggml.h) with the q8-rounded activations.
@@ -20,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/iq4xs_packed.h"
+#include "kernels/q3k_packed.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -28,12 +31,12 @@
 
 namespace ringlm::kernels {
 
-// iq4_xs runs only repacked (iq4xs_matmul); ggml_quant_matmul refuses it.
-enum class GgmlQuant { q8_0, q4_k, q5_k, q6_k, iq4_xs };
+// iq4_xs and q3_k run only repacked (iq4xs_matmul, q3k_matmul); ggml_quant_matmul refuses them.
+enum class GgmlQuant { q8_0, q4_k, q5_k, q6_k, iq4_xs, q3_k };
 
 const char* ggml_quant_name(GgmlQuant t);
 std::size_t ggml_quant_block_elems(GgmlQuant t);  // 32 (Q8_0) or 256 (K formats)
-std::size_t ggml_quant_block_bytes(GgmlQuant t);  // 34, 144, 176, 210, 136
+std::size_t ggml_quant_block_bytes(GgmlQuant t);  // 34, 144, 176, 210, 136, 110
 
 // A [rows, cols] matrix of ggml blocks, row-major, cols/block_elems blocks per row.
 struct GgmlQuantMatrix {
@@ -62,5 +65,8 @@ void q8p16_matmul(const Q8P16Packed& w, const Q8ActView& x, float* y, std::size_
 // The same for an IQ4_XS matrix repacked into iq4xsp16 (iq4xs_packed.h), numerics of the
 // IQ4_XS line.
 void iq4xs_matmul(const Iq4XsPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
+
+// The same for a Q3_K matrix repacked into q3kp16 (q3k_packed.h), numerics of the Q3_K line.
+void q3k_matmul(const Q3KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
 
 }  // namespace ringlm::kernels

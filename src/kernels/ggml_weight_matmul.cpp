@@ -17,6 +17,7 @@ std::optional<GgmlQuant> ggml_quant_of(io::DType t) {
     case io::DType::Q5_K: return GgmlQuant::q5_k;
     case io::DType::Q6_K: return GgmlQuant::q6_k;
     case io::DType::IQ4_XS: return GgmlQuant::iq4_xs;
+    case io::DType::Q3_K: return GgmlQuant::q3_k;
     default: return std::nullopt;
   }
 }
@@ -35,6 +36,7 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
     if (*type == GgmlQuant::q8_0) return q8p16_matmul(Q8P16Packed{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
     if (*type == GgmlQuant::iq4_xs)
       return iq4xs_matmul(Iq4XsPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    if (*type == GgmlQuant::q3_k) return q3k_matmul(Q3KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
     fail("ggml_weight_matmul: Q5_K has no packed layout");
   }
   ggml_quant_matmul(GgmlQuantMatrix{*type, w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
@@ -65,6 +67,15 @@ void iq4xs_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
   iq4xs_unpack_row(Iq4XsPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
                    static_cast<std::size_t>(r), blocks.data());
   dequantize_row(io::DType::IQ4_XS, reinterpret_cast<const std::uint8_t*>(blocks.data()), out, w.cols);
+}
+
+void q3k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
+  thread_local std::vector<BlockQ3_K> blocks;
+  const std::size_t nb = static_cast<std::size_t>(w.cols) / 256;
+  if (blocks.size() < nb) blocks.resize(nb);
+  q3k_unpack_row(Q3KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
+                 static_cast<std::size_t>(r), blocks.data());
+  dequantize_row(io::DType::Q3_K, blocks.data(), out, w.cols);
 }
 
 void q8p16_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {

@@ -95,6 +95,10 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
         iq4xs_load_row_f32(w, r, out);
         break;
       }
+      if (w.dtype == io::DType::Q3_K && w.packed) {  // repacked at load (q3k_packed.h layout)
+        q3k_load_row_f32(w, r, out);
+        break;
+      }
       // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
       dequantize_row(w.dtype, w.data + r * row_bytes(w.dtype, n), out, n);
   }
@@ -210,7 +214,7 @@ void matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out, Pa
       return;
     }
     if (ggml_quant_of(w.dtype)) {
-      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS (all but Q5_K repacked)
+      ggml_weight_matmul(w, in, n_tokens, out);  // GGUF Q8_0 / Q4_K / Q5_K / Q6_K / IQ4_XS / Q3_K (all but Q5_K repacked)
       return;
     }
   }

@@ -16,6 +16,7 @@
 #include "kernels/q4_formats.h"
 #include "kernels/q4_lattice.h"
 #include "kernels/iq4xs_packed.h"
+#include "kernels/q3k_packed.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -57,7 +58,7 @@ bool quantizable(const kernels::WeightMatrix& w) {
 }
 
 // GGUF block types with no kernel of their own (kernels/dequant_ggml_more.cpp). Q3_K and IQ4_XS
-// are not among them: repack_gguf_blocks gives them the Q6_K kernels and their own layout.
+// are not among them: repack_gguf_blocks gives them layouts and kernels of their own.
 bool slow_block_type(io::DType t) {
   return t == io::DType::Q5_0 || t == io::DType::Q5_1 || t == io::DType::Q2_K ||
          t == io::DType::IQ4_NL || t == io::DType::IQ2_XXS || t == io::DType::IQ2_XS ||
@@ -155,33 +156,6 @@ void repack_one_k(io::DType type, kernels::WeightMatrix& w, std::vector<kernels:
   owned.push_back(std::move(buf));
 }
 
-// Q3_K -> q6kp16 through kernels::q3k_to_q6k (exact: the same values bit for bit), a row at a
-// time, so no full-size Q6_K copy is made. The matrix then is a packed Q6_K matrix.
-void repack_q3k_as_q6k(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned,
-                       QuantizedWeightsInfo& info) {
-  if (w.dtype != io::DType::Q3_K || w.packed || w.rows <= 0 || w.cols <= 0 || w.cols % 256 != 0) return;
-  const std::size_t rows = static_cast<std::size_t>(w.rows), cols = static_cast<std::size_t>(w.cols);
-  const std::size_t bytes = kernels::q6k_packed_bytes(rows, cols), nsb = cols / 256;
-  auto buf = kernels::Q4PackedBuffer::raw(bytes);
-  std::uint8_t* dst = buf.data();
-  const auto* src = reinterpret_cast<const kernels::BlockQ3_K*>(w.data);
-  const std::size_t groups = (rows + kernels::kQ6KGroupRows - 1) / kernels::kQ6KGroupRows;
-  kernels::default_thread_pool().parallel_for(groups, [&](std::size_t g0, std::size_t g1, std::size_t) {
-    std::vector<kernels::BlockQ6_K> row(nsb);
-    for (std::size_t r = g0 * kernels::kQ6KGroupRows; r < std::min(rows, g1 * kernels::kQ6KGroupRows); ++r) {
-      kernels::q3k_to_q6k(src + r * nsb, row.data(), static_cast<std::int64_t>(nsb));
-      kernels::q6k_pack_row(row.data(), r, rows, cols, dst);
-    }
-  });
-  release_pages(w.data, stored_bytes(w));
-  w.dtype = io::DType::Q6_K;
-  w.packed = true;
-  w.data = dst;
-  info.bytes += bytes;
-  ++info.matrices;
-  owned.push_back(std::move(buf));
-}
-
 // One such matrix -> plain Q8_0 blocks (decoded, then ggml's q8_0 rounding) in an owned
 // buffer; repack_one_k then regroups it for the int8-activation kernels.
 void to_q8_0(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& owned) {
@@ -229,7 +203,8 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
                                                                                              owned, info);
     repack_one_k<kernels::BlockIQ4_XS, kernels::iq4xs_packed_bytes, kernels::iq4xs_pack_row, 256>(io::DType::IQ4_XS, w,
                                                                                                 owned, info);
-    repack_q3k_as_q6k(w, owned, info);
+    repack_one_k<kernels::BlockQ3_K, kernels::q3k_packed_bytes, kernels::q3k_pack_row, 256>(io::DType::Q3_K, w, owned,
+                                                                                          info);
   });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (info_out) *info_out = info;

@@ -35,9 +35,8 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
 // Plain ggml Q4_0, Q4_K, Q6_K, Q8_0, IQ4_XS and Q3_K matrices (as a GGUF file stores them)
 // among the same matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16
 // (kernels/q4_packed.h, w4a8 kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16, IQ4_XS ->
-// iq4xsp16 (kernels/q4k_packed.h, q6k_packed.h, q8p16_packed.h, iq4xs_packed.h), Q3_K ->
-// q6kp16 after kernels::q3k_to_q6k (the matrix becomes Q6_K: same values, 6.56 bits a weight
-// instead of 3.44). Exact and cheap: code bits regrouped, scales copied; 16-row
+// iq4xsp16, Q3_K -> q3kp16 (kernels/q4k_packed.h, q6k_packed.h, q8p16_packed.h,
+// iq4xs_packed.h, q3k_packed.h). Exact and cheap: code bits regrouped, scales copied; 16-row
 // groups split over the default kernel thread pool; then the file's pages of each repacked
 // matrix are handed back as above. A tied LM head gets its own packed copy (the embedding
 // lookup keeps the file's rows). Other types are left alone (no-op on float checkpoints;

@@ -18,6 +18,7 @@
 #include "kernels/ggml_weight_matmul.h"
 #include "kernels/q4_formats.h"
 #include "kernels/iq4xs_packed.h"
+#include "kernels/q3k_packed.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -43,6 +44,7 @@ io::DType dtype_of(GgmlQuant t) {
     case GgmlQuant::q5_k: return io::DType::Q5_K;
     case GgmlQuant::q6_k: return io::DType::Q6_K;
     case GgmlQuant::iq4_xs: return io::DType::IQ4_XS;
+    case GgmlQuant::q3_k: return io::DType::Q3_K;
   }
   return io::DType::F32;
 }
@@ -54,7 +56,8 @@ struct Case {
 
 TEST(GgmlKernels, IndependentDecoderMatchesTheScalarDequantizer) {
   std::mt19937 rng(5);
-  for (GgmlQuant type : {GgmlQuant::q8_0, GgmlQuant::q4_k, GgmlQuant::q5_k, GgmlQuant::q6_k, GgmlQuant::iq4_xs}) {
+  for (GgmlQuant type : {GgmlQuant::q8_0, GgmlQuant::q4_k, GgmlQuant::q5_k, GgmlQuant::q6_k, GgmlQuant::iq4_xs,
+                         GgmlQuant::q3_k}) {
     const std::size_t rows = 3, cols = 1024;
     const auto w = random_blocks(type, rows, cols, rng);
     std::vector<float> deq(cols);
@@ -175,6 +178,21 @@ struct Iq4XsLayout {
   }
 };
 
+struct Q3KLayout {
+  using Block = BlockQ3_K;
+  using Packed = Q3KPacked;
+  static constexpr GgmlQuant kType = GgmlQuant::q3_k;
+  static constexpr std::size_t kRowBytes = 114;
+  static std::size_t bytes(std::size_t r, std::size_t c) { return q3k_packed_bytes(r, c); }
+  static void pack(const Block* b, std::size_t row, std::size_t r, std::size_t c, std::uint8_t* d) {
+    q3k_pack_row(b, row, r, c, d);
+  }
+  static void unpack(const Packed& w, std::size_t row, Block* out) { q3k_unpack_row(w, row, out); }
+  static void matmul(const Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* p) {
+    q3k_matmul(w, x, y, ldy, p);
+  }
+};
+
 // Bytes of one row of `cols` values of the layout's ggml blocks.
 template <class L>
 std::size_t block_row_bytes(std::size_t cols) {
@@ -260,35 +278,8 @@ TEST(Q8P16Packed, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q8L
 TEST(Iq4XsPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Iq4XsLayout>(); }
 TEST(Iq4XsPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Iq4XsLayout>(); }
 
-// Q3_K runs on the Q6_K kernels after q3k_to_q6k: the converted blocks must decode to the
-// very same floats as the Q3_K blocks (random bytes, so every code, hmask bit and 6-bit
-// scale occurs; fp16 d including 0, subnormal, +-65504, inf and NaN).
-TEST(Q3KAsQ6K, ConvertedBlocksDecodeBitForBit) {
-  std::mt19937 rng(41);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::normal_distribution<float> scale(0.0f, 0.01f);
-  const std::uint16_t special[] = {0x0000, 0x0001, 0x7bff, 0xfbff, 0x7c00, 0x7e00, 0x8001};
-  const std::size_t n = 400;
-  std::vector<BlockQ3_K> q3(n);
-  for (std::size_t b = 0; b < n; ++b) {
-    auto* p = reinterpret_cast<std::uint8_t*>(&q3[b]);
-    for (std::size_t i = 0; i < sizeof(BlockQ3_K); ++i) p[i] = static_cast<std::uint8_t>(byte(rng));
-    q3[b].d = b % 9 < 7 ? special[b % 9] : f32_to_fp16(scale(rng));
-    if (b % 13 == 5) std::memset(q3[b].hmask, 0, sizeof q3[b].hmask);     // every code -4 .. -1
-    if (b % 13 == 6) std::memset(q3[b].scales, 0xff, sizeof q3[b].scales);  // every scale 31
-  }
-  std::vector<BlockQ6_K> q6(n);
-  q3k_to_q6k(q3.data(), q6.data(), static_cast<std::int64_t>(n));
-  std::vector<float> a(n * 256), b(n * 256);
-  dequantize_row(io::DType::Q3_K, q3.data(), a.data(), static_cast<std::int64_t>(n * 256));
-  dequantize_row(io::DType::Q6_K, q6.data(), b.data(), static_cast<std::int64_t>(n * 256));
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::uint32_t ua, ub;
-    std::memcpy(&ua, &a[i], 4);
-    std::memcpy(&ub, &b[i], 4);
-    ASSERT_EQ(ua, ub) << "block " << i / 256 << " value " << i % 256 << ": Q3_K " << a[i] << ", as Q6_K " << b[i];
-  }
-}
+TEST(Q3KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q3KLayout>(); }
+TEST(Q3KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q3KLayout>(); }
 
 TEST(GgmlKernels, RefusesBadShapes) {
   std::vector<std::uint8_t> w(210 * 4);
@@ -299,9 +290,10 @@ TEST(GgmlKernels, RefusesBadShapes) {
   EXPECT_THROW(ggml_quant_matmul({GgmlQuant::q6_k, w.data(), 2, 256}, act.view(), y.data(), 2, nullptr), Error);
   EXPECT_THROW(ggml_quant_matmul({GgmlQuant::q6_k, w.data(), 2, 512}, act.view(), y.data(), 1, nullptr), Error);
   EXPECT_NO_THROW(ggml_quant_matmul({GgmlQuant::q6_k, w.data(), 2, 512}, act.view(), y.data(), 2, nullptr));
-  // IQ4_XS runs only repacked: the plain-block entry refuses it by name.
+  // IQ4_XS and Q3_K run only repacked: the plain-block entry refuses them by name.
   std::vector<std::uint8_t> iq(136 * 4);
   EXPECT_THROW(ggml_quant_matmul({GgmlQuant::iq4_xs, iq.data(), 2, 512}, act.view(), y.data(), 2, nullptr), Error);
+  EXPECT_THROW(ggml_quant_matmul({GgmlQuant::q3_k, iq.data(), 2, 512}, act.view(), y.data(), 2, nullptr), Error);
 }
 
 // matmul() sends GGUF block matrices to these kernels unless the activation mode is f32,

@@ -32,13 +32,13 @@ inline std::vector<std::uint8_t> random_blocks(GgmlQuant type, std::size_t rows,
   std::normal_distribution<float> scale(0.0f, 0.01f);
   for (auto& b : data) b = static_cast<std::uint8_t>(byte(rng));
   // Offsets of the fp16 fields (d, and dmin for Q4_K/Q5_K) and of the code bytes.
-  const std::size_t d_at = type == GgmlQuant::q6_k ? 208 : 0;
+  const std::size_t d_at = type == GgmlQuant::q6_k ? 208 : type == GgmlQuant::q3_k ? 108 : 0;
   const bool has_min = type == GgmlQuant::q4_k || type == GgmlQuant::q5_k;
   const std::size_t codes_at = type == GgmlQuant::q8_0   ? 2
-                               : type == GgmlQuant::q6_k ? 0
+                               : type == GgmlQuant::q6_k || type == GgmlQuant::q3_k ? 0
                                : type == GgmlQuant::iq4_xs ? 8
                                                            : 4 + kScaleBytes;
-  const std::size_t codes_end = type == GgmlQuant::q6_k ? 192 : bb;
+  const std::size_t codes_end = type == GgmlQuant::q6_k ? 192 : type == GgmlQuant::q3_k ? 96 : bb;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint8_t* blk = data.data() + i * bb;
     put_fp16(blk + d_at, f32_to_fp16(scale(rng)));
@@ -58,6 +58,8 @@ inline std::vector<std::uint8_t> random_blocks(GgmlQuant type, std::size_t rows,
           std::memset(blk + 192, 0x80, 16);  // scales -128
         else if (type == GgmlQuant::iq4_xs)
           std::memset(blk + 2, 0x00, 6);  // every ls 0: scale -32
+        else if (type == GgmlQuant::q3_k)
+          std::memset(blk + 96, 0x00, 12);  // every scale 0: -32
         else
           std::memset(blk + 4, 0xff, kScaleBytes);
         break;
@@ -96,6 +98,14 @@ inline Elem decode(GgmlQuant type, const std::uint8_t* row, std::size_t i) {
       const int code = ((g < 2 ? lo : lo >> 4) & 15) | (((blk[128 + 32 * half + l] >> (2 * g)) & 3) << 4);
       const int sc = static_cast<std::int8_t>(blk[192 + 8 * half + 2 * g + l / 16]);
       return {get_fp16(blk + 208) * sc, double(code - 32), 0.0};
+    }
+    case GgmlQuant::q3_k: {  // hmask[32], qs[64], scales[12], d
+      const std::uint8_t* sc = blk + 96;
+      const int low = (blk[32 + 32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3;
+      const int high = (blk[v % 32] >> (v / 32)) & 1;
+      const std::size_t k = v / 16;
+      const int s6 = (k < 8 ? sc[k] & 15 : sc[k - 8] >> 4) | (((sc[8 + k % 4] >> (2 * (k / 4))) & 3) << 4);
+      return {get_fp16(blk + 108) * (s6 - 32), double(high ? low : low - 4), 0.0};
     }
     case GgmlQuant::iq4_xs: {  // d, scales_h (u16), scales_l[4], qs[128]
       const std::size_t j = v / 32, l = v % 32;
