@@ -12,7 +12,7 @@ independent restatement of ggml's layouts). The metadata bytes are copied unchan
   by row, exact; the file's F32 matrices kept as they are): argmax 100 %, cosine >= 0.9999
   against reference_forward.py over the decoded weights.
 - default activations: Q5_0, Q5_1, Q2_K, IQ4_NL are converted to Q8_0 at load, with a one-line
-  note on stderr; Q3_K (as Q6_K, exact) and IQ4_XS (iq4xsp16) run on kernels of their own
+  note on stderr; Q3_K (q3kp16) and IQ4_XS (iq4xsp16) run on kernels of their own
   with no note. Cosine >= 0.999 and argmax agreement >= 0.9 (8-bit activations, and Q8_0's
   rounding for the converted ones), printed.
 - bad input: a block with a NaN scale is refused at load naming the tensor, row and block; a
