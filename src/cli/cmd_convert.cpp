@@ -32,7 +32,7 @@ RINGLM_COMMAND(convert) {
                   "Also (or only) write the vision/audio towers as a llama.cpp mmproj GGUF file (projector types "
                   "gemma4v, gemma4a), for --mmproj");
   sub->add_option("--tower-type", opt.tower_type,
-                  "Type of the tower matrices in the packed directory and the mmproj file: f16 or q8_0; norms, "
+                  "Type of the tower matrices in the packed directory and the mmproj file: f16, bf16 or q8_0; norms, "
                   "biases, position table and convolution kernels stay f32 (default: f16)");
   sub->add_option("--type", opt.type, "GGUF output only: matrix type f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k "
                                       "(default: q4_0)");

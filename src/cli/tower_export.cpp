@@ -140,7 +140,8 @@ void write_mmproj_metadata(io::GgufWriter& w, const Towers& t, io::DType matrix_
   w.add_string("general.architecture", "clip");
   w.add_string("general.type", "mmproj");
   w.add_string("general.name", "gemma4 towers (ringlm convert)");
-  w.add_u32("general.file_type", matrix_type == io::DType::Q8_0 ? 7 : 1);
+  // llama.cpp's file types: 1 mostly F16, 7 mostly Q8_0, 32 mostly BF16.
+  w.add_u32("general.file_type", matrix_type == io::DType::Q8_0 ? 7 : matrix_type == io::DType::BF16 ? 32 : 1);
   if (matrix_type == io::DType::Q8_0) w.add_u32("general.quantization_version", 2);
   w.add_bool("clip.has_vision_encoder", t.vc.has_value());
   w.add_bool("clip.has_audio_encoder", t.ac.has_value());
@@ -195,7 +196,8 @@ io::DType parse_tower_type(const std::string& type) {
   for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (t == "f16") return io::DType::F16;
   if (t == "q8_0") return io::DType::Q8_0;
-  fail("--tower-type ", type, ": expected f16 or q8_0");
+  if (t == "bf16") return io::DType::BF16;
+  fail("--tower-type ", type, ": expected f16, bf16 or q8_0");
 }
 
 TowerExportResult export_packed_towers(const fs::path& hf_dir, const fs::path& out_dir, io::DType matrix_type) {

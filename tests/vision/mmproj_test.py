@@ -5,16 +5,18 @@ read with `--mmproj`) and a packed directory's towers.rlpk (`convert --out DIR`)
 Checks, on make-test-model's tiny towers (both towers, every branch of each encoder):
   - the mmproj file, read by the independent GGUF reader tests/io/gguf_py.py, has llama.cpp's
     metadata keys and tensor names (clip.vision.projector_type gemma4v, v.blk.N.attn_q.weight,
-    a.blk.N.conv_pw1.weight, ...), its types (matrices f16 / q8_0; norms, clip bounds,
+    a.blk.N.conv_pw1.weight, ...), its types (matrices f16 / bf16 / q8_0; norms, clip bounds,
     position table and audio convolutions f32) and layouts (the patch embedding as a conv2d
     kernel [H, 3, p, p], the audio per_dim_scale stored as softplus), against the
     checkpoint's safetensors values;
   - `ringlm encode` gives the same soft tokens from every form as from the Hugging Face
-    directory: cosine per soft token >= 0.99999 for f16 (measured 1.0: the test checkpoint is
-    bf16, which these values survive in f16) and >= 0.999 for q8_0 (measured ~0.99994);
+    directory: cosine per soft token >= 0.99999 for f16 and bf16 (measured 1.0: the test
+    checkpoint is bf16, which these values survive in f16) and >= 0.999 for q8_0 (measured
+    ~0.99994);
   - truncated and corrupt files are refused with errors naming the file and the tensor or key;
   - inspect shows the towers of each form and says plainly when a model has none;
-  - `run --model text.gguf --mmproj towers.gguf --image` works end to end."""
+  - `run --model text.gguf --mmproj towers.gguf --image` works end to end, also with a Q4_K
+    text file beside a BF16 mmproj (the pairing the popular uploads publish)."""
 import json
 import os
 import shutil
@@ -57,7 +59,7 @@ def path(name):
 HF = path("tiny")
 ringlm("make-test-model", HF, "--preset", "tiny", "--seed", "5")
 forms = {}
-for t in ("f16", "q8_0"):
+for t in ("f16", "bf16", "q8_0"):
     ringlm("convert", "--model", HF, "--mmproj-out", path(f"mmproj-{t}.gguf"), "--tower-type", t)
     forms[f"mmproj {t}"] = ["--mmproj", path(f"mmproj-{t}.gguf")]
     ringlm("convert", "--model", HF, "--out", path(f"packed-{t}"), "--tower-type", t)
@@ -132,7 +134,7 @@ def llama_layout(name, x):
     return x.reshape(1) if x.ndim == 0 else x
 
 
-for t in ("f16", "q8_0"):
+for t in ("f16", "bf16", "q8_0"):
     meta, tensors = gguf_py.read_gguf(path(f"mmproj-{t}.gguf"))
     want_meta = {"general.architecture": "clip", "clip.vision.projector_type": "gemma4v",
                  "clip.audio.projector_type": "gemma4a", "clip.has_vision_encoder": True,
@@ -146,7 +148,7 @@ for t in ("f16", "q8_0"):
                  "clip.audio.attention.head_count": ac["num_attention_heads"],
                  "clip.audio.feed_forward_length": 4 * ac["hidden_size"], "clip.audio.num_mel_bins": 128,
                  "clip.audio.projection_dim": cfg["text_config"]["hidden_size"],
-                 "general.file_type": 1 if t == "f16" else 7}
+                 "general.file_type": {"f16": 1, "bf16": 32, "q8_0": 7}[t]}
     for k, v in want_meta.items():
         check(meta.get(k) == v, f"mmproj {t}: metadata {k} = {meta.get(k)!r}, want {v!r}")
     check(meta.get("clip.vision.image_mean") == [0.0] * 3 and meta.get("clip.vision.image_std") == [1.0] * 3,
@@ -171,6 +173,8 @@ for t in ("f16", "q8_0"):
             want_type = "F16" if t == "f16" else "F32"  # llama.cpp's conv2d takes f16/f32 kernels
         elif t == "q8_0" and want.shape[-1] % 32 == 0:
             want_type = "Q8_0"
+        elif t == "bf16":
+            want_type = "BF16"
         else:
             want_type = "F16"
         check(tname == want_type, f"mmproj {t}: {g} type {tname}, want {want_type}")
@@ -185,7 +189,7 @@ subprocess.run(["convert", "-size", "300x200", "gradient:red-blue", "-swirl", "9
 subprocess.run(["convert", "-seed", "2", "-size", "97x333", "plasma:fractal", path("b.jpg")], check=True)
 subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", path("a.wav"), "synth", "3.3", "sine", "300-2000"], check=True)
 H = cfg["text_config"]["hidden_size"]
-BOUND = {"f16": 0.99999, "q8_0": 0.999}
+BOUND = {"f16": 0.99999, "bf16": 0.99999, "q8_0": 0.999}
 worst = {}
 for media in (["--image", path("a.png"), "--image-tokens", "140"], ["--image", path("b.jpg"), "--image-tokens", "70"],
               ["--audio", path("a.wav")]):
@@ -320,6 +324,12 @@ p = ringlm(*RUN, ok=False)
 check(p.returncode != 0 and "--mmproj" in p.stderr, f"run text.gguf --image without --mmproj: {p.stderr.strip()[:200]}")
 p = ringlm(*RUN, "--mmproj", path("demo-mmproj.gguf"), ok=False)
 check(p.returncode == 0, f"run text.gguf --mmproj --image --audio: {p.stderr.strip()[-300:]}")
+# The published pairing (issue #29): a K-quant text model beside a BF16 mmproj.
+ringlm("convert", "--model", DEMO, "--out", path("text-q4_k.gguf"), "--type", "q4_k", "--mmproj-out",
+       path("demo-mmproj-bf16.gguf"), "--tower-type", "bf16")
+p = ringlm("run", "--model", path("text-q4_k.gguf"), "--mmproj", path("demo-mmproj-bf16.gguf"), "--image", path("a.png"),
+           "--audio", path("a.wav"), "--prompt", "Describe", "--max-tokens", "4", ok=False)
+check(p.returncode == 0, f"run text-q4_k.gguf --mmproj (BF16) --image --audio: {p.stderr.strip()[-300:]}")
 p = ringlm("run", "--model", path("text.gguf"), "--mmproj", path("demo-mmproj.gguf"), "--image", path("a.png"),
            "--prompt", "Total?", "--max-tokens", "300", "--json-schema", os.path.join(HERE, "..", "..", "examples",
                                                                                      "ticket.schema.json"), ok=False)
