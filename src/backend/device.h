@@ -56,8 +56,10 @@ struct Ref {
 };
 
 // A weight matrix [rows, cols] in a device buffer, in one of the layouts the matmul reads.
-// q4p16 is kernels/q4_packed.h's layout byte for byte (uploaded as the model maps it).
-enum class WeightLayout { f32, f16, bf16, q4p16 };
+// q4p16 is kernels/q4_packed.h's layout byte for byte (uploaded as the model maps it); the
+// ggml block types (q8_0 ... iq4_xs) are rows of blocks exactly as a GGUF file stores them
+// (kernels/dequant_blocks.h), rows laid end to end with no padding.
+enum class WeightLayout { f32, f16, bf16, q4p16, q8_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
 const char* weight_layout_name(WeightLayout l);
 struct Weight {
   BufferId buf = 0;
@@ -88,6 +90,9 @@ class Device {
   // the device cannot hold it. A buffer lives until destroy_buffer or the device's end.
   virtual BufferId create_buffer(std::uint64_t bytes, Memory memory, const std::string& what) = 0;
   virtual std::uint64_t buffer_bytes(BufferId buf) const = 0;
+  // The largest buffer create_buffer accepts (Vulkan: maxStorageBufferRange, one binding).
+  // Larger weights are split by rows over several buffers (model/device_weights.h).
+  virtual std::uint64_t max_buffer_bytes() const = 0;
   // Frees a buffer (outside a step); its id is not reused. 0 is ignored.
   virtual void destroy_buffer(BufferId buf) = 0;
   // Host <-> buffer, outside a step (throws inside one).
@@ -103,9 +108,11 @@ class Device {
   virtual void abandon_step() = 0;  // drops what was recorded (an op threw); no-op outside a step
 
   // ---- ops (recorded into the current step) ----
-  // out[t][r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows; `in` has row
-  // stride w.cols, `out` row stride w.rows.
-  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out) = 0;
+  // out[t * out_stride + r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows;
+  // `in` has row stride w.cols. out_stride >= w.rows (a row range of a wider output: the
+  // parts of a split matrix); the four-operand form writes rows of w.rows.
+  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) = 0;
+  void matmul(const Weight& w, Ref in, int n_rows, Ref out) { matmul(w, in, n_rows, out, w.rows); }
   // count vectors of n floats: y = x / sqrt(mean(x^2) + eps) * (weight ? weight : 1). y may be x.
   virtual void rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) = 0;
   // NeoX rotation of count head vectors of d floats in place; vector i uses the angles

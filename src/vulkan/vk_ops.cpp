@@ -68,9 +68,33 @@ void VulkanDevice::dispatch(Shader s, const backend::BufferId* bufs, std::uint32
                        &barrier, 0, nullptr, 0, nullptr);
 }
 
-void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out) {
+namespace {
+// The ggml block layouts matmul_ggml.comp reads: its kind number, values and bytes per block.
+struct GgmlFormat {
+  std::uint32_t kind, elems, bytes;
+};
+bool ggml_format(backend::WeightLayout l, GgmlFormat& f) {
+  using L = backend::WeightLayout;
+  switch (l) {
+    case L::q8_0: f = {0, 32, 34}; return true;
+    case L::q4_1: f = {1, 32, 20}; return true;
+    case L::q5_0: f = {2, 32, 22}; return true;
+    case L::q5_1: f = {3, 32, 24}; return true;
+    case L::q4_k: f = {4, 256, 144}; return true;
+    case L::q5_k: f = {5, 256, 176}; return true;
+    case L::q6_k: f = {6, 256, 210}; return true;
+    case L::iq4_nl: f = {7, 32, 18}; return true;
+    case L::iq4_xs: f = {8, 256, 136}; return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) {
   if (n_rows <= 0) return;
   const std::uint64_t rows = static_cast<std::uint64_t>(w.rows), cols = static_cast<std::uint64_t>(w.cols);
+  GgmlFormat g{};
+  const bool ggml = ggml_format(w.layout, g);
   std::uint64_t weight_words = 0;
   std::uint32_t kind = 0;
   switch (w.layout) {
@@ -78,19 +102,29 @@ void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out)
     case backend::WeightLayout::f16: weight_words = rows * cols / 2; kind = 1; break;
     case backend::WeightLayout::bf16: weight_words = rows * cols / 2; kind = 2; break;
     case backend::WeightLayout::q4p16: weight_words = (rows + 15) / 16 * (cols / 32) * 72; kind = 3; break;
+    default: weight_words = (rows * (cols / std::max(g.elems, 1u)) * g.bytes + 3) / 4; kind = g.kind; break;
   }
-  if (rows == 0 || cols == 0 || (kind != 0 && cols % 2 != 0) || (kind == 3 && cols % 32 != 0))
+  const bool bad_cols = ggml ? cols % g.elems != 0 : (kind != 0 && cols % 2 != 0) || (kind == 3 && cols % 32 != 0);
+  if (rows == 0 || cols == 0 || bad_cols)
     fail_as(ErrorKind::unsupported, "Vulkan backend: a ", backend::weight_layout_name(w.layout), " matrix of ", rows,
             " x ", cols, " is not supported");
+  if (out_stride < w.rows)
+    fail_as(ErrorKind::internal, "Vulkan backend: matmul output stride ", out_stride, " under ", w.rows, " rows");
+  const std::uint64_t stride = static_cast<std::uint64_t>(out_stride);
   check_range({w.buf, 0}, weight_words, "matmul", "the weight");
   check_range(in, cols * n_rows, "matmul", "the input");
-  check_range(out, rows * n_rows, "matmul", "the output");
+  check_range(out, stride * (n_rows - 1) + rows, "matmul", "the output");
   struct {
-    std::uint32_t kind, rows, cols, x_off, y_off, w_off;
-  } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0};
+    std::uint32_t kind, rows, cols, x_off, y_off, w_off, y_stride, row_bytes;
+  } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0,
+         u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0};
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
-  dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
-           static_cast<std::uint32_t>(n_rows), "matmul");
+  if (ggml)
+    dispatch(Shader::matmul_ggml, bufs, 3, &push, sizeof push, u32((rows + 7) / 8, "row groups"),
+             static_cast<std::uint32_t>(n_rows), "matmul");
+  else
+    dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
+             static_cast<std::uint32_t>(n_rows), "matmul");
 }
 
 void VulkanDevice::rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) {

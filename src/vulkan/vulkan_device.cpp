@@ -153,6 +153,7 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
 
 void VulkanDevice::create_pipelines() {
   create_pipeline(Shader::matmul, "matmul", 3);
+  create_pipeline(Shader::matmul_ggml, "matmul_ggml", 3);
   create_pipeline(Shader::rms_norm, "rms_norm", 3);
   create_pipeline(Shader::rope, "rope", 2);
   create_pipeline(Shader::elementwise, "elementwise", 3);

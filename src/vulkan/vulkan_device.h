@@ -18,7 +18,7 @@
 
 namespace ringlm::vulkan {
 
-enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, count };
+enum class Shader { matmul, matmul_ggml, rms_norm, rope, elementwise, kv_store, attend, count };
 
 class VulkanDevice final : public backend::Device {
  public:
@@ -30,6 +30,7 @@ class VulkanDevice final : public backend::Device {
   const backend::DeviceInfo& info() const override { return info_; }
   backend::BufferId create_buffer(std::uint64_t bytes, backend::Memory memory, const std::string& what) override;
   std::uint64_t buffer_bytes(backend::BufferId buf) const override;
+  std::uint64_t max_buffer_bytes() const override { return max_buffer_range_; }
   void destroy_buffer(backend::BufferId buf) override;
   void write(backend::BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) override;
   void read(backend::BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) override;
@@ -39,7 +40,9 @@ class VulkanDevice final : public backend::Device {
   void end_step() override;
   void abandon_step() override;
 
-  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out) override;
+  using backend::Device::matmul;
+  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
+              std::int64_t out_stride) override;
   void rms_norm(backend::Ref x, backend::Ref weight, int n, int count, float eps, backend::Ref y) override;
   void rope(backend::Ref x, int d, int count, int per_row, backend::Ref cos_sin) override;
   void gelu_mul(backend::Ref gate, backend::Ref up, int width, int rows, int up_stride, backend::Ref out) override;
