@@ -120,7 +120,7 @@ void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out,
          u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0};
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
   if (ggml)
-    dispatch(Shader::matmul_ggml, bufs, 3, &push, sizeof push, u32((rows + 7) / 8, "row groups"),
+    dispatch(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(kind)), bufs, 3, &push, sizeof push, u32((rows + 7) / 8, "row groups"),
              static_cast<std::uint32_t>(n_rows), "matmul");
   else
     dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),

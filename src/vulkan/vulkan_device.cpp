@@ -116,7 +116,7 @@ void VulkanDevice::create_device() {
   check(vkCreateDescriptorPool(device_, &dp, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
 }
 
-void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings) {
+void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec) {
   Pipeline& p = pipelines_[static_cast<int>(s)];
   const ShaderBinary& bin = shader_binary(name);
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -146,6 +146,9 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
   cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   cp.stage.module = p.module;
   cp.stage.pName = "main";
+  const VkSpecializationMapEntry entry{0, 0, 4};
+  const VkSpecializationInfo si{1, &entry, 4, spec};
+  if (spec) cp.stage.pSpecializationInfo = &si;
   cp.layout = p.layout;
   check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline), "vkCreateComputePipelines");
   p.bindings = bindings;
@@ -153,7 +156,8 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
 
 void VulkanDevice::create_pipelines() {
   create_pipeline(Shader::matmul, "matmul", 3);
-  create_pipeline(Shader::matmul_ggml, "matmul_ggml", 3);
+  for (std::uint32_t k = 0; k < kGgmlKinds; ++k)
+    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 3, &k);
   create_pipeline(Shader::rms_norm, "rms_norm", 3);
   create_pipeline(Shader::rope, "rope", 2);
   create_pipeline(Shader::elementwise, "elementwise", 3);

@@ -18,7 +18,9 @@
 
 namespace ringlm::vulkan {
 
-enum class Shader { matmul, matmul_ggml, rms_norm, rope, elementwise, kv_store, attend, count };
+// matmul_ggml + k: the ggml block matmul specialized for block type k (vk_ops.cpp).
+constexpr int kGgmlKinds = 9;
+enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, matmul_ggml, count = matmul_ggml + kGgmlKinds };
 
 class VulkanDevice final : public backend::Device {
  public:
@@ -74,7 +76,7 @@ class VulkanDevice final : public backend::Device {
   void create_device();
   void release();  // every Vulkan object, in reverse order
   void create_pipelines();
-  void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings);
+  void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec = nullptr);
   std::uint32_t memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) const;
   const Buffer& buffer(backend::BufferId id, const char* op) const;
   void check_range(backend::Ref r, std::uint64_t words, const char* op, const char* operand) const;

@@ -14,8 +14,12 @@ layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
 
+// The block type, kQ8_0 ... kIQ4_XS below: a specialization constant, so each type's
+// pipeline is compiled with only its own decoder (one pipeline per type, vk_ops.cpp).
+layout(constant_id = 0) const uint kKind = 0u;
+
 layout(push_constant) uniform Params {
-  uint kind;      // kQ8_0 ... kIQ4_XS below (vk_ops.cpp: ggml_kind)
+  uint kind;      // = kKind (unused here)
   uint rows;
   uint cols;
   uint x_off;     // words
@@ -87,7 +91,7 @@ float iq4_dot(uint qs, uint xb) {
 // Unit u (values 32u .. 32u + 31) of the row starting at byte rb, dotted with x[xb ...].
 float unit_dot(uint rb, uint u, uint xb) {
   float sx = 0.0;
-  if (p.kind == kQ8_0) {
+  if (kKind == kQ8_0) {
     const uint b = rb + u * 34u;
     float s = 0.0;
     for (uint i = 0u; i < 8u; ++i) {
@@ -96,27 +100,27 @@ float unit_dot(uint rb, uint u, uint xb) {
     }
     return half_at(b) * s;
   }
-  if (p.kind == kQ4_1) {
+  if (kKind == kQ4_1) {
     const uint b = rb + u * 20u;
     const float s = nibble_dot(b + 4u, 0u, false, 0.0, xb, sx);
     return half_at(b) * s + half_at(b + 2u) * sx;
   }
-  if (p.kind == kQ5_0) {
+  if (kKind == kQ5_0) {
     const uint b = rb + u * 22u;
     return half_at(b) * nibble_dot(b + 6u, u32_at(b + 2u), true, 16.0, xb, sx);
   }
-  if (p.kind == kQ5_1) {
+  if (kKind == kQ5_1) {
     const uint b = rb + u * 24u;
     const float s = nibble_dot(b + 8u, u32_at(b + 4u), true, 0.0, xb, sx);
     return half_at(b) * s + half_at(b + 2u) * sx;
   }
-  if (p.kind == kIQ4_NL) {
+  if (kKind == kIQ4_NL) {
     const uint b = rb + u * 18u;
     return half_at(b) * iq4_dot(b + 2u, xb);
   }
   const uint sb = u / 8u, j = u % 8u;  // super-block and its sub-block of 32
-  if (p.kind == kQ4_K || p.kind == kQ5_K) {
-    const bool q5 = p.kind == kQ5_K;
+  if (kKind == kQ4_K || kKind == kQ5_K) {
+    const bool q5 = kKind == kQ5_K;
     const uint b = rb + sb * (q5 ? 176u : 144u);
     const uvec2 sm = k_scale_min(b + 4u, j);
     const uint qs = b + (q5 ? 48u : 16u) + 32u * (j / 2u), shift = 4u * (j & 1u);
@@ -133,7 +137,7 @@ float unit_dot(uint rb, uint u, uint xb) {
     }
     return half_at(b) * float(sm.x) * s - half_at(b + 2u) * float(sm.y) * sx;
   }
-  if (p.kind == kQ6_K) {
+  if (kKind == kQ6_K) {
     // Half n = j / 4 of the super-block, quarter q = j % 4: value l of the unit has its low
     // nibble in ql[64n + 32(q & 1) + l] (high nibble when q >= 2), its top two bits at bit
     // 2q of qh[32n + l], and the scale int8 scales[8n + 2q + l / 16].
