@@ -81,6 +81,12 @@ struct BufferCopy {
   std::uint64_t src_byte = 0, dst_byte = 0, bytes = 0;
 };
 
+// What end_step did so far: steps run, and of them those that reused a recorded step.
+struct StepStats {
+  std::uint64_t steps = 0, replayed = 0, recorded = 0;
+  std::uint64_t kept = 0;  // recorded steps held now
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -104,8 +110,15 @@ class Device {
 
   // Step recording.
   virtual void begin_step() = 0;
-  virtual void end_step() = 0;  // runs the recorded ops and waits for them
+  // Runs the recorded ops and waits for them. A device may keep what it recorded for a step
+  // and run it again when a later step records the same ops with the same operands (Vulkan:
+  // one command buffer per distinct step, replayed), so values that change from step to step
+  // belong in buffers, not in op parameters.
+  virtual void end_step() = 0;
   virtual void abandon_step() = 0;  // drops what was recorded (an op threw); no-op outside a step
+  virtual StepStats step_stats() const = 0;
+  // false: every step is recorded afresh and dropped after it ran (tests compare the two).
+  virtual void set_step_reuse(bool on) = 0;
 
   // ---- ops (recorded into the current step) ----
   // out[t * out_stride + r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows;
@@ -133,8 +146,15 @@ class Device {
   // q_pos[t] (int32) over slots [0, n_scan) of kv, as kernels::attend: slot s counts when
   // 0 <= pos[s] <= q_pos and, when window > 0, q_pos - pos[s] < window; query head h reads
   // KV head h / (n_heads / n_kv_heads); no visible slot gives zeros.
+  // n_scan_word >= 0: the slots scanned are min(n_scan, the int32 at word n_scan_word of
+  // q_pos's buffer), a bound the host writes with the step's inputs, so that a recorded
+  // step stays the same while a full cache grows (Vulkan replays it; see end_step).
   virtual void attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const KvLayer& kv, int n_scan, int window,
-                      float scale, Ref out) = 0;
+                      float scale, Ref out, std::int64_t n_scan_word) = 0;
+  void attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const KvLayer& kv, int n_scan, int window, float scale,
+              Ref out) {
+    attend(q, n_tokens, q_pos, n_heads, kv, n_scan, window, scale, out, -1);
+  }
 };
 
 }  // namespace ringlm::backend

@@ -60,7 +60,8 @@ DeviceForward::DeviceForward(const Model& model, int max_rows, int max_logits_ro
     off_rope_[2] = off_rope_[1] + at(max_rows, cfg.global_head_dim);
     off_rope_[3] = off_rope_[2] + at(max_rows, cfg.head_dim);
     host_f_.resize(off_rope_[3] + at(max_rows, cfg.global_head_dim));
-    host_i_.resize(6 * static_cast<std::size_t>(max_rows));
+    for (const LayerConfig& L : cfg.layers) n_caches_ += L.owns_kv ? 1 : 0;
+    host_i_.resize((6 + static_cast<std::size_t>(n_caches_)) * static_cast<std::size_t>(max_rows));
     ids_.resize(static_cast<std::size_t>(max_rows));
     pos_.resize(static_cast<std::size_t>(max_rows));
     in_f_ = dev_.create_buffer(4 * host_f_.size(), Memory::host, "step inputs");
@@ -132,6 +133,12 @@ void DeviceForward::prepare_inputs(std::span<DeviceSegment> segs, int rows) {
     s.late_n = s.n - drop;
     late += s.late_n;
   }
+  // Per segment and cache, the slots attention scans (a full cache: up to its highest used
+  // slot), read by the shader from here so that the recorded step does not change as it grows.
+  for (std::size_t si = 0; si < segs.size(); ++si)
+    for (int c = 0; c < segs[si].cache->size(); ++c)
+      host_i_[6 * M + si * n_caches_ + c] = segs[si].cache->layer(c).view().n_slots;
+  dev_.write(in_i_, 4 * at(6, M), host_i_.data() + at(6, M), 4 * at(static_cast<int>(segs.size()), n_caches_));
   if (any_drop_)  // the kept rows' angles and positions, packed as the late layers see them
     for (const DeviceSegment& s : segs)
       for (int i = 0; i < s.late_n; ++i) {
@@ -287,7 +294,8 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
     dev_.rope(k, d, rows * nkv, nkv, rope);
     dev_.rms_norm(v, {}, d, rows * nkv, eps, v);
   }
-  for (const DeviceSegment& s : segs) {
+  for (std::size_t si = 0; si < segs.size(); ++si) {
+    const DeviceSegment& s = segs[si];
     const int first = ph.first(s), n = ph.count(s);
     if (n == 0) continue;
     const int ci = (*s.cache_index)[l];
@@ -296,9 +304,9 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
     if (L.owns_kv)
       dev_.kv_store(kv, k.at(at(first, nkv * d)), v.at(at(first, nkv * d)),
                     {in_i_, (sliding ? ph.ring : ph.full) + first}, positions, n);
-    const int n_scan = s.cache->layer(ci).view().n_slots;  // a full cache: up to its highest used slot
-    dev_.attend(q.at(at(first, nh * d)), n, positions, nh, kv, n_scan, sliding ? cfg.sliding_window : 0, 1.0f,
-                {attn_, at(first, nh * d)});
+    const std::uint64_t scan_word = at(6, max_rows_) + si * n_caches_ + ci;  // prepare_inputs wrote it
+    dev_.attend(q.at(at(first, nh * d)), n, positions, nh, kv, kv.n_slots, sliding ? cfg.sliding_window : 0, 1.0f,
+                {attn_, at(first, nh * d)}, static_cast<std::int64_t>(scan_word));
   }
   device_matmul(dev_, lw.o_proj, {attn_, 0}, rows, {o_, 0});
   dev_.rms_norm({o_, 0}, lw.post_attention_norm, H, rows, eps, {o_, 0});

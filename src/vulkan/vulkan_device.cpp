@@ -9,8 +9,6 @@
 namespace ringlm::vulkan {
 
 namespace {
-// Descriptor sets per step: one per dispatch (E2B: about 30 dispatches per layer, 35 layers).
-constexpr std::uint32_t kSetsPerStep = 8192;
 constexpr std::uint32_t kMaxBindings = 7;
 constexpr std::uint64_t kStagingBytes = 64ull << 20;
 }  // namespace
@@ -58,6 +56,7 @@ void VulkanDevice::release() {
     if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
   }
   buffers_.clear();
+  while (!recordings_.empty()) drop_recording(recordings_.size() - 1);
   for (Pipeline& p : pipelines_) {
     if (p.pipeline) vkDestroyPipeline(device_, p.pipeline, nullptr);
     if (p.layout) vkDestroyPipelineLayout(device_, p.layout, nullptr);
@@ -65,7 +64,6 @@ void VulkanDevice::release() {
     if (p.module) vkDestroyShaderModule(device_, p.module, nullptr);
     p = {};
   }
-  if (descriptor_pool_) vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
   if (fence_) vkDestroyFence(device_, fence_, nullptr);
   if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
   vkDestroyDevice(device_, nullptr);
@@ -103,17 +101,11 @@ void VulkanDevice::create_device() {
   alloc.commandPool = command_pool_;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(device_, &alloc, &step_cmd_), "vkAllocateCommandBuffers");
   check(vkAllocateCommandBuffers(device_, &alloc, &copy_cmd_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(device_, &fence, nullptr, &fence_), "vkCreateFence");
 
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerStep * kMaxBindings};
-  VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  dp.maxSets = kSetsPerStep;
-  dp.poolSizeCount = 1;
-  dp.pPoolSizes = &size;
-  check(vkCreateDescriptorPool(device_, &dp, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+  ops_.reserve(4096);
 }
 
 void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec) {
@@ -227,6 +219,12 @@ void VulkanDevice::destroy_buffer(backend::BufferId id) {
   if (id == 0) return;
   if (recording_) fail_as(ErrorKind::internal, "Vulkan device: destroy_buffer() inside a step");
   Buffer& b = const_cast<Buffer&>(buffer(id, "destroy_buffer"));
+  for (std::size_t i = recordings_.size(); i-- > 0;)  // a kept step that binds it can never run again
+    for (const Op& op : recordings_[i].ops)
+      if (std::find(op.bufs, op.bufs + op.n_bufs, id) != op.bufs + op.n_bufs) {
+        drop_recording(i);
+        break;
+      }
   if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
   if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
   b = Buffer{};
@@ -337,29 +335,6 @@ void VulkanDevice::copy_buffers(const backend::BufferCopy* copies, std::size_t n
   }
   check(vkEndCommandBuffer(copy_cmd_), "vkEndCommandBuffer");
   submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer copies)");
-}
-
-void VulkanDevice::abandon_step() {
-  if (!recording_) return;
-  vkResetCommandBuffer(step_cmd_, 0);
-  recording_ = false;
-}
-
-void VulkanDevice::begin_step() {
-  abandon_step();  // a step that threw before end_step and was not abandoned
-  check(vkResetDescriptorPool(device_, descriptor_pool_, 0), "vkResetDescriptorPool");
-  descriptor_sets_left_ = kSetsPerStep;
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(step_cmd_, &begin), "vkBeginCommandBuffer");
-  recording_ = true;
-}
-
-void VulkanDevice::end_step() {
-  if (!recording_) fail_as(ErrorKind::internal, "Vulkan device: end_step() without begin_step()");
-  recording_ = false;
-  check(vkEndCommandBuffer(step_cmd_), "vkEndCommandBuffer");
-  submit_and_wait(step_cmd_, "vkQueueSubmit (step)");
 }
 
 }  // namespace ringlm::vulkan
