@@ -1,6 +1,7 @@
 #include "vulkan/vulkan_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.h"
@@ -37,6 +38,8 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : ph
   if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeSharedMemorySize < 4096)
     fail_unsupported("Vulkan device ", info_.index, " (", info_.name,
                      "): compute workgroups of 256 invocations and 4 KiB of shared memory are needed");
+  // RINGLM_VULKAN_STEP_REUSE=0: record every step afresh (an A/B switch for measurements).
+  if (const char* e = std::getenv("RINGLM_VULKAN_STEP_REUSE"); e && std::strcmp(e, "0") == 0) reuse_ = false;
   try {
     create_device();
     create_pipelines();
