@@ -56,8 +56,10 @@ struct Ref {
 };
 
 // A weight matrix [rows, cols] in a device buffer, in one of the layouts the matmul reads.
-// q4p16 is kernels/q4_packed.h's layout byte for byte (uploaded as the model maps it).
-enum class WeightLayout { f32, f16, bf16, q4p16 };
+// q4p16 is kernels/q4_packed.h's layout byte for byte (uploaded as the model maps it); the
+// ggml block types (q8_0 ... iq4_xs) are rows of blocks exactly as a GGUF file stores them
+// (kernels/dequant_blocks.h), rows laid end to end with no padding.
+enum class WeightLayout { f32, f16, bf16, q4p16, q8_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
 const char* weight_layout_name(WeightLayout l);
 struct Weight {
   BufferId buf = 0;
@@ -79,6 +81,12 @@ struct BufferCopy {
   std::uint64_t src_byte = 0, dst_byte = 0, bytes = 0;
 };
 
+// What end_step did so far: steps run, and of them those that reused a recorded step.
+struct StepStats {
+  std::uint64_t steps = 0, replayed = 0, recorded = 0;
+  std::uint64_t kept = 0;  // recorded steps held now
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -88,6 +96,9 @@ class Device {
   // the device cannot hold it. A buffer lives until destroy_buffer or the device's end.
   virtual BufferId create_buffer(std::uint64_t bytes, Memory memory, const std::string& what) = 0;
   virtual std::uint64_t buffer_bytes(BufferId buf) const = 0;
+  // The largest buffer create_buffer accepts (Vulkan: maxStorageBufferRange, one binding).
+  // Larger weights are split by rows over several buffers (model/device_weights.h).
+  virtual std::uint64_t max_buffer_bytes() const = 0;
   // Frees a buffer (outside a step); its id is not reused. 0 is ignored.
   virtual void destroy_buffer(BufferId buf) = 0;
   // Host <-> buffer, outside a step (throws inside one).
@@ -99,13 +110,22 @@ class Device {
 
   // Step recording.
   virtual void begin_step() = 0;
-  virtual void end_step() = 0;  // runs the recorded ops and waits for them
+  // Runs the recorded ops and waits for them. A device may keep what it recorded for a step
+  // and run it again when a later step records the same ops with the same operands (Vulkan:
+  // one command buffer per distinct step, replayed), so values that change from step to step
+  // belong in buffers, not in op parameters.
+  virtual void end_step() = 0;
   virtual void abandon_step() = 0;  // drops what was recorded (an op threw); no-op outside a step
+  virtual StepStats step_stats() const = 0;
+  // false: every step is recorded afresh and dropped after it ran (tests compare the two).
+  virtual void set_step_reuse(bool on) = 0;
 
   // ---- ops (recorded into the current step) ----
-  // out[t][r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows; `in` has row
-  // stride w.cols, `out` row stride w.rows.
-  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out) = 0;
+  // out[t * out_stride + r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows;
+  // `in` has row stride w.cols. out_stride >= w.rows (a row range of a wider output: the
+  // parts of a split matrix); the four-operand form writes rows of w.rows.
+  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) = 0;
+  void matmul(const Weight& w, Ref in, int n_rows, Ref out) { matmul(w, in, n_rows, out, w.rows); }
   // count vectors of n floats: y = x / sqrt(mean(x^2) + eps) * (weight ? weight : 1). y may be x.
   virtual void rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) = 0;
   // NeoX rotation of count head vectors of d floats in place; vector i uses the angles
@@ -126,8 +146,15 @@ class Device {
   // q_pos[t] (int32) over slots [0, n_scan) of kv, as kernels::attend: slot s counts when
   // 0 <= pos[s] <= q_pos and, when window > 0, q_pos - pos[s] < window; query head h reads
   // KV head h / (n_heads / n_kv_heads); no visible slot gives zeros.
+  // n_scan_word >= 0: the slots scanned are min(n_scan, the int32 at word n_scan_word of
+  // q_pos's buffer), a bound the host writes with the step's inputs, so that a recorded
+  // step stays the same while a full cache grows (Vulkan replays it; see end_step).
   virtual void attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const KvLayer& kv, int n_scan, int window,
-                      float scale, Ref out) = 0;
+                      float scale, Ref out, std::int64_t n_scan_word) = 0;
+  void attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const KvLayer& kv, int n_scan, int window, float scale,
+              Ref out) {
+    attend(q, n_tokens, q_pos, n_heads, kv, n_scan, window, scale, out, -1);
+  }
 };
 
 }  // namespace ringlm::backend

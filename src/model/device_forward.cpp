@@ -60,7 +60,8 @@ DeviceForward::DeviceForward(const Model& model, int max_rows, int max_logits_ro
     off_rope_[2] = off_rope_[1] + at(max_rows, cfg.global_head_dim);
     off_rope_[3] = off_rope_[2] + at(max_rows, cfg.head_dim);
     host_f_.resize(off_rope_[3] + at(max_rows, cfg.global_head_dim));
-    host_i_.resize(6 * static_cast<std::size_t>(max_rows));
+    for (const LayerConfig& L : cfg.layers) n_caches_ += L.owns_kv ? 1 : 0;
+    host_i_.resize((6 + static_cast<std::size_t>(n_caches_)) * static_cast<std::size_t>(max_rows));
     ids_.resize(static_cast<std::size_t>(max_rows));
     pos_.resize(static_cast<std::size_t>(max_rows));
     in_f_ = dev_.create_buffer(4 * host_f_.size(), Memory::host, "step inputs");
@@ -132,6 +133,12 @@ void DeviceForward::prepare_inputs(std::span<DeviceSegment> segs, int rows) {
     s.late_n = s.n - drop;
     late += s.late_n;
   }
+  // Per segment and cache, the slots attention scans (a full cache: up to its highest used
+  // slot), read by the shader from here so that the recorded step does not change as it grows.
+  for (std::size_t si = 0; si < segs.size(); ++si)
+    for (int c = 0; c < segs[si].cache->size(); ++c)
+      host_i_[6 * M + si * n_caches_ + c] = segs[si].cache->layer(c).view().n_slots;
+  dev_.write(in_i_, 4 * at(6, M), host_i_.data() + at(6, M), 4 * at(static_cast<int>(segs.size()), n_caches_));
   if (any_drop_)  // the kept rows' angles and positions, packed as the late layers see them
     for (const DeviceSegment& s : segs)
       for (int i = 0; i < s.late_n; ++i) {
@@ -192,7 +199,7 @@ void DeviceForward::head(const float* rows, int n, float* logits) {
   dev_.write(head_, 0, rows, 4 * at(n, cfg.hidden_size));
   try {
     dev_.begin_step();
-    dev_.matmul(dw_.lm_head, {head_, 0}, n, {logits_, 0});
+    device_matmul(dev_, dw_.lm_head, {head_, 0}, n, {logits_, 0});
     if (cfg.final_logit_softcapping > 0)
       dev_.soft_cap({logits_, 0}, at(n, cfg.vocab_size), static_cast<float>(cfg.final_logit_softcapping));
     dev_.end_step();
@@ -223,7 +230,7 @@ void DeviceForward::record(std::span<DeviceSegment> segs, int rows, int head_row
   dev_.begin_step();
   dev_.copy({in_f_, 0}, {h_, 0}, at(rows, H));
   if (P > 0) {  // per-layer inputs: the scaled, normed projection plus the token rows, mixed
-    dev_.matmul(dw_.ple_model_projection, {h_, 0}, rows, {ple_all_, 0});
+    device_matmul(dev_, dw_.ple_model_projection, {h_, 0}, rows, {ple_all_, 0});
     dev_.scale({ple_all_, 0}, at(rows, LP), 1.0f / std::sqrt(static_cast<float>(H)));
     dev_.rms_norm({ple_all_, 0}, dw_.ple_projection_norm, P, rows * L, eps, {ple_all_, 0});
     dev_.add({ple_all_, 0}, {in_f_, off_ple_tok_}, at(rows, LP));
@@ -259,7 +266,7 @@ void DeviceForward::record(std::span<DeviceSegment> segs, int rows, int head_row
     dev_.rms_norm({h_, at(from, H)}, dw_.final_norm, H, want, eps, {head_, at(s.head_row, H)});
   }
   if (head_rows > 0) {
-    dev_.matmul(dw_.lm_head, {head_, 0}, head_rows, {logits_, 0});
+    device_matmul(dev_, dw_.lm_head, {head_, 0}, head_rows, {logits_, 0});
     if (cfg.final_logit_softcapping > 0)
       dev_.soft_cap({logits_, 0}, at(head_rows, cfg.vocab_size), static_cast<float>(cfg.final_logit_softcapping));
   }
@@ -277,17 +284,18 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
   const Ref q{q_, 0}, k{k_, 0}, v{v_, 0};
 
   dev_.rms_norm({h_, 0}, lw.input_norm, H, rows, eps, {a_, 0});
-  dev_.matmul(lw.q_proj, {a_, 0}, rows, q);
+  device_matmul(dev_, lw.q_proj, {a_, 0}, rows, q);
   dev_.rms_norm(q, lw.q_norm, d, rows * nh, eps, q);
   dev_.rope(q, d, rows * nh, nh, rope);
   if (L.owns_kv) {
-    dev_.matmul(lw.k_proj, {a_, 0}, rows, k);
-    dev_.matmul(lw.v_proj, {a_, 0}, rows, v);
+    device_matmul(dev_, lw.k_proj, {a_, 0}, rows, k);
+    device_matmul(dev_, lw.v_proj, {a_, 0}, rows, v);
     dev_.rms_norm(k, lw.k_norm, d, rows * nkv, eps, k);
     dev_.rope(k, d, rows * nkv, nkv, rope);
     dev_.rms_norm(v, {}, d, rows * nkv, eps, v);
   }
-  for (const DeviceSegment& s : segs) {
+  for (std::size_t si = 0; si < segs.size(); ++si) {
+    const DeviceSegment& s = segs[si];
     const int first = ph.first(s), n = ph.count(s);
     if (n == 0) continue;
     const int ci = (*s.cache_index)[l];
@@ -296,11 +304,11 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
     if (L.owns_kv)
       dev_.kv_store(kv, k.at(at(first, nkv * d)), v.at(at(first, nkv * d)),
                     {in_i_, (sliding ? ph.ring : ph.full) + first}, positions, n);
-    const int n_scan = s.cache->layer(ci).view().n_slots;  // a full cache: up to its highest used slot
-    dev_.attend(q.at(at(first, nh * d)), n, positions, nh, kv, n_scan, sliding ? cfg.sliding_window : 0, 1.0f,
-                {attn_, at(first, nh * d)});
+    const std::uint64_t scan_word = at(6, max_rows_) + si * n_caches_ + ci;  // prepare_inputs wrote it
+    dev_.attend(q.at(at(first, nh * d)), n, positions, nh, kv, kv.n_slots, sliding ? cfg.sliding_window : 0, 1.0f,
+                {attn_, at(first, nh * d)}, static_cast<std::int64_t>(scan_word));
   }
-  dev_.matmul(lw.o_proj, {attn_, 0}, rows, {o_, 0});
+  device_matmul(dev_, lw.o_proj, {attn_, 0}, rows, {o_, 0});
   dev_.rms_norm({o_, 0}, lw.post_attention_norm, H, rows, eps, {o_, 0});
   dev_.add({h_, 0}, {o_, 0}, at(rows, H));
 }
@@ -315,17 +323,17 @@ void DeviceForward::mlp_block(int l, const Phase& ph) {
   const Ref h{h_, 0}, a{a_, 0}, o{o_, 0};
 
   dev_.rms_norm(h, lw.pre_feedforward_norm, H, rows, eps, a);
-  dev_.matmul(lw.gate_proj, a, rows, {gate_, 0});
-  dev_.matmul(lw.up_proj, a, rows, {up_, 0});
+  device_matmul(dev_, lw.gate_proj, a, rows, {gate_, 0});
+  device_matmul(dev_, lw.up_proj, a, rows, {up_, 0});
   dev_.gelu_mul({gate_, 0}, {up_, 0}, W, rows, W, {gate_, 0});
-  dev_.matmul(lw.down_proj, {gate_, 0}, rows, o);
+  device_matmul(dev_, lw.down_proj, {gate_, 0}, rows, o);
   dev_.rms_norm(o, lw.post_feedforward_norm, H, rows, eps, o);
   dev_.add(h, o, at(rows, H));
   if (P > 0) {
     const Ref g{ple_g_, 0};
-    dev_.matmul(lw.ple_gate, h, rows, g);
+    device_matmul(dev_, lw.ple_gate, h, rows, g);
     dev_.gelu_mul(g, {ple_all_, ph.ple + static_cast<std::uint64_t>(l) * P}, P, rows, LP, g);
-    dev_.matmul(lw.ple_projection, g, rows, o);
+    device_matmul(dev_, lw.ple_projection, g, rows, o);
     dev_.rms_norm(o, lw.post_ple_norm, H, rows, eps, o);
     dev_.add(h, o, at(rows, H));
   }

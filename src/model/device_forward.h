@@ -76,12 +76,14 @@ class DeviceForward {
   const DeviceWeights& dw_;
   backend::Device& dev_;
   int max_rows_, max_logits_rows_;
+  int n_caches_ = 0;  // KV caches per session (layers that own their KV)
   // Device activations, [rows][width] each (ple_all_: two halves, before and after the skip).
   backend::BufferId h_ = 0, a_ = 0, q_ = 0, k_ = 0, v_ = 0, attn_ = 0, o_ = 0, gate_ = 0, up_ = 0, ple_all_ = 0,
                     ple_g_ = 0;
   // Host-visible: float inputs (embedding rows | per-layer token rows | sliding and full
   // angles before, then after the skip), int inputs (positions | ring slots | full slots,
-  // before, then after the skip), final-normed rows, logits.
+  // before, then after the skip | per segment and cache, the slots attention scans),
+  // final-normed rows, logits.
   backend::BufferId in_f_ = 0, in_i_ = 0, head_ = 0, logits_ = 0;
   std::uint64_t off_ple_tok_ = 0, off_rope_[4] = {};
   bool any_drop_ = false;  // the last step skipped prompt rows

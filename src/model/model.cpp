@@ -53,8 +53,11 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     m->quantized_ = copy_packed_to_memory(m->weights_, [src = m->source_.get()](const void* p, std::size_t n) {
       src->drop_pages(p, n);
     });
-  for (auto& b : repack_gguf_blocks(m->weights_)) m->quantized_.push_back(std::move(b));  // GGUF Q4_0/Q4_K/Q6_K/Q8_0/IQ4_XS/Q3_K -> the kernels' layouts
-  if (options.activations != kernels::Q4Activations::f32) {
+  // GGUF Q4_0/Q4_K/Q6_K/Q8_0/IQ4_XS/Q3_K -> the kernels' layouts; on a device only Q4_0 (its shader reads
+  // q4p16), the other block types go up as the file stores them (model/device_weights.h).
+  const RepackTypes repack = options.device ? RepackTypes::q4_0_only : RepackTypes::all;
+  for (auto& b : repack_gguf_blocks(m->weights_, nullptr, repack)) m->quantized_.push_back(std::move(b));
+  if (options.activations != kernels::Q4Activations::f32 && !options.device) {
     SlowBlocksInfo slow;
     for (auto& b : convert_slow_gguf_blocks(m->weights_, &slow)) m->quantized_.push_back(std::move(b));
     if (slow.matrices > 0)
@@ -66,7 +69,8 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   if (options.weights == WeightFormat::q4_0)
     for (auto& b : quantize_weights_q4_0(m->weights_)) m->quantized_.push_back(std::move(b));
   for_each_matrix(m->weights_, MatrixSet::all, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
-  if (options.device) m->device_weights_ = detail::upload_weights(options.device, m->weights_, m->config_);
+  if (options.device) m->device_weights_ = detail::upload_weights(options.device, m->weights_, m->config_,
+                                                                   options.device_weight_part_bytes);
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   // Tables the forward pass only gathers rows from, read where the source stores them.

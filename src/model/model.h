@@ -75,6 +75,10 @@ struct ModelOptions {
   // The compute device the decoder runs on (docs/backends.md); null: the CPU kernels. The
   // weights are uploaded at load; sessions keep their KV there (src/cli opens the device).
   std::shared_ptr<backend::Device> device;
+  // With a device: the most bytes one buffer of a weight matrix may take; a larger matrix is
+  // split by rows over several buffers. 0: the device's own limit (maxStorageBufferRange).
+  // Lowered only by tests, to run the split on small models.
+  std::uint64_t device_weight_part_bytes = 0;
 };
 
 class Model {

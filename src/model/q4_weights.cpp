@@ -185,7 +185,8 @@ void for_each_linear(ModelWeights& weights, const std::function<void(kernels::We
 
 }  // namespace
 
-std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out,
+                                                        RepackTypes types) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
@@ -195,6 +196,7 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
   for_each_linear(weights, [&](kernels::WeightMatrix& w) {
     progress.add(w.dtype != io::DType::F32 && !w.packed);
     repack_one(w, owned, info);
+    if (types == RepackTypes::q4_0_only) return;
     repack_one_k<kernels::BlockQ4_K, kernels::q4k_packed_bytes, kernels::q4k_pack_row, 256>(io::DType::Q4_K, w, owned,
                                                                                           info);
     repack_one_k<kernels::BlockQ6_K, kernels::q6k_packed_bytes, kernels::q6k_pack_row, 256>(io::DType::Q6_K, w, owned,

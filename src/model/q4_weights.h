@@ -42,7 +42,10 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
 // lookup keeps the file's rows). Other types are left alone (no-op on float checkpoints;
 // Q5_K runs on kernels that read the file's blocks directly, Q4_1 on the scalar decoder).
 // quantize_weights_q4_0 skips packed matrices.
-std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
+// RepackTypes::q4_0_only leaves every other type as stored (a device model uploads those).
+enum class RepackTypes { all, q4_0_only };
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr,
+                                                        RepackTypes types = RepackTypes::all);
 
 // The q4p16 matrices of a converted directory (already packed, read from its file mapping)
 // -> owned copies in anonymous memory on huge pages (kernels::Q4PackedBuffer), in place;

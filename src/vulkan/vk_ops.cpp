@@ -34,43 +34,52 @@ void VulkanDevice::dispatch(Shader s, const backend::BufferId* bufs, std::uint32
   if (gx > max_groups_ || gy > max_groups_)
     fail_as(ErrorKind::resource_limit, "Vulkan device ", info_.index, " (", info_.name, "): ", op, " needs ", gx,
             " x ", gy, " workgroups, over the device's limit of ", max_groups_);
-  if (descriptor_sets_left_ == 0)
-    fail_as(ErrorKind::resource_limit, "Vulkan device: a step records more than the descriptor pool's sets");
-  --descriptor_sets_left_;
-  const Pipeline& p = pipelines_[static_cast<int>(s)];
-  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorPool = descriptor_pool_;
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &p.set_layout;
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  check(vkAllocateDescriptorSets(device_, &ai, &set), "vkAllocateDescriptorSets");
-  VkDescriptorBufferInfo infos[8]{};
-  VkWriteDescriptorSet writes[8]{};
+  Op o;
+  if (push_bytes > sizeof o.push || n_bufs > 7)
+    fail_as(ErrorKind::internal, "Vulkan device: ", op, " has ", push_bytes, " bytes of parameters");
+  o.shader = static_cast<std::uint32_t>(s);
+  o.n_bufs = n_bufs;
+  o.gx = gx;
+  o.gy = gy;
+  o.push_bytes = push_bytes;
   for (std::uint32_t i = 0; i < n_bufs; ++i) {
-    infos[i] = {buffer(bufs[i], op).buffer, 0, VK_WHOLE_SIZE};
-    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = set;
-    writes[i].dstBinding = i;
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    (void)buffer(bufs[i], op);  // throws for a buffer that is not there
+    o.bufs[i] = bufs[i];
   }
-  vkUpdateDescriptorSets(device_, n_bufs, writes, 0, nullptr);
-  vkCmdBindPipeline(step_cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(step_cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-  vkCmdPushConstants(step_cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-  vkCmdDispatch(step_cmd_, gx, gy, 1);
-  // The next op may read what this one wrote (or overwrite what it read).
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  vkCmdPipelineBarrier(step_cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                       &barrier, 0, nullptr, 0, nullptr);
+  std::memcpy(o.push, push, push_bytes);
+  // FNV-1a over the op's bytes: end_step looks the step up by this before comparing it whole.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&o);
+  for (std::size_t i = 0; i < sizeof o; ++i) ops_hash_ = (ops_hash_ ^ bytes[i]) * 0x100000001b3ull;
+  ops_.push_back(o);
 }
 
-void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out) {
+namespace {
+// The ggml block layouts matmul_ggml.comp reads: its kind number, values and bytes per block.
+struct GgmlFormat {
+  std::uint32_t kind, elems, bytes;
+};
+bool ggml_format(backend::WeightLayout l, GgmlFormat& f) {
+  using L = backend::WeightLayout;
+  switch (l) {
+    case L::q8_0: f = {0, 32, 34}; return true;
+    case L::q4_1: f = {1, 32, 20}; return true;
+    case L::q5_0: f = {2, 32, 22}; return true;
+    case L::q5_1: f = {3, 32, 24}; return true;
+    case L::q4_k: f = {4, 256, 144}; return true;
+    case L::q5_k: f = {5, 256, 176}; return true;
+    case L::q6_k: f = {6, 256, 210}; return true;
+    case L::iq4_nl: f = {7, 32, 18}; return true;
+    case L::iq4_xs: f = {8, 256, 136}; return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) {
   if (n_rows <= 0) return;
   const std::uint64_t rows = static_cast<std::uint64_t>(w.rows), cols = static_cast<std::uint64_t>(w.cols);
+  GgmlFormat g{};
+  const bool ggml = ggml_format(w.layout, g);
   std::uint64_t weight_words = 0;
   std::uint32_t kind = 0;
   switch (w.layout) {
@@ -78,19 +87,29 @@ void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out)
     case backend::WeightLayout::f16: weight_words = rows * cols / 2; kind = 1; break;
     case backend::WeightLayout::bf16: weight_words = rows * cols / 2; kind = 2; break;
     case backend::WeightLayout::q4p16: weight_words = (rows + 15) / 16 * (cols / 32) * 72; kind = 3; break;
+    default: weight_words = (rows * (cols / std::max(g.elems, 1u)) * g.bytes + 3) / 4; kind = g.kind; break;
   }
-  if (rows == 0 || cols == 0 || (kind != 0 && cols % 2 != 0) || (kind == 3 && cols % 32 != 0))
+  const bool bad_cols = ggml ? cols % g.elems != 0 : (kind != 0 && cols % 2 != 0) || (kind == 3 && cols % 32 != 0);
+  if (rows == 0 || cols == 0 || bad_cols)
     fail_as(ErrorKind::unsupported, "Vulkan backend: a ", backend::weight_layout_name(w.layout), " matrix of ", rows,
             " x ", cols, " is not supported");
+  if (out_stride < w.rows)
+    fail_as(ErrorKind::internal, "Vulkan backend: matmul output stride ", out_stride, " under ", w.rows, " rows");
+  const std::uint64_t stride = static_cast<std::uint64_t>(out_stride);
   check_range({w.buf, 0}, weight_words, "matmul", "the weight");
   check_range(in, cols * n_rows, "matmul", "the input");
-  check_range(out, rows * n_rows, "matmul", "the output");
+  check_range(out, stride * (n_rows - 1) + rows, "matmul", "the output");
   struct {
-    std::uint32_t kind, rows, cols, x_off, y_off, w_off;
-  } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0};
+    std::uint32_t kind, rows, cols, x_off, y_off, w_off, y_stride, row_bytes;
+  } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0,
+         u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0};
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
-  dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
-           static_cast<std::uint32_t>(n_rows), "matmul");
+  if (ggml)
+    dispatch(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(kind)), bufs, 3, &push, sizeof push, u32((rows + 7) / 8, "row groups"),
+             static_cast<std::uint32_t>(n_rows), "matmul");
+  else
+    dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
+             static_cast<std::uint32_t>(n_rows), "matmul");
 }
 
 void VulkanDevice::rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) {
@@ -190,7 +209,7 @@ void VulkanDevice::kv_store(const backend::KvLayer& kv, Ref k, Ref v, Ref slots,
 }
 
 void VulkanDevice::attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const backend::KvLayer& kv, int n_scan,
-                          int window, float scale, Ref out) {
+                          int window, float scale, Ref out, std::int64_t n_scan_word) {
   if (n_tokens <= 0) return;
   const int d = kv.head_dim;
   if (d % 2 != 0 || d > 512 || kv.n_kv_heads <= 0 || n_heads % kv.n_kv_heads != 0)
@@ -205,14 +224,17 @@ void VulkanDevice::attend(Ref q, int n_tokens, Ref q_pos, int n_heads, const bac
   check_range({kv.k, 0}, static_cast<std::uint64_t>(kv.n_slots) * kv.n_kv_heads * d / 2, "attend", "the K cache");
   check_range({kv.v, 0}, static_cast<std::uint64_t>(kv.n_slots) * kv.n_kv_heads * d / 2, "attend", "the V cache");
   check_range({kv.pos, 0}, kv.n_slots, "attend", "the positions cache");
+  if (n_scan_word >= 0) check_range({q_pos.buf, static_cast<std::uint64_t>(n_scan_word)}, 1, "attend", "the scan bound");
   struct {
     std::uint32_t n_heads, n_kv_heads, head_dim, n_scan;
     std::int32_t window;
     float scale;
     std::uint32_t q_off, qpos_off, out_off;
+    std::int32_t scan_word;
   } push{static_cast<std::uint32_t>(n_heads), static_cast<std::uint32_t>(kv.n_kv_heads), static_cast<std::uint32_t>(d),
          static_cast<std::uint32_t>(n_scan), window, scale, u32(q.word, "offset"), u32(q_pos.word, "offset"),
-         u32(out.word, "offset")};
+         u32(out.word, "offset"),
+         n_scan_word >= 0 ? static_cast<std::int32_t>(u32(static_cast<std::uint64_t>(n_scan_word), "offset")) : -1};
   const backend::BufferId bufs[] = {q.buf, kv.k, kv.v, kv.pos, q_pos.buf, out.buf};
   dispatch(Shader::attend, bufs, 6, &push, sizeof push, static_cast<std::uint32_t>(n_heads),
            static_cast<std::uint32_t>(n_tokens), "attend");

@@ -1,6 +1,7 @@
 #include "vulkan/vulkan_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.h"
@@ -9,8 +10,6 @@
 namespace ringlm::vulkan {
 
 namespace {
-// Descriptor sets per step: one per dispatch (E2B: about 30 dispatches per layer, 35 layers).
-constexpr std::uint32_t kSetsPerStep = 8192;
 constexpr std::uint32_t kMaxBindings = 7;
 constexpr std::uint64_t kStagingBytes = 64ull << 20;
 }  // namespace
@@ -39,6 +38,8 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : ph
   if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeSharedMemorySize < 4096)
     fail_unsupported("Vulkan device ", info_.index, " (", info_.name,
                      "): compute workgroups of 256 invocations and 4 KiB of shared memory are needed");
+  // RINGLM_VULKAN_STEP_REUSE=0: record every step afresh (an A/B switch for measurements).
+  if (const char* e = std::getenv("RINGLM_VULKAN_STEP_REUSE"); e && std::strcmp(e, "0") == 0) reuse_ = false;
   try {
     create_device();
     create_pipelines();
@@ -58,6 +59,7 @@ void VulkanDevice::release() {
     if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
   }
   buffers_.clear();
+  while (!recordings_.empty()) drop_recording(recordings_.size() - 1);
   for (Pipeline& p : pipelines_) {
     if (p.pipeline) vkDestroyPipeline(device_, p.pipeline, nullptr);
     if (p.layout) vkDestroyPipelineLayout(device_, p.layout, nullptr);
@@ -65,7 +67,6 @@ void VulkanDevice::release() {
     if (p.module) vkDestroyShaderModule(device_, p.module, nullptr);
     p = {};
   }
-  if (descriptor_pool_) vkDestroyDescriptorPool(device_, descriptor_pool_, nullptr);
   if (fence_) vkDestroyFence(device_, fence_, nullptr);
   if (command_pool_) vkDestroyCommandPool(device_, command_pool_, nullptr);
   vkDestroyDevice(device_, nullptr);
@@ -103,20 +104,14 @@ void VulkanDevice::create_device() {
   alloc.commandPool = command_pool_;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(device_, &alloc, &step_cmd_), "vkAllocateCommandBuffers");
   check(vkAllocateCommandBuffers(device_, &alloc, &copy_cmd_), "vkAllocateCommandBuffers");
   VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   check(vkCreateFence(device_, &fence, nullptr, &fence_), "vkCreateFence");
 
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerStep * kMaxBindings};
-  VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  dp.maxSets = kSetsPerStep;
-  dp.poolSizeCount = 1;
-  dp.pPoolSizes = &size;
-  check(vkCreateDescriptorPool(device_, &dp, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+  ops_.reserve(4096);
 }
 
-void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings) {
+void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec) {
   Pipeline& p = pipelines_[static_cast<int>(s)];
   const ShaderBinary& bin = shader_binary(name);
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -146,6 +141,9 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
   cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   cp.stage.module = p.module;
   cp.stage.pName = "main";
+  const VkSpecializationMapEntry entry{0, 0, 4};
+  const VkSpecializationInfo si{1, &entry, 4, spec};
+  if (spec) cp.stage.pSpecializationInfo = &si;
   cp.layout = p.layout;
   check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline), "vkCreateComputePipelines");
   p.bindings = bindings;
@@ -153,6 +151,8 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
 
 void VulkanDevice::create_pipelines() {
   create_pipeline(Shader::matmul, "matmul", 3);
+  for (std::uint32_t k = 0; k < kGgmlKinds; ++k)
+    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 3, &k);
   create_pipeline(Shader::rms_norm, "rms_norm", 3);
   create_pipeline(Shader::rope, "rope", 2);
   create_pipeline(Shader::elementwise, "elementwise", 3);
@@ -222,6 +222,12 @@ void VulkanDevice::destroy_buffer(backend::BufferId id) {
   if (id == 0) return;
   if (recording_) fail_as(ErrorKind::internal, "Vulkan device: destroy_buffer() inside a step");
   Buffer& b = const_cast<Buffer&>(buffer(id, "destroy_buffer"));
+  for (std::size_t i = recordings_.size(); i-- > 0;)  // a kept step that binds it can never run again
+    for (const Op& op : recordings_[i].ops)
+      if (std::find(op.bufs, op.bufs + op.n_bufs, id) != op.bufs + op.n_bufs) {
+        drop_recording(i);
+        break;
+      }
   if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
   if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
   b = Buffer{};
@@ -332,29 +338,6 @@ void VulkanDevice::copy_buffers(const backend::BufferCopy* copies, std::size_t n
   }
   check(vkEndCommandBuffer(copy_cmd_), "vkEndCommandBuffer");
   submit_and_wait(copy_cmd_, "vkQueueSubmit (buffer copies)");
-}
-
-void VulkanDevice::abandon_step() {
-  if (!recording_) return;
-  vkResetCommandBuffer(step_cmd_, 0);
-  recording_ = false;
-}
-
-void VulkanDevice::begin_step() {
-  abandon_step();  // a step that threw before end_step and was not abandoned
-  check(vkResetDescriptorPool(device_, descriptor_pool_, 0), "vkResetDescriptorPool");
-  descriptor_sets_left_ = kSetsPerStep;
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(step_cmd_, &begin), "vkBeginCommandBuffer");
-  recording_ = true;
-}
-
-void VulkanDevice::end_step() {
-  if (!recording_) fail_as(ErrorKind::internal, "Vulkan device: end_step() without begin_step()");
-  recording_ = false;
-  check(vkEndCommandBuffer(step_cmd_), "vkEndCommandBuffer");
-  submit_and_wait(step_cmd_, "vkQueueSubmit (step)");
 }
 
 }  // namespace ringlm::vulkan

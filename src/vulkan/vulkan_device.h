@@ -3,7 +3,13 @@
 // A step is one command buffer: every op binds its pipeline, a descriptor set of whole
 // buffers (offsets travel in push constants, so no binding-alignment rule applies), pushes
 // its parameters and dispatches, followed by a compute-to-compute memory barrier; end_step()
-// submits it and waits on a fence. Buffers of Memory::host, and device buffers when the
+// submits it and waits on a fence. Ops are first noted on the host (pipeline, buffers,
+// push constants, groups); end_step() looks the step up among the command buffers it
+// recorded before (a hash, then a full compare) and submits the one that matches, so a
+// decode step of a shape seen before is replayed without recording or descriptor updates.
+// A step seen for the first time is recorded into its own command buffer and descriptor
+// pool and kept (the least recently used of kMaxRecordings is dropped; destroying a buffer
+// drops the recordings that bind it). Buffers of Memory::host, and device buffers when the
 // device-local memory is also host-visible (integrated GPUs, lavapipe), are mapped and
 // written directly; otherwise write()/read() go through a staging buffer.
 #pragma once
@@ -18,7 +24,9 @@
 
 namespace ringlm::vulkan {
 
-enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, count };
+// matmul_ggml + k: the ggml block matmul specialized for block type k (vk_ops.cpp).
+constexpr int kGgmlKinds = 9;
+enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, matmul_ggml, count = matmul_ggml + kGgmlKinds };
 
 class VulkanDevice final : public backend::Device {
  public:
@@ -30,6 +38,7 @@ class VulkanDevice final : public backend::Device {
   const backend::DeviceInfo& info() const override { return info_; }
   backend::BufferId create_buffer(std::uint64_t bytes, backend::Memory memory, const std::string& what) override;
   std::uint64_t buffer_bytes(backend::BufferId buf) const override;
+  std::uint64_t max_buffer_bytes() const override { return max_buffer_range_; }
   void destroy_buffer(backend::BufferId buf) override;
   void write(backend::BufferId buf, std::uint64_t byte_offset, const void* src, std::uint64_t bytes) override;
   void read(backend::BufferId buf, std::uint64_t byte_offset, void* dst, std::uint64_t bytes) override;
@@ -38,8 +47,12 @@ class VulkanDevice final : public backend::Device {
   void begin_step() override;
   void end_step() override;
   void abandon_step() override;
+  backend::StepStats step_stats() const override;
+  void set_step_reuse(bool on) override;
 
-  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out) override;
+  using backend::Device::matmul;
+  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
+              std::int64_t out_stride) override;
   void rms_norm(backend::Ref x, backend::Ref weight, int n, int count, float eps, backend::Ref y) override;
   void rope(backend::Ref x, int d, int count, int per_row, backend::Ref cos_sin) override;
   void gelu_mul(backend::Ref gate, backend::Ref up, int width, int rows, int up_stride, backend::Ref out) override;
@@ -49,8 +62,9 @@ class VulkanDevice final : public backend::Device {
   void copy(backend::Ref src, backend::Ref dst, std::int64_t n) override;
   void kv_store(const backend::KvLayer& kv, backend::Ref k, backend::Ref v, backend::Ref slots,
                 backend::Ref positions, int n) override;
+  using backend::Device::attend;
   void attend(backend::Ref q, int n_tokens, backend::Ref q_pos, int n_heads, const backend::KvLayer& kv, int n_scan,
-              int window, float scale, backend::Ref out) override;
+              int window, float scale, backend::Ref out, std::int64_t n_scan_word) override;
 
  private:
   struct Buffer {
@@ -68,10 +82,25 @@ class VulkanDevice final : public backend::Device {
     std::uint32_t bindings = 0;
   };
 
+  // One dispatch as noted by dispatch(): compared byte for byte (value-initialized, no padding).
+  struct Op {
+    std::uint32_t shader = 0, n_bufs = 0, gx = 0, gy = 0, push_bytes = 0;
+    backend::BufferId bufs[7] = {};
+    std::uint32_t push[12] = {};
+  };
+  struct Recording {
+    std::vector<Op> ops;
+    std::uint64_t hash = 0, last_used = 0;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+  };
+
   void create_device();
+  Recording record(const std::vector<Op>& ops, std::uint64_t hash);  // a new command buffer for ops
+  void drop_recording(std::size_t i);
   void release();  // every Vulkan object, in reverse order
   void create_pipelines();
-  void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings);
+  void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec = nullptr);
   std::uint32_t memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid) const;
   const Buffer& buffer(backend::BufferId id, const char* op) const;
   void check_range(backend::Ref r, std::uint64_t words, const char* op, const char* operand) const;
@@ -94,11 +123,13 @@ class VulkanDevice final : public backend::Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   std::uint32_t queue_family_ = 0;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer step_cmd_ = VK_NULL_HANDLE;
   VkCommandBuffer copy_cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
-  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
-  std::uint32_t descriptor_sets_left_ = 0;
+  std::vector<Op> ops_;       // the step being noted (capacity kept between steps)
+  std::uint64_t ops_hash_ = 0;
+  std::vector<Recording> recordings_;
+  bool reuse_ = true;
+  backend::StepStats stats_;
   Pipeline pipelines_[static_cast<int>(Shader::count)];
   std::vector<Buffer> buffers_;  // BufferId i is buffers_[i - 1]
   bool recording_ = false;

@@ -11,6 +11,8 @@
 
 #include "device_fixture.h"
 #include "model/batch_forward.h"
+#include "model/device_weights.h"
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/testing/test_checkpoint.h"
 
@@ -147,4 +149,43 @@ TEST(VulkanModel, F32KvCacheIsAClearError) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   const Pair m = models(dev);
   EXPECT_THROW(Session(m.gpu, {.kv_type = kv::KvType::f32}), Error);
+}
+
+// Weights split by rows over several buffers (as past maxStorageBufferRange; here a 4 KiB
+// cap forces it on the tiny models) give the logits of the unsplit upload bit for bit: each
+// part computes its rows with the same arithmetic. q4p16 splits at 16-row groups (the tiny
+// checkpoint), ggml blocks at rows (llama-quantize's Q4_K_M file: a Q8_0 LM head, K-quants).
+TEST(VulkanModel, WeightsSplitOverBuffersGiveTheSameLogits) {
+  RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
+  const fs::path gguf = fs::path(RINGLM_TEST_DATA_DIR) / "gguf" / "tiny-Q4_K_M.gguf";
+  for (const fs::path& path : {tiny_checkpoint(), gguf}) {
+    SCOPED_TRACE(path.string());
+    model::ModelOptions o;
+    o.threads = 2;
+    o.weights = path == gguf ? model::WeightFormat::stored : model::WeightFormat::q4_0;
+    o.device = dev;
+    const auto whole = model::load_model_any(path, o);
+    o.device_weight_part_bytes = 4096;
+    const auto split = model::load_model_any(path, o);
+    ASSERT_EQ(whole->device_weights()->split_matrices, 0u);
+    ASSERT_GT(split->device_weights()->split_matrices, 10u);
+    EXPECT_GT(split->device_weights()->lm_head.parts.size(), 4u);
+    const int V = whole->config().vocab_size;
+    const auto ids = random_ids(24, V, 4);
+    Session a(whole), b(split);
+    std::vector<std::vector<float>> rows;
+    a.prefill(ids, iota(0, 24), LogitsMode::All,
+              [&](std::size_t, std::span<const float> r) { rows.emplace_back(r.begin(), r.end()); });
+    b.prefill(ids, iota(0, 24), LogitsMode::All, [&](std::size_t i, std::span<const float> r) {
+      ASSERT_TRUE(std::equal(r.begin(), r.end(), rows[i].begin())) << "prefill row " << i;
+    });
+    std::int32_t next = static_cast<std::int32_t>(argmax(rows.back()));
+    for (int p = 24; p < 30; ++p) {
+      const auto x = a.decode(next, p);
+      const std::vector<float> xv(x.begin(), x.end());
+      const auto y = b.decode(next, p);
+      ASSERT_TRUE(std::equal(y.begin(), y.end(), xv.begin())) << "decode position " << p;
+      next = static_cast<std::int32_t>(argmax(xv));
+    }
+  }
 }

@@ -23,6 +23,7 @@ layout(push_constant) uniform Params {
   uint q_off;
   uint qpos_off;
   uint out_off;
+  int scan_word;  // >= 0: scan min(n_scan, inputs[scan_word]) slots
 } p;
 
 shared float qs[512];
@@ -38,12 +39,13 @@ void main() {
   for (uint j = lid; j < d; j += 256u) qs[j] = q[qb + j];
   barrier();
 
+  const uint n_scan = p.scan_word >= 0 ? min(p.n_scan, uint(max(inputs[p.scan_word], 0))) : p.n_scan;
   float m = -1.0 / 0.0, l = 0.0;  // running max and sum (uniform over the workgroup)
   vec2 acc = vec2(0.0);
-  for (uint t0 = 0u; t0 < p.n_scan; t0 += 256u) {
+  for (uint t0 = 0u; t0 < n_scan; t0 += 256u) {
     const uint s = t0 + lid;
     float score = -1.0 / 0.0;
-    if (s < p.n_scan) {
+    if (s < n_scan) {
       const int sp = pos[s];
       if (sp >= 0 && sp <= qpos && (p.window <= 0 || qpos - sp < p.window)) {
         const uint kb = (s * p.n_kv_heads + g) * words;
@@ -78,7 +80,7 @@ void main() {
     m = m_new;
     acc *= alpha;
     if (lid < words) {
-      const uint tile = min(256u, p.n_scan - t0);
+      const uint tile = min(256u, n_scan - t0);
       for (uint i = 0u; i < tile; ++i) {
         const float pi = prob[i];
         if (pi != 0.0) acc += pi * unpackHalf2x16(vc[((t0 + i) * p.n_kv_heads + g) * words + lid]);

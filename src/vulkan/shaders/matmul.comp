@@ -1,4 +1,4 @@
-// out[t][r] = sum_c in[t][c] * W[r][c], float32 accumulation (backend::Device::matmul).
+// out[t * y_stride + r] = sum_c in[t][c] * W[r][c], float32 accumulation (backend::Device::matmul).
 // One workgroup per 16 output rows and input row t; thread (r, lane) of 16 x 16 sums the
 // columns lane, lane + 16, ... (q4p16: whole 32-element blocks) of row r, then the 16
 // lanes are added in shared memory. q4p16 is kernels/q4_packed.h's layout: for group g,
@@ -19,6 +19,8 @@ layout(push_constant) uniform Params {
   uint x_off;        // words
   uint y_off;
   uint w_off;
+  uint y_stride;     // floats between output rows of consecutive tokens
+  uint row_bytes;    // unused here (matmul_ggml.comp)
 } p;
 
 shared float partial[256];
@@ -74,5 +76,5 @@ void main() {
     if (lane < s) partial[lane * 16u + r] += partial[(lane + s) * 16u + r];
     barrier();
   }
-  if (lane == 0u && row < p.rows) y[p.y_off + tok * p.rows + row] = partial[r];
+  if (lane == 0u && row < p.rows) y[p.y_off + tok * p.y_stride + row] = partial[r];
 }
