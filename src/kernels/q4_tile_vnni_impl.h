@@ -13,9 +13,9 @@
 //     (the old order) kept 8 code + 16 integer chains + 8 float accumulators = 32 zmm live,
 //     and the compiler spilled inside the dot loop.
 //   * 2 x MT independent vpdpbusd chains (8 deep per block) hide the dot latency for MT >= 2.
-// The integer block sums are exact and the float steps per block are exactly those of the
-// decode GEMV (q4_gemv_vnni_impl.h): cvt, x254 + plane 2, x weight scale, FMA with the
-// activation scale into the running sum. So every row of a tile is bit-identical to the same
+// The integer block sums are exact and the float steps per block give exactly the values of
+// the decode GEMV (q4_gemv_vnni_impl.h): x254 + plane 2 (here in int32, there in float: both
+// exact), x weight scale, FMA with the activation scale into the running sum. So every row of a tile is bit-identical to the same
 // row computed alone, which the batched forward's equality with the single-sequence forward
 // relies on (test Q4Matmul.OneRowIsBitIdenticalToThatRowOfATile).
 
@@ -63,6 +63,17 @@ inline void tile_pack(const Q8ActView& x, std::size_t m0, int mt, TilePackBlock*
   }
 }
 
+// 254 * s1 + s2 in int32, as (s1 << 8) - (s1 << 1) + s2. Exact: |s| <= 32 * 8 * 127 per plane,
+// so the sum is below 2^24 and its conversion to float equals the GEMV's float form
+// fma(cvt(s1), 254, cvt(s2)) bit for bit. Why integers: on Zen 5 the FMA and multiply share
+// the two pipes that issue vpdpbusd (tools/bench_dot_ports: 12 dots + 3 FMA take 7.8 cycles,
+// 12 dots + 2 shifts + 1 AND 6.4), so the tile's dot-bound loop loses an FMA per row and block
+// to shifts and adds that issue beside the dots.
+inline __m512i tile_combine_planes(__m512i s1, __m512i s2) {
+  const __m512i s254 = _mm512_sub_epi32(_mm512_slli_epi32(s1, 8), _mm512_slli_epi32(s1, 1));
+  return _mm512_add_epi32(s254, s2);
+}
+
 inline __m512i dot4(__m512i acc, __m512i codes, const std::int8_t* a) {
   return _mm512_dpbusd_epi32(acc, codes, bcast4(a));
 }
@@ -104,11 +115,7 @@ inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* s
     const __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 16)));
 #pragma GCC unroll 8
     for (int i = 0; i < MT; ++i) {
-      // 254 * s1 + s2 is below 2^24 in magnitude (|s| <= 32 * 8 * 127 per plane), so this
-      // float form is exact and equals the int32 combination.
-      const __m512 f = kTwoPlanes
-                           ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[i]), _mm512_set1_ps(254.0f), _mm512_cvtepi32_ps(s2[i]))
-                           : _mm512_cvtepi32_ps(s1[i]);
+      const __m512 f = _mm512_cvtepi32_ps(kTwoPlanes ? tile_combine_planes(s1[i], s2[i]) : s1[i]);
       acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(f, ws), _mm512_set1_ps(p.xd[i]), acc[i]);
     }
   }
