@@ -7,7 +7,8 @@
 namespace ringlm::engine {
 
 DraftParams parse_draft(std::string_view text, int max_tokens) {
-  if (max_tokens < 1 || max_tokens > 16) fail("--draft-max must be in 1..16, got ", max_tokens);
+  if (max_tokens < 1 || max_tokens > kMaxDraftTokens)
+    fail("--draft-max must be in 1..", kMaxDraftTokens, ", got ", max_tokens);
   DraftParams p;
   p.max_tokens = max_tokens;
   if (text == "none") p.source = DraftSource::none;

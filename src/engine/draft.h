@@ -37,9 +37,16 @@ struct DraftParams {
   std::uint64_t oracle_seed = 1;
 };
 
+// The one default of every front end (run, chat, serve, extract, the Python binding):
+// drafting stays off unless asked for, since `auto` is the default only if it never loses
+// on this CPU (issue #33; docs/speculative.md has the measurements).
+inline constexpr std::string_view kDefaultDraft = "none";
+inline constexpr int kDefaultDraftMax = 4;
+inline constexpr int kMaxDraftTokens = 16;
+
 // Parses --draft: none | ngram | auto (ngram with the adaptive policy). assistant[:PATH]
 // is refused with a message saying it is not implemented. Throws ringlm::Error.
-DraftParams parse_draft(std::string_view text, int max_tokens);
+DraftParams parse_draft(std::string_view text, int max_tokens = kDefaultDraftMax);
 
 class Drafter {
  public:
