@@ -67,6 +67,9 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& p, std::int32_t vocab) 
     case DraftSource::none: return nullptr;
     case DraftSource::ngram: return std::make_unique<NgramDrafter>();
     case DraftSource::oracle: return std::make_unique<OracleDrafter>(p.oracle_tokens, p.oracle_accept, p.oracle_seed, vocab);
+    case DraftSource::external:
+      if (!p.make_external) fail("draft source external: no drafter factory given");
+      return p.make_external();
   }
   return nullptr;
 }
