@@ -10,7 +10,8 @@ namespace ringlm::cli {
 
 struct BenchDraftOptions {
   int prompt_tokens = 128;   // filler prompt of the decode runs
-  int decode_tokens = 48;    // generated per run (greedy, stop ids ignored)
+  int decode_tokens = 96;    // generated per run (greedy, stop ids ignored)
+  int repeats = 2;           // each figure is the best of this many runs
   int max_k = 8;             // verify cost for k = 1..max_k
   int k = 4;                 // drafted tokens per step of the acceptance runs
   int extract_rows = 10;     // ticket-extraction rows for prompt-lookup acceptance (0: skip)

@@ -70,6 +70,7 @@ std::vector<std::int32_t> filler_prompt(const engine::Engine& engine, int n) {
 }  // namespace
 
 Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
+  if (o.repeats < 1) fail("bench draft: --draft-repeats must be at least 1");
   if (o.k < 1 || o.k > engine::kMaxDraftTokens || o.max_k < 1 || o.max_k > engine::kMaxDraftTokens)
     fail("bench draft: k and max_k must be in 1..", engine::kMaxDraftTokens);
   Json out;
@@ -78,8 +79,19 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
   engine::GenerationParams base;
   base.max_tokens = o.decode_tokens;
   base.ignore_stop_ids = true;
+  // On a loaded host a run can be slowed by others: every figure is the best of `repeats`
+  // runs (the same tokens and steps each time), the baseline's of 2 x repeats spread over
+  // the section (start and end).
+  auto best_of = [&](int n, const engine::GenerationParams& p) {
+    Run best = run_one(engine, prompt, p, ctx);
+    for (int i = 1; i < n; ++i) {
+      Run r = run_one(engine, prompt, p, ctx);
+      if (r.decode_s < best.decode_s) best = std::move(r);
+    }
+    return best;
+  };
   run_one(engine, prompt, base, ctx);  // warm-up: page-in, caches, thread pool
-  const Run plain = run_one(engine, prompt, base, ctx);
+  Run plain = best_of(o.repeats, base);
   auto recorded = std::make_shared<const std::vector<std::int32_t>>(plain.tokens);
   auto oracle = [&](int k, double accept, bool adaptive) {
     engine::GenerationParams p = base;
@@ -88,10 +100,16 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
     p.draft.adaptive = adaptive;
     p.draft.oracle_tokens = recorded;
     p.draft.oracle_accept = accept;
-    Run r = run_one(engine, prompt, p, ctx);
+    Run r = best_of(o.repeats, p);
     if (r.tokens != plain.tokens) fail("bench draft: a drafted run's output differs from the plain one (k=", k, ")");
     return r;
   };
+  // The acceptance runs first, then the baseline again, then the verify costs: the baseline
+  // brackets the runs compared with it.
+  std::vector<std::pair<double, bool>> rates = {{1.0, false}, {0.7, false}, {0.35, false}, {0.0, false}, {0.0, true}};
+  std::vector<Run> accept_runs;
+  for (auto [rate, adaptive] : rates) accept_runs.push_back(oracle(o.k, rate, adaptive));
+  if (Run again = best_of(o.repeats, base); again.decode_s < plain.decode_s) plain = std::move(again);
   std::printf("  draft   no drafting: %.2f tok/s, %.2f ms/step (%d tokens after a %d-token prompt)\n", plain.tok_s(),
               1e3 * plain.step_s(), o.decode_tokens, o.prompt_tokens);
   out["baseline_tok_s"] = plain.tok_s();
@@ -109,8 +127,9 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
     double rate;
     bool adaptive;
   };
-  for (const Case c : {Case{1.0, false}, Case{0.7, false}, Case{0.35, false}, Case{0.0, false}, Case{0.0, true}}) {
-    const Run r = oracle(o.k, c.rate, c.adaptive);
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const Case c{rates[i].first, rates[i].second};
+    const Run& r = accept_runs[i];
     const double share = r.result.drafted_tokens > 0 ? static_cast<double>(r.result.accepted_drafts) / r.result.drafted_tokens : 0.0;
     const double speedup = plain.tok_s() > 0 ? r.tok_s() / plain.tok_s() : 0.0;
     accept.push_back({{"oracle_accept", c.rate}, {"policy", c.adaptive ? "auto" : "always"}, {"k", o.k},

@@ -1,5 +1,6 @@
 #include "engine/draft.h"
 
+#include <algorithm>
 #include <string>
 
 #include "util/error.h"
@@ -79,7 +80,12 @@ void DraftGovernor::record(int drafted, int accepted) {
   drafted_ += drafted;
   accepted_ += accepted;
   if (drafted_ < kProbe) return;
-  if (accepted_ < kMinShare * drafted_) pause_ = kPause;
+  if (accepted_ < kMinShare * drafted_) {
+    pause_ = next_pause_;
+    next_pause_ = std::min(2 * next_pause_, kMaxPause);
+  } else {
+    next_pause_ = kPause;
+  }
   drafted_ = accepted_ = 0;
 }
 

@@ -99,14 +99,17 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& params, std::int32_t vo
 
 // The adaptive policy's per-sequence state: drafting stays on while the drafted tokens pay
 // for their rows. After kProbe drafted tokens it compares the accepted share with
-// kMinShare (a verify row costs a fraction of a decode step on the memory-bound CPU path;
-// below that share the extra rows cost more than the steps they save) and pauses for
-// kPause steps when it falls short, then probes again.
+// kMinShare and, when it falls short, pauses drafting, then probes again. Each failed probe
+// doubles the pause (kPause up to kMaxPause steps; a passed probe resets it), so a sequence
+// whose drafts never land pays for ever fewer probes: on full-size E2B a 5-row verify step
+// costs ~1.9 decode steps (BENCHMARKS.md, "Speculative decoding"), and a probe of 2 steps
+// every 64 would cost ~3 %; with the backoff the cost falls towards 0.
 class DraftGovernor {
  public:
-  static constexpr int kProbe = 16;
+  static constexpr int kProbe = 8;
   static constexpr double kMinShare = 0.25;
   static constexpr int kPause = 64;
+  static constexpr int kMaxPause = 1024;
   explicit DraftGovernor(bool adaptive = false) : adaptive_(adaptive) {}
   bool enabled() const { return !adaptive_ || pause_ == 0; }
   // Called once per decode step that could draft (whether or not it did).
@@ -118,6 +121,7 @@ class DraftGovernor {
  private:
   bool adaptive_;
   int pause_ = 0;
+  int next_pause_ = kPause;
   int drafted_ = 0, accepted_ = 0;
 };
 
