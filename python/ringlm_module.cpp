@@ -44,6 +44,8 @@ struct Sampling {
   int max_tokens = 256;
   std::vector<std::string> stop;
   std::string json_schema;  // text
+  std::string draft{ringlm::engine::kDefaultDraft};  // speculative decoding, as the CLI's --draft
+  int draft_max = ringlm::engine::kDefaultDraftMax;
 
   ringlm::engine::GenerationParams params() const {
     ringlm::engine::GenerationParams p;
@@ -56,6 +58,7 @@ struct Sampling {
     p.max_tokens = max_tokens;
     p.stop = stop;
     p.json_schema = json_schema;
+    p.draft = ringlm::engine::parse_draft(draft, draft_max);  // the CLI's parser (raises ringlm.Error)
     ringlm::sampling::check_sampler_params(p.sampling);  // the rule every front end shares (raises ringlm.Error)
     return p;
   }
@@ -74,8 +77,11 @@ Sampling sampling_from(const py::kwargs& kw) {
     else if (key == "max_tokens") s.max_tokens = v.cast<int>();
     else if (key == "stop") s.stop = py::isinstance<py::str>(v) ? std::vector<std::string>{v.cast<std::string>()} : v.cast<std::vector<std::string>>();
     else if (key == "json_schema") { if (!v.is_none()) s.json_schema = to_json(v).dump(); }
+    else if (key == "draft") s.draft = v.cast<std::string>();
+    else if (key == "draft_max") s.draft_max = v.cast<int>();
     else throw py::type_error("unexpected keyword argument '" + key +
-                              "' (sampling: temperature, top_k, top_p, min_p, repeat_penalty, seed, max_tokens, stop, json_schema)");
+                              "' (sampling: temperature, top_k, top_p, min_p, repeat_penalty, seed, max_tokens, stop, "
+                              "json_schema, draft, draft_max)");
   }
   return s;
 }
@@ -389,7 +395,9 @@ PYBIND11_MODULE(ringlm, m) {
 model: a checkpoint directory (Hugging Face layout or `ringlm convert` output) or a .gguf
 file. threads=0 uses every core; ctx=0 is the model's default context.
 Sampling keywords of every call: temperature (0 = greedy), top_k, top_p, min_p,
-repeat_penalty, seed, max_tokens (256), stop (str or list), json_schema (dict or JSON text).
+repeat_penalty, seed, max_tokens (256), stop (str or list), json_schema (dict or JSON text),
+draft ("none", "ngram" or "auto": speculative decoding as the CLI's --draft; the output is
+the same either way) and draft_max (1..16, 4).
 A json_schema reply cut by max_tokens or the context raises ringlm.Error naming the limit
 (stream(): at the end of the iteration); extract() reports it in the row's result instead.)")
       .def(py::init<const std::string&, int, int, const std::string&, const std::string&>(), py::arg("model"),

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/bench_batch.h"
+#include "cli/bench_draft.h"
 #include "cli/command.h"
 #include "cli/common_options.h"
 #include "engine/bench_data.h"
@@ -39,6 +40,7 @@ struct BenchOptions {
   int growth_tokens = 2000;
   int guided_max_tokens = 128;
   ringlm::cli::BenchBatchOptions batch;
+  ringlm::cli::BenchDraftOptions draft;
 };
 
 double mb(std::int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
@@ -306,6 +308,7 @@ void bench(const BenchOptions& o) {
                   r["recalled"].get<int>(), r["of"].get<int>(), r["ttft_s"].get<double>());
   }
   if (want("batch")) report["batch"] = cli::bench_batch(engine, o.batch);
+  if (want("draft")) report["draft"] = cli::bench_draft(engine, o.draft);
   report["peak_rss_mb"] = mb(peak_rss_bytes());
   std::printf("  peak RSS %.1f MB\n", mb(peak_rss_bytes()));
   if (!o.json_out.empty()) {
@@ -327,13 +330,18 @@ RINGLM_COMMAND(bench) {
   sub->footer("Example:\n  ringlm bench --model DIR --sections speed,guided --json bench.json");
   opts->model.add_to(sub);
   sub->add_option("--json", opts->json_out, "Also write the figures as JSON to this file");
-  sub->add_option("--sections", opts->sections, "Which parts to run: speed guided long needle batch")->delimiter(',');
+  sub->add_option("--sections", opts->sections, "Which parts to run: speed guided long needle batch draft")->delimiter(',');
   sub->add_option("--batch-sizes", opts->batch.batch_sizes, "Sequences decoding together in the batch run")->delimiter(',');
   sub->add_option("--batch-prompt-tokens", opts->batch.prompt_tokens, "Prompt size per sequence of the batch run");
   sub->add_option("--batch-decode-tokens", opts->batch.decode_tokens, "Generated tokens per sequence of the batch run");
   sub->add_option("--batch-extract-parallel", opts->batch.extract_parallel, "--parallel values of the batch extract run")
       ->delimiter(',');
   sub->add_option("--batch-extract-rows", opts->batch.extract_rows, "Rows of the batch extract run");
+  sub->add_option("--draft-k", opts->draft.k, "Drafted tokens per step of the draft run's acceptance rows (1..16)");
+  sub->add_option("--draft-decode-tokens", opts->draft.decode_tokens, "Generated tokens per run of the draft section");
+  sub->add_option("--draft-repeats", opts->draft.repeats, "Runs per figure of the draft section (the best is kept)");
+  sub->add_option("--draft-extract-rows", opts->draft.extract_rows,
+                  "Extraction rows of the draft section's prompt-lookup acceptance (0: skip)");
   sub->add_option("--long-contexts", opts->long_contexts, "Prompt sizes of the long-context run")->delimiter(',');
   sub->add_option("--needle-contexts", opts->needle_contexts, "Prompt sizes of the needle run")->delimiter(',');
   sub->add_option("--prefill-tokens", opts->prefill_tokens, "Prompt size of the speed run");

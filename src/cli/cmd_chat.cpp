@@ -20,6 +20,7 @@ namespace {
 struct ChatOptions {
   ringlm::cli::ModelFlags model;
   ringlm::cli::SamplingFlags sampling;
+  ringlm::cli::DraftFlags draft;
   std::string system;
   std::string load;
   bool thinking = false;
@@ -65,6 +66,7 @@ Json load_conversation(const std::string& path) {
 
 void chat_loop(const ChatOptions& o) {
   using namespace ringlm;
+  const engine::DraftParams draft = o.draft.params();  // checked before the model loads
   engine::Engine engine(o.model.engine_options());
   engine::Generator gen(engine);
   chat::ChatRequest req;
@@ -140,7 +142,8 @@ void chat_loop(const ChatOptions& o) {
 
     req.messages.push_back({{"role", "user"}, {"content", line}});
     auto ids = engine.encode_chat(req, o.trust_control_tokens);
-    const auto params = o.sampling.params();
+    auto params = o.sampling.params();
+    params.draft = draft;
     cli::warn_if_context_cuts(ids.size(), params.max_tokens, gen.session().context_capacity());
     std::size_t streamed = 0;
     engine::GenerationResult result;
@@ -182,6 +185,7 @@ RINGLM_COMMAND(chat) {
   sub->footer("Example:\n  ringlm chat --model DIR --system \"You are terse.\" --temperature 0.7");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
+  opts->draft.add_to(sub);
   sub->add_option("--system", opts->system, "A system message");
   sub->add_option("--load", opts->load, "Continue a conversation saved with /save");
   sub->add_flag("--enable-thinking", opts->thinking, "Gemma 4 thinking mode");

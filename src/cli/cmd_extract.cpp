@@ -295,7 +295,7 @@ void extract(const ExtractOptions& o) {
   engine::BatchSchedulerOptions so;
   so.max_sequences = std::min<int>(o.parallel, static_cast<int>(std::max<std::size_t>(plan.todo.size(), 1)));
   so.reuse_slot_cache = false;
-  const engine::DraftParams draft = engine::parse_draft(o.draft, o.draft_max);
+  const engine::DraftParams draft = o.draft.params();
   if (draft.source != engine::DraftSource::none) so.draft_max = draft.max_tokens;
   engine::BatchScheduler sched(engine, so);
   cli::RowPrompts prompts(engine, o, schema);
@@ -398,13 +398,7 @@ RINGLM_COMMAND(extract) {
                   "Rows in flight at once, advanced together in one batched forward pass per step")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  sub->add_option("--draft", opts->draft,
-                  "Speculative decoding: none, ngram (prompt lookup: drafts copied spans of the row), auto (ngram, "
-                  "paused for a row while its drafts are mostly rejected); the output is identical either way")
-      ->capture_default_str();
-  sub->add_option("--draft-max", opts->draft_max, "Most drafted tokens verified per step (1..16)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 16));
+  opts->draft.add_to(sub);
   sub->add_option("--shard", opts->shard,
                   "K/N: only input lines K+1, K+1+N, ... (every N-th line from line K+1), for N machines or pods");
   sub->add_flag("--retry-failed", opts->retry_failed,

@@ -18,6 +18,7 @@ namespace {
 struct RunOptions {
   ringlm::cli::ModelFlags model;
   ringlm::cli::SamplingFlags sampling;
+  ringlm::cli::DraftFlags draft;
   std::string prompt, prompt_file, system, schema_file;
   std::vector<std::string> stop;
   std::vector<std::string> images, audios;
@@ -37,6 +38,7 @@ void run(const RunOptions& o) {
   const bool media = !o.images.empty() || !o.audios.empty();
   if (o.prompt_file.empty() && o.prompt.empty() && !media && !isatty(fileno(stdin)))
     user = cli::read_text_file("-");  // piped: echo hi | ringlm run
+  const engine::DraftParams draft = o.draft.params();  // checked before the model loads
   if (user.empty() && !media)
     fail("give a prompt with --prompt TEXT, --file FILE, --file - or on a piped standard input");
   // Decoded (and size-checked) before the model loads, so a bad file fails fast.
@@ -85,6 +87,7 @@ void run(const RunOptions& o) {
 
   auto params = o.sampling.params();
   params.stop = o.stop;
+  params.draft = draft;
   if (!o.schema_file.empty()) {
     params.json_schema = schema_text;
     // Thinking on: the model thinks freely in its thought channel, the schema applies after it.
@@ -146,6 +149,8 @@ void run(const RunOptions& o) {
     if (result.guided_steps > 0)
       std::fprintf(stderr, "ringlm: %d guided steps, %d on the subset LM head\n", result.guided_steps,
                    result.subset_head_steps);
+    if (result.drafted_tokens > 0)
+      std::fprintf(stderr, "ringlm: %d drafted tokens, %d accepted\n", result.drafted_tokens, result.accepted_drafts);
   }
   if (status != 0) throw cli::ExitStatus{status};
 }
@@ -160,6 +165,7 @@ RINGLM_COMMAND(run) {
               "(stderr says which); 2: a usage error");
   opts->model.add_to(sub);
   opts->sampling.add_to(sub);
+  opts->draft.add_to(sub);
   sub->add_option("--prompt,-p", opts->prompt, "The user message");
   sub->add_option("--file,-f", opts->prompt_file, "Read the user message from a file (- = standard input)");
   sub->add_option("--system", opts->system, "A system message");

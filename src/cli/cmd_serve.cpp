@@ -21,6 +21,7 @@ namespace {
 struct ServeArgs {
   ringlm::cli::ModelFlags model;  // -m/--model, --ctx (per slot), --threads, --weights, ...
   ringlm::server::ServerOptions server;
+  ringlm::cli::DraftFlags draft;
   int slots = 1;
   bool fake = false;
   bool trust_control_tokens = false;
@@ -96,6 +97,7 @@ void run_serve(ServeArgs args) {
     bo.mask_budget_ms = args.mask_budget_ms;
     bo.mask_budget_mb = args.mask_budget_mb;
     bo.prefix_cache_bytes = args.prefix_cache_mb << 20;
+    bo.draft = args.draft.params();
     backend = make_engine_backend(bo);
   }
   ServerOptions so = args.server;
@@ -137,6 +139,7 @@ RINGLM_COMMAND(serve) {
   auto* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat/completions, completions, models, health, metrics)");
   sub->footer("Example:\n  ringlm serve -m DIR --threads 4 --port 8080 --api-key KEY   # then open http://127.0.0.1:8080/");
   args->model.add_to(sub);
+  args->draft.add_to(sub);
   sub->add_option("--host", args->server.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   sub->add_option("--slots,--parallel", args->slots, "Concurrent generations (-np N, as in llama.cpp)")->capture_default_str()->check(CLI::Range(1, 256));

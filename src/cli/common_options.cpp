@@ -167,6 +167,17 @@ engine::GenerationParams SamplingFlags::params() const {
   return p;
 }
 
+void DraftFlags::add_to(CLI::App* app) {
+  app->add_option("--draft", draft,
+                  "Speculative decoding: none, ngram (prompt lookup: drafts spans the prompt or reply already "
+                  "holds, verified in one batched pass), auto (ngram, paused while its drafts are mostly "
+                  "rejected); the output is identical either way (default: none)");
+  app->add_option("--draft-max", draft_max, "Most drafted tokens verified per step, 1..16 (default: 4)")
+      ->check(CLI::Range(1, engine::kMaxDraftTokens));
+}
+
+engine::DraftParams DraftFlags::params() const { return engine::parse_draft(draft, draft_max); }
+
 std::string read_text_file(const std::string& path) {
   if (path == "-") {
     std::ostringstream ss;

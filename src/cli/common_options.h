@@ -54,6 +54,17 @@ struct SamplingFlags {
   engine::GenerationParams params() const;
 };
 
+// --draft and --draft-max (speculative decoding, engine/draft.h): the same flags and
+// default on run, chat, serve and extract. params() parses them (throws ringlm::Error
+// naming the flag) before any model loads.
+struct DraftFlags {
+  std::string draft{engine::kDefaultDraft};
+  int draft_max = engine::kDefaultDraftMax;
+
+  void add_to(CLI::App* app);
+  engine::DraftParams params() const;
+};
+
 // Validator of a thread count: a clear message when `-t 0.7` was meant as a temperature
 // (-t is --threads, as in llama.cpp).
 CLI::Validator thread_count_validator();

@@ -29,8 +29,7 @@ struct ExtractOptions {
   bool ordered = false;        // write records in input order (buffering early finishers)
   std::string allow_local_media;  // rows' media may lie anywhere under this folder (default: the input's folder)
   int parallel = 8;
-  std::string draft = "none";  // speculative decoding: none | ngram | auto (engine/draft.h)
-  int draft_max = 4;
+  DraftFlags draft;  // speculative decoding (engine/draft.h)
   std::string shard;
 };
 

@@ -76,7 +76,13 @@ void BatchScheduler::verify_rows(Slot& s, std::size_t item, std::size_t base, in
         ++s.result.guided_steps;
         allowed = s.mask.data();
       }
-      const std::int32_t id = s.sampler->sample(logits, allowed, s.generated);
+      // Rows with a draft apply the rejection rule (sampling::Sampler::sample_draft: for a
+      // drafter proposing with certainty, a plain sample compared with the draft).
+      bool accepted = false;
+      const std::int32_t id =
+          j < k ? s.sampler->sample_draft(logits, allowed, s.generated, s.draft[static_cast<std::size_t>(j)],
+                                          s.drafter->distribution(static_cast<std::size_t>(j)), &accepted)
+                : s.sampler->sample(logits, allowed, s.generated);
       const std::size_t held = base + static_cast<std::size_t>(j);
       if (engine_.stop_ids().contains(id) && !s.params.ignore_stop_ids) {
         rollback(s, held);
@@ -88,7 +94,7 @@ void BatchScheduler::verify_rows(Slot& s, std::size_t item, std::size_t base, in
         rollback(s, held);
         return finish(s, s.result.finish);
       }
-      if (j == k || id != s.draft[static_cast<std::size_t>(j)]) {
+      if (!accepted) {
         // A new token (a rejected draft's replacement, or the row after the last draft): the
         // drafted tokens from row j on leave the cache, and it runs next step.
         rollback(s, held);

@@ -103,6 +103,20 @@ std::int64_t BatchScheduler::kv_tokens_used() const {
   return n;
 }
 
+GenerationResult BatchScheduler::generate(std::vector<std::int32_t> prompt, const GenerationParams& params,
+                                          const TokenCallback& on_token) {
+  if (active() != 0) fail("internal error: BatchScheduler::generate with other sequences in flight");
+  std::optional<SequenceOutcome> outcome;
+  admit({std::move(prompt), params, on_token, [&outcome](SequenceOutcome&& o) { outcome = std::move(o); }});
+  while (!outcome && step() > 0) {
+  }
+  if (!outcome) fail("internal error: a request ended without an outcome");
+  if (!outcome->error.empty()) throw Error(outcome->error);
+  return std::move(outcome->result);
+}
+
+std::span<const std::int32_t> BatchScheduler::slot_cached(int i) const { return slots_.at(static_cast<std::size_t>(i))->cached; }
+
 void BatchScheduler::pin_prefix(std::span<const std::int32_t> prefix) {
   pinned_.clear();
   if (prefix.empty()) return;

@@ -110,6 +110,15 @@ class BatchScheduler {
   // advanced (0: nothing active).
   int step();
 
+  // Runs one request to its end with nothing else in flight (admit, then step until it is
+  // done) and returns its result; throws ringlm::Error for a rejected request or one that
+  // failed mid-way. Generator uses it for requests that draft (engine/draft.h): speculative
+  // verification lives here only.
+  GenerationResult generate(std::vector<std::int32_t> prompt, const GenerationParams& params,
+                            const TokenCallback& on_token);
+  // The tokens slot i's cache holds (a follow-up prompt may be respelled to match them).
+  std::span<const std::int32_t> slot_cached(int i) const;
+
   // Prefills `prefix` once on a private session; admits whose prompt starts with it copy its
   // KV instead of computing it (when their slot's own cache shares less).
   void pin_prefix(std::span<const std::int32_t> prefix);

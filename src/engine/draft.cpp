@@ -1,5 +1,6 @@
 #include "engine/draft.h"
 
+#include <algorithm>
 #include <string>
 
 #include "util/error.h"
@@ -7,7 +8,8 @@
 namespace ringlm::engine {
 
 DraftParams parse_draft(std::string_view text, int max_tokens) {
-  if (max_tokens < 1 || max_tokens > 16) fail("--draft-max must be in 1..16, got ", max_tokens);
+  if (max_tokens < 1 || max_tokens > kMaxDraftTokens)
+    fail("--draft-max must be in 1..", kMaxDraftTokens, ", got ", max_tokens);
   DraftParams p;
   p.max_tokens = max_tokens;
   if (text == "none") p.source = DraftSource::none;
@@ -66,6 +68,9 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& p, std::int32_t vocab) 
     case DraftSource::none: return nullptr;
     case DraftSource::ngram: return std::make_unique<NgramDrafter>();
     case DraftSource::oracle: return std::make_unique<OracleDrafter>(p.oracle_tokens, p.oracle_accept, p.oracle_seed, vocab);
+    case DraftSource::external:
+      if (!p.make_external) fail("draft source external: no drafter factory given");
+      return p.make_external();
   }
   return nullptr;
 }
@@ -75,7 +80,12 @@ void DraftGovernor::record(int drafted, int accepted) {
   drafted_ += drafted;
   accepted_ += accepted;
   if (drafted_ < kProbe) return;
-  if (accepted_ < kMinShare * drafted_) pause_ = kPause;
+  if (accepted_ < kMinShare * drafted_) {
+    pause_ = next_pause_;
+    next_pause_ = std::min(2 * next_pause_, kMaxPause);
+  } else {
+    next_pause_ = kPause;
+  }
   drafted_ = accepted_ = 0;
 }
 

@@ -3,12 +3,16 @@
 // A drafter proposes up to `max` tokens that may follow the history (prompt + generated so
 // far, the last generated token being the one the next step runs). The scheduler
 // (engine/batch_scheduler.h) runs them as extra rows after that token in the same batched
-// pass, samples every row as plain decoding would, keeps the drafted tokens up to the first
-// one the sampler did not choose, and rolls the KV cache back over the rest. Sampling a row
-// and comparing is the standard rejection rule for a drafter that proposes one token with
-// certainty (accept d with probability p(d); on rejection draw from p without d), and the
-// sampler draws once per emitted token either way, so the output (tokens, logprobs, text)
-// is identical to decoding without drafts, sampled or greedy, on the q4_0 path.
+// pass, verifies the drafted tokens in order with the standard speculative-sampling rule
+// (sampling::Sampler::sample_draft: accept d with probability min(1, p(d)/q(d)), else draw
+// from norm(max(0, p - q)), p the sampler's distribution of that row, q the drafter's),
+// keeps them up to the first rejection and rolls the KV cache back over the rest. The
+// drafters here propose with certainty (q one-hot): then the rule is "sample the row,
+// accept d if it is the sample", the sampler draws once per emitted token either way, and
+// the output (tokens, logprobs, text) is identical to decoding without drafts, sampled or
+// greedy, on the q4_0 path. A drafter that samples from a distribution (Drafter::
+// distribution) keeps the output's distribution (not its bits) under sampling, and its
+// greedy output identical.
 //
 // A guided request filters the draft through its grammar as it is made: a token the
 // grammar refuses ends the draft before it, and a token after which the grammar forces
@@ -16,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -23,7 +28,9 @@
 
 namespace ringlm::engine {
 
-enum class DraftSource { none, ngram, oracle };
+enum class DraftSource { none, ngram, oracle, external };
+
+class Drafter;
 
 struct DraftParams {
   DraftSource source = DraftSource::none;
@@ -35,11 +42,21 @@ struct DraftParams {
   std::shared_ptr<const std::vector<std::int32_t>> oracle_tokens;
   double oracle_accept = 1.0;
   std::uint64_t oracle_seed = 1;
+  // external: makes each sequence's drafter (a drafter defined outside the engine: tests,
+  // embedders). Not reachable from the command line.
+  std::function<std::unique_ptr<Drafter>()> make_external;
 };
+
+// The one default of every front end (run, chat, serve, extract, the Python binding):
+// drafting stays off unless asked for, since `auto` is the default only if it never loses
+// on this CPU (issue #33; docs/speculative.md has the measurements).
+inline constexpr std::string_view kDefaultDraft = "none";
+inline constexpr int kDefaultDraftMax = 4;
+inline constexpr int kMaxDraftTokens = 16;
 
 // Parses --draft: none | ngram | auto (ngram with the adaptive policy). assistant[:PATH]
 // is refused with a message saying it is not implemented. Throws ringlm::Error.
-DraftParams parse_draft(std::string_view text, int max_tokens);
+DraftParams parse_draft(std::string_view text, int max_tokens = kDefaultDraftMax);
 
 class Drafter {
  public:
@@ -47,6 +64,11 @@ class Drafter {
   // Appends at most `max` proposed tokens to `out` (which it does not clear).
   virtual void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
                        std::vector<std::int32_t>& out) = 0;
+  // The distribution (vocabulary-sized probabilities) the j-th token of the last propose()
+  // was drawn from, for sampled verification's rejection rule (sampling::Sampler::
+  // sample_draft). Empty, the default: the drafter proposes its tokens with certainty
+  // (q one-hot), which needs no distribution. Greedy verification never asks.
+  virtual std::span<const float> distribution(std::size_t /*j*/) const { return {}; }
 };
 
 // Prompt lookup: the longest suffix of the history (up to kMaxNgram tokens, at least 1)
@@ -77,14 +99,17 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& params, std::int32_t vo
 
 // The adaptive policy's per-sequence state: drafting stays on while the drafted tokens pay
 // for their rows. After kProbe drafted tokens it compares the accepted share with
-// kMinShare (a verify row costs a fraction of a decode step on the memory-bound CPU path;
-// below that share the extra rows cost more than the steps they save) and pauses for
-// kPause steps when it falls short, then probes again.
+// kMinShare and, when it falls short, pauses drafting, then probes again. Each failed probe
+// doubles the pause (kPause up to kMaxPause steps; a passed probe resets it), so a sequence
+// whose drafts never land pays for ever fewer probes: on full-size E2B a 5-row verify step
+// costs ~1.9 decode steps (BENCHMARKS.md, "Speculative decoding"), and a probe of 2 steps
+// every 64 would cost ~3 %; with the backoff the cost falls towards 0.
 class DraftGovernor {
  public:
-  static constexpr int kProbe = 16;
+  static constexpr int kProbe = 8;
   static constexpr double kMinShare = 0.25;
   static constexpr int kPause = 64;
+  static constexpr int kMaxPause = 1024;
   explicit DraftGovernor(bool adaptive = false) : adaptive_(adaptive) {}
   bool enabled() const { return !adaptive_ || pause_ == 0; }
   // Called once per decode step that could draft (whether or not it did).
@@ -96,6 +121,7 @@ class DraftGovernor {
  private:
   bool adaptive_;
   int pause_ = 0;
+  int next_pause_ = kPause;
   int drafted_ = 0, accepted_ = 0;
 };
 

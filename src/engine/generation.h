@@ -54,9 +54,13 @@ struct GenerationParams {
   bool ignore_stop_ids = false;    // keep going past end-of-turn ids (benchmarks with a fixed length)
   guided::WorkBudget mask_budget;  // this request's guided-decoding work limit (0 = unlimited)
   std::shared_ptr<const PromptEmbeddings> prompt_embeddings;  // images/audio in the prompt; null: none
-  // Speculative decoding (engine/draft.h); only the batch scheduler drafts (it needs
-  // BatchSchedulerOptions::draft_max > 0); the output is the same either way.
+  // Speculative decoding (engine/draft.h); drafting runs in the batch scheduler (it needs
+  // BatchSchedulerOptions::draft_max > 0; Generator hands such requests to one); the output
+  // is the same either way.
   DraftParams draft;
+  // serve: the request's `speculative.n_max` (0..16; 0 = no drafting), applied to the
+  // server's --draft by the backend; -1: the server's --draft-max.
+  int draft_max_request = -1;
 };
 
 struct TokenEvent {

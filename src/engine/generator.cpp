@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chat/stop_rules.h"
+#include "engine/batch_scheduler.h"
 #include "engine/token_respelling.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
@@ -55,6 +56,8 @@ Generator::Generator(Engine& engine, const model::SessionOptions& options)
   set_head_subset(policy);
 }
 
+Generator::~Generator() = default;
+
 void Generator::set_head_subset(const HeadSubsetPolicy& policy) {
   if (!(policy.max_share >= 0.0 && policy.max_share <= 1.0))
     fail("LM-head subset share must be in [0, 1], got ", policy.max_share);
@@ -70,6 +73,7 @@ void Generator::set_head_subset(const HeadSubsetPolicy& policy) {
   // Sized once here, so no guided step allocates.
   head_ids_.reserve(head_row_limit_);
   session_.reserve_head_rows(head_row_limit_);
+  if (drafting_) drafting_->set_head_subset(policy);
 }
 
 void Generator::reset() {
@@ -77,6 +81,7 @@ void Generator::reset() {
   cached_.clear();
   pinned_.clear();
   media_from_ = SIZE_MAX;
+  drafting_.reset();
 }
 
 std::span<float> Generator::run_tokens(std::span<const std::int32_t> ids, bool with_head) {
@@ -177,10 +182,9 @@ void Generator::check_request(std::span<const std::int32_t> prompt, const Genera
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
 }
 
-std::span<const std::int32_t> Generator::in_cached_spelling(std::span<const std::int32_t> prompt) {
-  // Soft-token positions index the prompt as given, and the cache past media_from_ holds
-  // placeholder ids: neither may be respelled.
-  const std::span<const std::int32_t> comparable(cached_.data(), std::min(cached_.size(), media_from_));
+std::span<const std::int32_t> Generator::in_cached_spelling(std::span<const std::int32_t> prompt,
+                                                            std::span<const std::int32_t> cached) {
+  const std::span<const std::int32_t> comparable = cached;
   if (comparable.empty() || respell_like_cache(engine_.tokenizer(), comparable, prompt, respelled_) == 0)
     return prompt;
   if (static_cast<std::int64_t>(respelled_.size()) >= session_.context_capacity()) return prompt;
@@ -194,7 +198,10 @@ std::span<float> Generator::run_prompt(std::span<const std::int32_t> prompt, con
   const PromptEmbeddings* media = params.prompt_embeddings.get();
   const std::size_t media_first =
       first_soft_token(media, prompt.size(), engine_.model()->config().hidden_size);
-  if (media_first == SIZE_MAX) prompt = in_cached_spelling(prompt);
+  // Soft-token positions index the prompt as given, and the cache past media_from_ holds
+  // placeholder ids: neither may be respelled.
+  if (media_first == SIZE_MAX)
+    prompt = in_cached_spelling(prompt, std::span<const std::int32_t>(cached_).first(std::min(cached_.size(), media_from_)));
   result.prompt_tokens = static_cast<int>(prompt.size());
   const std::size_t reused = reuse_prefix(prompt, media_first);
   result.cached_prompt_tokens = static_cast<int>(reused);
@@ -216,8 +223,29 @@ std::span<float> Generator::run_prompt(std::span<const std::int32_t> prompt, con
   return logits;
 }
 
+GenerationResult Generator::generate_drafted(std::span<const std::int32_t> prompt, const GenerationParams& params,
+                                             const TokenCallback& on_token) {
+  check_request(prompt, params);
+  const int k = params.draft.max_tokens;
+  if (k < 1 || k > kMaxDraftTokens) fail("draft max_tokens must be in 1..", kMaxDraftTokens, ", got ", k);
+  if (!drafting_ || drafting_max_ < k) {
+    drafting_.reset();  // its logits rows are sized for draft_max: made again, larger
+    drafting_ = std::make_unique<BatchScheduler>(
+        engine_, BatchSchedulerOptions{.max_sequences = 1,
+                                       .context_tokens = static_cast<int>(session_.context_capacity()),
+                                       .draft_max = k});
+    drafting_->set_head_subset(head_policy_);
+    drafting_max_ = k;
+  }
+  // A follow-up turn is respelled like the cache that scheduler holds, as run_prompt does
+  // (that cache never holds soft tokens: the scheduler drops them when their request ends).
+  if (!params.prompt_embeddings) prompt = in_cached_spelling(prompt, drafting_->slot_cached(0));
+  return drafting_->generate(std::vector<std::int32_t>(prompt.begin(), prompt.end()), params, on_token);
+}
+
 GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const GenerationParams& params,
                                      const TokenCallback& on_token) {
+  if (params.draft.source != DraftSource::none) return generate_drafted(prompt, params, on_token);
   const auto t0 = Clock::now();
   const Tokenizer& tok = engine_.tokenizer();
   check_request(prompt, params);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -34,12 +35,19 @@ struct HeadSubsetPolicy {
   double max_share = 0.5;
 };
 
+class BatchScheduler;
+
 class Generator {
  public:
   explicit Generator(Engine& engine, const model::SessionOptions& options = {});
+  ~Generator();
 
   // Generates a continuation of `prompt`. Throws ringlm::Error for a bad request (empty or
   // too long prompt, schema that does not compile); the session stays usable.
+  // A request that drafts (params.draft.source != none) runs on a one-sequence
+  // BatchScheduler made at its first use (its own KV session, kept for the next drafting
+  // request): speculative verification has one implementation, the batched one. Its
+  // output is identical to this Generator's on the q4_0 path (engine/draft.h).
   GenerationResult generate(std::span<const std::int32_t> prompt, const GenerationParams& params,
                             const TokenCallback& on_token);
 
@@ -77,9 +85,12 @@ class Generator {
   void check_request(std::span<const std::int32_t> prompt, const GenerationParams& params) const;
   std::span<float> run_prompt(std::span<const std::int32_t> prompt, const GenerationParams& params,
                               GenerationResult& result, bool with_head);
-  // `prompt`, or the same text spelled with the cached tokens where the model's own reply
+  // `prompt`, or the same text spelled with the `cached` tokens where the model's own reply
   // was tokenized differently (engine/token_respelling.h); points into respelled_.
-  std::span<const std::int32_t> in_cached_spelling(std::span<const std::int32_t> prompt);
+  std::span<const std::int32_t> in_cached_spelling(std::span<const std::int32_t> prompt,
+                                                   std::span<const std::int32_t> cached);
+  GenerationResult generate_drafted(std::span<const std::int32_t> prompt, const GenerationParams& params,
+                                    const TokenCallback& on_token);
 
   Engine& engine_;
   model::Session session_;
@@ -97,6 +108,8 @@ class Generator {
   std::size_t media_from_ = SIZE_MAX;
   std::vector<model::EmbeddingOverride> overrides_;
   std::vector<std::int32_t> respelled_;
+  std::unique_ptr<BatchScheduler> drafting_;  // requests that draft; null until the first
+  int drafting_max_ = 0;                      // its BatchSchedulerOptions::draft_max
 };
 
 }  // namespace ringlm::engine

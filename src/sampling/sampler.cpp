@@ -54,6 +54,68 @@ double Sampler::uniform01() { return static_cast<double>(rng_() >> 11) * (1.0 / 
 
 std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allowed,
                              std::span<const std::int32_t> recent) {
+  const std::int32_t best = prepare(logits, allowed, recent);
+  std::int32_t chosen = best;
+  if (params_.temperature > 0.0f) chosen = draw(logits.data(), keep_candidates(logits.data(), logits[best]));
+  chosen_logprob_ = logits[chosen] - log_norm_;
+  return chosen;
+}
+
+std::int32_t Sampler::sample_draft(std::span<float> logits, const std::uint32_t* allowed,
+                                   std::span<const std::int32_t> recent, std::int32_t draft,
+                                   std::span<const float> q, bool* accepted) {
+  if (q.empty() || params_.temperature <= 0.0f) {
+    // q one-hot at the draft (or greedy, where p is one-hot): accept with probability p(d),
+    // else a token of p without d. One draw of p and a comparison is exactly that, and it
+    // keeps the output identical to sample()'s with the same seed.
+    const std::int32_t id = sample(logits, allowed, recent);
+    *accepted = id == draft;
+    return id;
+  }
+  if (static_cast<std::int32_t>(q.size()) != vocab_ || draft < 0 || draft >= vocab_)
+    fail_internal("sampler: a draft distribution of ", q.size(), " entries (vocabulary ", vocab_, ") or draft id ", draft);
+  float* x = logits.data();
+  const std::int32_t best = prepare(logits, allowed, recent);
+  const double total = keep_candidates(x, x[best]);
+  // q restricted to what may be sampled here: a drafted token the grammar refused ended the
+  // draft before it, so the verified token was drawn from q given the mask.
+  double q_mass = 1.0;
+  if (allowed) {
+    q_mass = 0.0;
+    for (std::int32_t i = 0; i < vocab_; ++i)
+      if (mask_allows(allowed, i)) q_mass += q[static_cast<std::size_t>(i)];
+  }
+  const double qd = q[static_cast<std::size_t>(draft)] / q_mass;
+  if (!(qd > 0.0)) fail_internal("sampler: drafted token ", draft, " has probability 0 under its own distribution");
+  double pd = 0.0;
+  for (std::size_t j = 0; j < n_kept_; ++j)
+    if (candidates_[j] == draft) pd = probs_[j] / total;
+  std::int32_t chosen;
+  // Accept with probability min(1, p(d) / q(d)).
+  if (uniform01() * qd < pd) {
+    chosen = draft;
+    *accepted = true;
+  } else {
+    // Rejected: draw from norm(max(0, p - q)). Outside the kept candidates p is 0, and so
+    // is the residual.
+    *accepted = false;
+    double residual = 0.0;
+    for (std::size_t j = 0; j < n_kept_; ++j)
+      residual += std::max(0.0, probs_[j] / total - q[static_cast<std::size_t>(candidates_[j])] / q_mass);
+    if (residual > 0.0) {
+      for (std::size_t j = 0; j < n_kept_; ++j)
+        probs_[j] = static_cast<float>(std::max(0.0, probs_[j] / total - q[static_cast<std::size_t>(candidates_[j])] / q_mass));
+      chosen = draw(x, residual);
+    } else {
+      chosen = draw(x, total);  // p == q up to rounding: a rejection had probability 0
+    }
+  }
+  chosen_logprob_ = x[chosen] - log_norm_;
+  return chosen;
+}
+
+std::int32_t Sampler::prepare(std::span<float> logits, const std::uint32_t* allowed,
+                              std::span<const std::int32_t> recent) {
   if (static_cast<std::int32_t>(logits.size()) != vocab_)
     fail_internal("sampler: logits row has ", logits.size(), " entries, vocabulary has ", vocab_);
   float* x = logits.data();
@@ -146,8 +208,11 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
     log_norm_ = best_logit;
   }
 
-  std::int32_t chosen = best;
-  if (params_.temperature > 0.0f) {
+  return best;
+}
+
+double Sampler::keep_candidates(const float* x, float best_logit) {
+  {
     const float inv_t = 1.0f / params_.temperature;
     auto prob = [&](std::int32_t id) {
       return static_cast<float>(std::exp(static_cast<double>((x[id] - best_logit) * inv_t)));
@@ -189,18 +254,22 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
         m = std::min(n, m * 4);
       }
     }
-    // Draw by inverse CDF over the (unordered) kept candidates.
-    double r = uniform01() * total;
-    chosen = candidates_[n - 1];
-    for (std::size_t j = 0; j < n; ++j) {
-      r -= probs_[j];
-      if (r < 0) {
-        chosen = candidates_[j];
-        break;
-      }
+    n_kept_ = n;
+    return total;
+  }
+}
+
+std::int32_t Sampler::draw(const float*, double total) {
+  // Inverse CDF over the (unordered) kept candidates' weights probs_[0, n_kept_).
+  double r = uniform01() * total;
+  std::int32_t chosen = candidates_[n_kept_ - 1];
+  for (std::size_t j = 0; j < n_kept_; ++j) {
+    r -= probs_[j];
+    if (r < 0) {
+      chosen = candidates_[j];
+      break;
     }
   }
-  chosen_logprob_ = x[chosen] - log_norm_;
   return chosen;
 }
 

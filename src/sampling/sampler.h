@@ -58,6 +58,17 @@ class Sampler {
   std::int32_t sample(std::span<float> logits, const std::uint32_t* allowed,
                       std::span<const std::int32_t> recent);
 
+  // Speculative sampling: verifies drafted token `draft`, which the drafter drew from `q`
+  // (vocab_size probabilities; empty: the drafter proposes d with certainty, q one-hot),
+  // and returns the token to emit. The standard rejection rule keeps the output distributed
+  // exactly as sample()'s: with p this sampler's distribution (penalties, mask, temperature,
+  // top-k/p, min-p), d is accepted (*accepted = true, d returned) with probability
+  // min(1, p(d)/q(d)); otherwise a token is drawn from norm(max(0, p - q)). With `allowed`,
+  // q is taken given the mask (a refused token never reaches verification). For q one-hot,
+  // and under greedy, this is one sample() and a comparison.
+  std::int32_t sample_draft(std::span<float> logits, const std::uint32_t* allowed, std::span<const std::int32_t> recent,
+                            std::int32_t draft, std::span<const float> q, bool* accepted);
+
   // Log-probabilities under the distribution of the last sample() call after penalties and
   // the mask, before temperature (what OpenAI's logprobs report): the chosen token's, and
   // the `n` most likely tokens (n <= 20), most likely first.
@@ -71,12 +82,19 @@ class Sampler {
 
  private:
   double uniform01();
+  // sample()'s steps: penalties, mask, argmax and the logprob normaliser (returns the best
+  // token); the kept candidates' weights after temperature, top-k, min-p and top-p
+  // (candidates_/probs_[0, n_kept_), returns their sum); an inverse-CDF draw over them.
+  std::int32_t prepare(std::span<float> logits, const std::uint32_t* allowed, std::span<const std::int32_t> recent);
+  double keep_candidates(const float* x, float best_logit);
+  std::int32_t draw(const float* x, double total);
 
   SamplerParams params_;
   std::int32_t vocab_;
   std::mt19937_64 rng_;
   std::vector<std::int32_t> candidates_;  // scratch, size vocab
   std::vector<float> probs_;              // scratch, size vocab
+  std::size_t n_kept_ = 0;                // candidates kept by keep_candidates()
   std::vector<std::uint8_t> seen_;        // scratch for the penalty, size vocab
   bool logprobs_ = false;
   float chosen_logprob_ = 0.0f;

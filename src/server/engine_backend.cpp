@@ -64,10 +64,13 @@ class EngineBackend final : public Backend {
       : engine_(o.engine),
         media_(engine_),
         trust_control_tokens_(o.trust_control_tokens),
-        mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20} {
+        mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20},
+        draft_(o.draft) {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
+    const int draft_max = draft_.source == engine::DraftSource::none ? 0 : draft_.max_tokens;
     loop_ = std::make_unique<engine::BatchLoop>(
-        engine_, engine::BatchSchedulerOptions{.max_sequences = o.slots, .prefix_cache_bytes = o.prefix_cache_bytes});
+        engine_, engine::BatchSchedulerOptions{
+                     .max_sequences = o.slots, .prefix_cache_bytes = o.prefix_cache_bytes, .draft_max = draft_max});
     const auto dir = o.engine.model_dir.lexically_normal();
     id_ = dir.filename().string();
     if (id_.empty()) id_ = dir.parent_path().filename().string();
@@ -268,6 +271,9 @@ class EngineBackend final : public Backend {
     // charges it to this request whichever step computes its masks.
     engine::GenerationParams p = params;
     p.mask_budget = mask_budget_;
+    p.draft = draft_;  // the server's policy; the request may only lower k or turn it off
+    if (params.draft_max_request == 0) p.draft.source = engine::DraftSource::none;
+    else if (params.draft_max_request > 0) p.draft.max_tokens = std::min(p.draft.max_tokens, params.draft_max_request);
     return loop_->generate(prompt, p, on_token);
   }
 
@@ -294,6 +300,8 @@ class EngineBackend final : public Backend {
     g.batch_rows = s.batch.rows;
     g.batch_sequence_steps = s.batch.sequence_steps;
     g.batch_last = s.batch.last_batch;
+    g.drafted_tokens = s.batch.drafted;
+    g.accepted_drafts = s.batch.accepted;
     g.prefix_hits = s.batch.prefix_hits;
     g.prefix_misses = s.batch.prefix_misses;
     g.prefix_reused_tokens = s.batch.reused_tokens;
@@ -321,6 +329,7 @@ class EngineBackend final : public Backend {
   std::unique_ptr<engine::BatchLoop> loop_;
   bool trust_control_tokens_;
   guided::WorkBudget mask_budget_;
+  engine::DraftParams draft_;
   std::string id_;
 };
 

@@ -25,6 +25,9 @@ struct BackendOptions {
   // Per request: time computing token masks and growth of the grammar caches (0 = unlimited).
   int mask_budget_ms = 10000;
   std::size_t mask_budget_mb = 256;
+  // Speculative decoding for every request (--draft, --draft-max); a request's
+  // speculative.n_max lowers its k or turns drafting off (0).
+  engine::DraftParams draft;
 };
 
 // Loads the model and returns a Backend with `options.slots` slots. Throws ringlm::Error

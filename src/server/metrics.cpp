@@ -143,6 +143,10 @@ std::string Metrics::render(const Gauges& g) const {
            static_cast<double>(g.batch_sequence_steps));
     metric(out, "ringlm_batch_size", "gauge", "Sequences advanced by the last batched pass.",
            g.batch_last);
+    metric(out, "ringlm_draft_tokens_total", "counter", "Speculative decoding: drafted tokens verified (--draft).",
+           static_cast<double>(g.drafted_tokens));
+    metric(out, "ringlm_draft_accepted_total", "counter", "Speculative decoding: drafted tokens accepted.",
+           static_cast<double>(g.accepted_drafts));
     metric(out, "ringlm_prefix_cache_hits_total", "counter", "Requests that reused cached prompt-prefix KV.",
            static_cast<double>(g.prefix_hits));
     metric(out, "ringlm_prefix_cache_misses_total", "counter",

@@ -39,6 +39,8 @@ struct Gauges {
   std::uint64_t batch_rows = 0;            // token rows over all passes
   std::uint64_t batch_sequence_steps = 0;  // sum of the sequences each pass advanced
   int batch_last = 0;                      // sequences in the last pass
+  std::uint64_t drafted_tokens = 0;        // speculative decoding (--draft): tokens drafted and verified
+  std::uint64_t accepted_drafts = 0;       // of those, accepted
   std::uint64_t prefix_hits = 0;           // requests that reused cached prompt KV (any source)
   std::uint64_t prefix_misses = 0;         // requests with a whole prompt block that reused none
   std::uint64_t prefix_reused_tokens = 0;  // prompt tokens not recomputed

@@ -125,6 +125,10 @@ void parse_sampling(const json& body, SamplingRequest& r) {
   if (mct) r.max_tokens = static_cast<int>(*mct);
   else if (mt) r.max_tokens = static_cast<int>(*mt);
   if (auto n = get_integer(body, "n", 1, kMaxChoices)) r.n = static_cast<int>(*n);
+  // llama-server's spelling: the most drafted tokens per step for this request (capped by
+  // the server's --draft-max; 0: no drafting). Only meaningful with serve --draft.
+  if (auto k = get_integer(body, "speculative.n_max", 0, engine::kMaxDraftTokens))
+    r.params.draft_max_request = static_cast<int>(*k);
   parse_stop(body, r.params);
   // The OpenAI ranges above are in double; the sampler works in float, where 1e-46 is 0 and
   // 1e-40 a denormal. The shared rule (sampling/sampler.h) decides on what the sampler sees,

@@ -388,3 +388,72 @@ TEST(SpeculativeDecoding, NgramDrafterProposesWhatFollowedTheLongestMatch) {
   EXPECT_THROW(engine::parse_draft("ngram", 0), Error);
   EXPECT_TRUE(engine::parse_draft("auto", 4).adaptive);
 }
+
+// `run`, `chat` and the Python binding generate through a Generator: a request that drafts
+// is handed to a one-sequence BatchScheduler (the one implementation of verification). Its
+// output must be the plain Generator's, also for a follow-up turn that reuses (and
+// respells against) the drafting scheduler's cache, and drafts must really have run.
+TEST(SpeculativeDecoding, GeneratorWithDraftGivesThePlainOutput) {
+  auto& engine = q4_engine();
+  const auto plain = draft_cases({});
+  engine::Generator plain_gen(engine);
+  std::vector<SeqRun> ref;
+  auto run_on = [](engine::Generator& g, const Case& c) {
+    SeqRun r;
+    r.result = g.generate(c.prompt, c.params, [&](const engine::TokenEvent& e) {
+      r.events.push_back(e);
+      return true;
+    });
+    r.done = true;
+    return r;
+  };
+  for (const auto& c : plain) ref.push_back(run_on(plain_gen, c));
+  // A follow-up turn: the last case's prompt, its reply and more tokens.
+  Case follow = plain.back();
+  for (const auto& e : ref.back().events) follow.prompt.push_back(e.id);
+  for (int i = 0; i < 10; ++i) follow.prompt.push_back(400 + i * 7);
+  ref.push_back(run_on(plain_gen, follow));
+  for (const char* source : {"ngram", "auto"}) {
+    engine::Generator gen(engine);  // one generator for every case: its drafting cache is reused
+    const auto drafted = draft_cases(engine::parse_draft(source, 3));
+    int accepted = 0;
+    for (std::size_t i = 0; i < drafted.size(); ++i) {
+      const SeqRun got = run_on(gen, drafted[i]);
+      expect_same_run(got, ref[i], std::string(source) + " case " + std::to_string(i), true);
+      accepted += got.result.accepted_drafts;
+    }
+    Case f = follow;
+    f.params.draft = engine::parse_draft(source, 3);
+    const SeqRun got = run_on(gen, f);
+    expect_same_run(got, ref.back(), std::string(source) + " follow-up", true);
+    EXPECT_GT(got.result.cached_prompt_tokens, 0) << "the follow-up reuses the drafting cache";
+    EXPECT_GT(accepted + got.result.accepted_drafts, 0) << source << ": no draft was accepted at all";
+  }
+}
+
+// auto: a failed probe pauses drafting for kPause steps, the next failure for twice as long
+// (up to kMaxPause), and a probe that pays resets the pause.
+TEST(SpeculativeDecoding, GovernorBacksOffAfterFailedProbes) {
+  using G = engine::DraftGovernor;
+  G g(true);
+  auto paused_steps = [&] {
+    int n = 0;
+    while (!g.enabled()) g.tick(), ++n;
+    return n;
+  };
+  EXPECT_TRUE(g.enabled());
+  g.record(G::kProbe, 0);
+  EXPECT_EQ(paused_steps(), G::kPause);
+  g.record(G::kProbe, 0);
+  EXPECT_EQ(paused_steps(), 2 * G::kPause);
+  for (int i = 0; i < 10; ++i) g.record(G::kProbe, 0), paused_steps();
+  g.record(G::kProbe, 0);
+  EXPECT_EQ(paused_steps(), G::kMaxPause);
+  g.record(G::kProbe, G::kProbe);  // drafts pay again
+  EXPECT_EQ(paused_steps(), 0);
+  g.record(G::kProbe, 0);
+  EXPECT_EQ(paused_steps(), G::kPause);
+  G always(false);
+  always.record(G::kProbe, 0);
+  EXPECT_TRUE(always.enabled());
+}

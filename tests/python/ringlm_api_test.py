@@ -166,6 +166,22 @@ def test_chat_with_tools(engine):
         engine.chat(msgs[:1], tools=[{"type": "function"}])
 
 
+def test_draft_keywords_keep_the_reply(engine):
+    # Speculative decoding (draft="ngram"/"auto", draft_max) gives the plain reply, greedy,
+    # seeded sampling and guided; a bad value is a ringlm.Error naming it.
+    prompt = "order AB-77 for Ana Lee, order AB-77 for Ana Lee, order AB-77 for"
+    plain = engine.generate(prompt, max_tokens=30)
+    assert engine.generate(prompt, max_tokens=30, draft="ngram") == plain
+    assert engine.generate(prompt, max_tokens=30, draft="auto", draft_max=7) == plain
+    sampled = engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5)
+    assert engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5, draft="ngram") == sampled
+    assert engine.guided(prompt, TICKET, max_tokens=120, draft="ngram") == engine.guided(prompt, TICKET, max_tokens=120)
+    with pytest.raises(ringlm.Error, match="bogus"):
+        engine.generate("x", draft="bogus")
+    with pytest.raises(ringlm.Error, match="draft-max"):
+        engine.generate("x", draft="ngram", draft_max=0)
+
+
 def test_errors_are_ringlm_errors_with_the_engine_message(engine):
     with pytest.raises(ringlm.Error, match="does-not-exist"):
         ringlm.Engine("/does-not-exist")

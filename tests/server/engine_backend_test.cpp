@@ -108,3 +108,90 @@ TEST(EngineBackend, RefusedSamplingLeavesTheServerServing) {
   }
   fs::remove_all(dir);
 }
+
+// serve --draft: several requests in flight at once on a drafting backend (continuous
+// batching, verification rows in the shared pass) reply exactly as a backend without
+// drafting does: tokens, text, logprobs and top logprobs; greedy, seeded sampling, guided
+// JSON, and requests whose speculative.n_max lowers k or turns drafting off.
+TEST(EngineBackend, DraftingGivesThePlainReplies) {
+  using namespace ringlm;
+  const fs::path dir = fs::temp_directory_path() / ("ringlm_engine_backend_draft_" + std::to_string(::getpid()));
+  model::testing::TestCheckpointOptions o;
+  o.preset = "tiny";
+  o.seed = 6;
+  o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);
+  model::testing::write_test_checkpoint(dir, o);
+  {
+    server::BackendOptions bo;
+    bo.engine.model_dir = dir;
+    bo.engine.context_tokens = 512;
+    bo.slots = 3;
+    auto plain = server::make_engine_backend(bo);
+    bo.draft = engine::parse_draft("ngram", 4);
+    auto drafting = server::make_engine_backend(bo);
+
+    struct Req {
+      std::vector<std::int32_t> prompt;
+      engine::GenerationParams params;
+    };
+    std::vector<Req> reqs;
+    const std::vector<std::int32_t> words = plain->tokenize("order AB-1234 for Ana Lee, order AB-1234 for Ana Lee, ");
+    for (int i = 0; i < 5; ++i) {
+      Req r;
+      // A different first token each: no request reuses another's prompt KV (a reused prefix
+      // may be chunked differently from a computed one, which would change the bits).
+      r.prompt = plain->tokenize(std::string(1, static_cast<char>('a' + i)) + " says: ");
+      for (int rep = 0; rep < 3 + i; ++rep) r.prompt.insert(r.prompt.end(), words.begin(), words.end());
+      r.params.max_tokens = 24 + 4 * i;
+      r.params.ignore_stop_ids = true;
+      r.params.logprobs = true;
+      r.params.top_logprobs = 2;
+      if (i == 1) r.params.sampling.temperature = 0.8f, r.params.sampling.seed = 11;
+      if (i == 2) r.params.json_object = true, r.params.ignore_stop_ids = false, r.params.max_tokens = 60;
+      if (i == 3) r.params.draft_max_request = 0;  // this request does not draft
+      if (i == 4) r.params.draft_max_request = 2;
+      reqs.push_back(r);
+    }
+    struct Got {
+      engine::GenerationResult result;
+      std::vector<engine::TokenEvent> events;
+    };
+    auto run = [&](server::Backend& b, const Req& r, Got& g) {
+      g.result = b.generate(0, r.prompt, r.params, [&g](const engine::TokenEvent& e) {
+        g.events.push_back(e);
+        return true;
+      });
+    };
+    std::vector<Got> ref(reqs.size()), got(reqs.size());
+    for (std::size_t i = 0; i < reqs.size(); ++i) run(*plain, reqs[i], ref[i]);
+    {
+      std::vector<std::thread> threads;
+      for (std::size_t i = 0; i < reqs.size(); ++i) threads.emplace_back([&, i] { run(*drafting, reqs[i], got[i]); });
+      for (auto& t : threads) t.join();
+    }
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      EXPECT_EQ(got[i].result.text, ref[i].result.text);
+      EXPECT_EQ(got[i].result.finish, ref[i].result.finish);
+      ASSERT_EQ(got[i].events.size(), ref[i].events.size());
+      for (std::size_t k = 0; k < got[i].events.size(); ++k) {
+        EXPECT_EQ(got[i].events[k].id, ref[i].events[k].id) << "token " << k;
+        EXPECT_EQ(got[i].events[k].logprob, ref[i].events[k].logprob) << "token " << k;
+        ASSERT_EQ(got[i].events[k].top.size(), ref[i].events[k].top.size());
+        for (std::size_t j = 0; j < got[i].events[k].top.size(); ++j) {
+          EXPECT_EQ(got[i].events[k].top[j].id, ref[i].events[k].top[j].id);
+          EXPECT_EQ(got[i].events[k].top[j].logprob, ref[i].events[k].top[j].logprob);
+        }
+      }
+      EXPECT_EQ(ref[i].result.drafted_tokens, 0);
+    }
+    EXPECT_EQ(got[3].result.drafted_tokens, 0) << "speculative.n_max 0 turns drafting off";
+    int drafted = 0;
+    for (const auto& g : got) drafted += g.result.drafted_tokens;
+    EXPECT_GT(drafted, 0) << "the drafting backend never drafted";
+    server::Gauges gauges;
+    drafting->add_gauges(gauges);
+    EXPECT_EQ(gauges.drafted_tokens, static_cast<std::uint64_t>(drafted));
+  }
+  fs::remove_all(dir);
+}

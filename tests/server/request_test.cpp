@@ -37,6 +37,21 @@ TEST(RequestParse, DefaultsFollowOpenAI) {
   EXPECT_FALSE(r.seed_given);
 }
 
+// llama-server's per-request speculative.n_max: 0..16 (0 turns the server's drafting off for
+// this request); absent: -1, the server's --draft-max.
+TEST(RequestParse, SpeculativeNMax) {
+  EXPECT_EQ(parse_chat_request(base()).params.draft_max_request, -1);
+  json b = base();
+  b["speculative.n_max"] = 2;
+  EXPECT_EQ(parse_chat_request(b).params.draft_max_request, 2);
+  b["speculative.n_max"] = 0;
+  EXPECT_EQ(parse_chat_request(b).params.draft_max_request, 0);
+  b["speculative.n_max"] = 17;
+  EXPECT_EQ(status_of(b.dump()), 400);
+  b["speculative.n_max"] = "4";
+  EXPECT_EQ(status_of(b.dump()), 400);
+}
+
 TEST(RequestParse, MaxCompletionTokensWins) {
   json b = base();
   b["max_tokens"] = 10;

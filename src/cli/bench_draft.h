@@ -1,0 +1,27 @@
+// `ringlm bench --sections draft`: what speculative decoding costs and gains on this CPU
+// (issue #33), without real weights (cmd_bench_draft.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+
+namespace ringlm::cli {
+
+struct BenchDraftOptions {
+  int prompt_tokens = 128;   // filler prompt of the decode runs
+  int decode_tokens = 96;    // generated per run (greedy, stop ids ignored)
+  int repeats = 2;           // each figure is the best of this many runs
+  int max_k = 8;             // verify cost for k = 1..max_k
+  int k = 4;                 // drafted tokens per step of the acceptance runs
+  int extract_rows = 10;     // ticket-extraction rows for prompt-lookup acceptance (0: skip)
+  int extract_max_tokens = 128;
+};
+
+// Per-step time with k = 0..max_k drafted rows (an always-rejected oracle: every step runs
+// k + 1 rows and emits one token), decode tok/s at forced oracle acceptance 100/70/35/0 %
+// with k (and auto at 0 %), each against no drafting, and the share of prompt-lookup
+// (ngram) drafts accepted on the bench's guided ticket-extraction rows.
+nlohmann::ordered_json bench_draft(engine::Engine& engine, const BenchDraftOptions& o);
+
+}  // namespace ringlm::cli
