@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "audio/testing/test_audio_tower.h"
+#include "model/testing/test_assistant.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
 #include "vision/testing/test_vision_tower.h"
@@ -23,7 +24,25 @@ std::filesystem::path tokenizer_dir() {
   return RINGLM_TOKENIZER_DIR;
 }
 
+namespace {
+void write_assistant(const std::filesystem::path& out, const TestModelSpec& spec) {
+  model::testing::TestAssistantOptions o;
+  o.preset = spec.preset;
+  o.seed = spec.seed;
+  if (spec.dtype == "bf16") o.dtype = io::DType::BF16;
+  else if (spec.dtype == "f16") o.dtype = io::DType::F16;
+  else if (spec.dtype == "f32") o.dtype = io::DType::F32;
+  else fail("make-test-model: --dtype must be bf16, f16 or f32, got '", spec.dtype, "'");
+  const auto t0 = std::chrono::steady_clock::now();
+  model::testing::write_test_assistant(out, o);
+  std::fprintf(stderr, "make-test-model: wrote assistant %s (%s, seed %llu) in %.1f s\n", out.c_str(), o.preset.c_str(),
+               static_cast<unsigned long long>(o.seed),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+}  // namespace
+
 void write_test_model(const std::filesystem::path& out, const TestModelSpec& spec) {
+  if (spec.assistant) return write_assistant(out, spec);
   model::testing::TestCheckpointOptions o;
   o.preset = spec.preset;
   o.seed = spec.seed;

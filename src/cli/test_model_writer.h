@@ -14,6 +14,7 @@ struct TestModelSpec {
   std::filesystem::path tokenizer;  // empty: the Gemma 4 tokenizer this binary was built with (tokenizer_dir())
   std::uint64_t seed = 1;
   int shards = 1;
+  bool assistant = false;  // --assistant: a Gemma 4 assistant (MTP drafter), model/testing/test_assistant.h
   bool flat = false, shared_kv = false, no_vision = false, no_audio = false, towers_only = false, qat = false;
 };
 

@@ -27,6 +27,8 @@ std::uint64_t element_size(const std::string& dtype, DType* out) {
   if (dtype == "F32") { *out = DType::F32; return 4; }
   if (dtype == "F16") { *out = DType::F16; return 2; }
   if (dtype == "BF16") { *out = DType::BF16; return 2; }
+  if (dtype == "I32") { *out = DType::I32; return 4; }  // integer tables (the assistant's token ordering)
+  if (dtype == "I64") { *out = DType::I64; return 8; }
   return 0;
 }
 
@@ -102,7 +104,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, TensorSet se
     ranges.push_back({begin, end, stored});
     const std::uint64_t esize = element_size(dtype, &view.dtype);
     if (view.name.empty()) continue;  // the other set: bounds-checked, otherwise unused
-    if (esize == 0) bad("unsupported dtype " + dtype + " (ringlm reads F32, F16 and BF16)");
+    if (esize == 0) bad("unsupported dtype " + dtype + " (ringlm reads F32, F16, BF16, I32 and I64)");
     if (numel > (end - begin) / esize || end - begin != numel * esize)
       bad("holds " + std::to_string(end - begin) + " bytes but dtype " + dtype + " and its shape need " +
           std::to_string(numel * esize));

@@ -8,7 +8,7 @@
 namespace ringlm::io {
 
 std::uint64_t TensorSpec::nbytes() const {
-  std::uint64_t n = dtype == DType::F32 ? 4 : 2;
+  std::uint64_t n = dtype == DType::I64 ? 8 : dtype == DType::F32 || dtype == DType::I32 ? 4 : 2;
   for (auto d : shape) n *= static_cast<std::uint64_t>(d);
   return n;
 }
@@ -19,7 +19,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   header["__metadata__"] = {{"format", "pt"}};
   std::uint64_t offset = 0;
   for (const auto& t : tensors) {
-    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16 && t.dtype != DType::I32 &&
+        t.dtype != DType::I64)
       fail(path.string(), ": tensor ", t.name, ": cannot write dtype ", dtype_name(t.dtype));
     header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();

@@ -23,7 +23,7 @@ struct TensorSpec {
 using TensorFiller =
     std::function<void(const TensorSpec& spec, const std::function<void(const void*, std::size_t)>& write)>;
 
-// Writes `tensors` (F32/F16/BF16) to `path`, data in list order. Throws ringlm::Error naming
+// Writes `tensors` (F32/F16/BF16/I32/I64) to `path`, data in list order. Throws ringlm::Error naming
 // the file if it cannot be written or a filler produced the wrong number of bytes.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorSpec>& tensors,
                        const TensorFiller& fill);

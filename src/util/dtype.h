@@ -12,6 +12,7 @@ enum class DType : std::uint8_t {
   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K,  // ggml block formats
   Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS,  // more ggml block formats (GGUF input only)
   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M,  // codebook formats (GGUF input only)
+  I32, I64,  // integer tables (the assistant drafter's token ordering), never a matrix
 };
 
 constexpr const char* dtype_name(DType t) {
@@ -39,6 +40,8 @@ constexpr const char* dtype_name(DType t) {
     case DType::IQ3_S: return "IQ3_S";
     case DType::IQ1_S: return "IQ1_S";
     case DType::IQ1_M: return "IQ1_M";
+    case DType::I32: return "I32";
+    case DType::I64: return "I64";
   }
   return "?";
 }

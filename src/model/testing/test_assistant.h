@@ -1,0 +1,25 @@
+// Random-weight Gemma 4 assistant (MTP drafter) checkpoints in the Hugging Face layout
+// (model/assistant.h), for tests and benchmarks: `ringlm make-test-model --assistant`.
+// `tiny` fits the tiny test model (backbone 64, 768 tokens, 16-token window) with the
+// centroid head (8 centroids, top 2); `tiny-dense` is the same with the dense tied head;
+// `e2b` has the published E2B assistant's shapes (config values in docs/speculative.md).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "util/dtype.h"
+
+namespace ringlm::model::testing {
+
+struct TestAssistantOptions {
+  std::string preset = "tiny";  // tiny | tiny-dense | e2b
+  std::uint64_t seed = 1;
+  io::DType dtype = io::DType::BF16;  // BF16 | F16 | F32
+};
+
+// Writes config.json and model.safetensors.
+void write_test_assistant(const std::filesystem::path& out_dir, const TestAssistantOptions& options);
+
+}  // namespace ringlm::model::testing
