@@ -6,20 +6,22 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/hf_model.h"
 #include "guided/grammar_bench.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 RINGLM_COMMAND(bench_grammar) {
   struct Args {
-    std::string model, json_out, failures_out, whitespace = "compact", schema_mode = "strict";
+    std::string model, hf, json_out, failures_out, whitespace = "compact", schema_mode = "strict";
     std::vector<std::string> inputs;
     int threads = 1, mask_every = 1;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("bench-grammar", "Benchmark guided generation on JSONSchemaBench-format files");
   sub->footer("Example:\n  ringlm bench-grammar --model build/demo-model /path/to/JSONSchemaBench/Github_easy");
-  sub->add_option("--model,-m", args->model, "Tokenizer or model directory (tokenizer.json)");
+  ringlm::cli::add_hf_option(sub, args->hf,
+                             sub->add_option("--model,-m", args->model, "Tokenizer or model directory (tokenizer.json)"));
   sub->add_option("--json", args->json_out, "Write the summary (and failures) as JSON to this file");
   sub->add_option("--schema-mode", args->schema_mode, "strict (refuse what the grammar cannot enforce) or lenient")
       ->check(CLI::IsMember({"strict", "lenient"}));
@@ -31,6 +33,7 @@ RINGLM_COMMAND(bench_grammar) {
       ->check(CLI::Range(1, 1000000));
   sub->add_option("inputs", args->inputs, "Bench files or directories of them")->required();
   sub->callback([args] {
+    if (!args->hf.empty()) args->model = ringlm::cli::resolve_hf_model(args->hf).model.string();
     std::string model = args->model.empty() ? ringlm::cli::default_model_dir() : args->model;
     if (model.empty()) ringlm::fail("--model is required (no demo model is installed)");
     ringlm::Tokenizer tok = ringlm::Tokenizer::load(model);

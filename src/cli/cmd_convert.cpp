@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/hf_model.h"
 #include "cli/progress_display.h"
 #include "cli/gguf_export.h"
 #include "cli/tower_export.h"
@@ -18,7 +19,7 @@
 
 RINGLM_COMMAND(convert) {
   struct Options {
-    std::string model, out, type, mmproj_out, tower_type = "f16";
+    std::string model, hf, out, type, mmproj_out, tower_type = "f16";
     int threads = 0;
     bool no_tokenizer = false;
   };
@@ -26,7 +27,8 @@ RINGLM_COMMAND(convert) {
   auto* sub = app.add_subcommand("convert", "Convert a Hugging Face checkpoint to a packed model directory "
                                             "(mapped at load) or, with --out FILE.gguf, to a GGUF file");
   sub->footer("Example:\n  ringlm convert --model /models/gemma-4-e2b-it --out /models/e2b-packed");
-  sub->add_option("--model,-m", opt.model, "Hugging Face checkpoint directory (config.json + safetensors)")->required();
+  auto* model_opt = sub->add_option("--model,-m", opt.model, "Hugging Face checkpoint directory (config.json + safetensors)");
+  ringlm::cli::add_hf_option(sub, opt.hf, model_opt);
   sub->add_option("--out,-o", opt.out, "Output directory, or a file name ending in .gguf");
   sub->add_option("--mmproj-out", opt.mmproj_out,
                   "Also (or only) write the vision/audio towers as a llama.cpp mmproj GGUF file (projector types "
@@ -40,7 +42,9 @@ RINGLM_COMMAND(convert) {
   sub->add_option("--threads,-t", opt.threads, "Worker threads (default: RINGLM_THREADS, else all cores)");
   sub->callback([] {
     using namespace ringlm;
+    if (opt.model.empty() && opt.hf.empty()) throw CLI::RequiredError("--model (or -hf ORG/NAME)");
     if (opt.out.empty() && opt.mmproj_out.empty()) fail("convert: give --out DIR|FILE.gguf and/or --mmproj-out FILE.gguf");
+    if (!opt.hf.empty()) opt.model = cli::resolve_hf_model(opt.hf).model.string();
     const io::DType tower_type = cli::parse_tower_type(opt.tower_type);
     cli::show_progress(0.0);  // every stage: a bar on a terminal, a line per stage otherwise
     if (!opt.mmproj_out.empty()) {

@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/environment.h"
+#include "cli/hf_model.h"
 #include "audio/audio_decode.h"
 #include "audio/audio_features.h"
 #include "audio/audio_tower.h"
@@ -65,14 +66,15 @@ void encode_audio(const std::string& dir, const Options& opt) {
 
 RINGLM_COMMAND(encode) {
   struct Options {
-    std::string model, mmproj, image, audio, out, pixels_out, features_out, samples_out;
+    std::string model, hf, mmproj, image, audio, out, pixels_out, features_out, samples_out;
     int image_tokens = 0;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
   auto* sub = app.add_subcommand("encode",
                                  "Write the projected soft-token embeddings of an image or audio clip (float32 [tokens][hidden])");
-  sub->add_option("--model,-m", opt->model, "Checkpoint directory (default: the built-in demo model)");
+  ringlm::cli::add_hf_option(
+      sub, opt->hf, sub->add_option("--model,-m", opt->model, "Checkpoint directory (default: the built-in demo model)"));
   sub->add_option("--mmproj", opt->mmproj, "Towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a) instead of the "
                   "model directory's; --model is then not needed")->check(CLI::ExistingFile);
   sub->add_option("--image", opt->image, "Image file: JPEG, PNG or WebP");
@@ -89,6 +91,11 @@ RINGLM_COMMAND(encode) {
   sub->add_option("--threads,-t", opt->threads, "Worker threads (default: all cores or RINGLM_THREADS)");
   sub->callback([opt] {
     using namespace ringlm;
+    if (!opt->hf.empty()) {  // -hf: the repository's model, and its mmproj file unless --mmproj was given
+      const auto m = cli::resolve_hf_model(opt->hf);
+      opt->model = m.model.string();
+      if (opt->mmproj.empty()) opt->mmproj = m.mmproj.string();
+    }
     std::string dir = !opt->model.empty() || !opt->mmproj.empty() ? opt->model : cli::default_model_dir();
     if (dir.empty() && opt->mmproj.empty()) fail("encode: no --model given and no built-in demo model");
     if (opt->image.empty() == opt->audio.empty()) fail("encode: give exactly one of --image FILE or --audio FILE");

@@ -103,7 +103,7 @@ void run_serve(ServeArgs args) {
   ServerOptions so = args.server;
   so.media_budget.max_bytes = args.media_memory_mb << 20;
   if (args.fake) so.model_notice = "fake backend: a deterministic stand-in for tests, not a model";
-  else if (args.model.model.empty())
+  else if (args.model.model.empty() && args.model.hf_repo.empty())
     so.model_notice = "the built-in demo model: tiny, random weights; its text is meaningless (pass --model DIR for a real one)";
   so.shutdown_grace = std::chrono::milliseconds(args.grace_ms);
   so.header_timeout = std::chrono::milliseconds(args.header_timeout_ms);

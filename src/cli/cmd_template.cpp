@@ -20,6 +20,7 @@
 #include "chat/gguf_template.h"
 #include "chat/user_text.h"
 #include "cli/command.h"
+#include "cli/hf_model.h"
 #include "engine/media_prompt.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -41,6 +42,7 @@ std::string dump(const nlohmann::ordered_json& j) {
 
 struct TemplateOptions {
   std::string model;
+  std::string hf;  // -hf ORG/NAME[:QUANT]
   std::string messages;
   std::string template_file;
   std::string cases;
@@ -137,7 +139,7 @@ RINGLM_COMMAND(template) {
   auto opts = std::make_shared<TemplateOptions>();
   auto* sub = app.add_subcommand("template", "Render a conversation with the model's chat template and tokenize it");
   sub->footer("Example:\n  ringlm template --model DIR --messages m.json --add-generation-prompt");
-  sub->add_option("--model,-m", opts->model, "Model or tokenizer directory");
+  ringlm::cli::add_hf_option(sub, opts->hf, sub->add_option("--model,-m", opts->model, "Model or tokenizer directory"));
   sub->add_option("--messages", opts->messages, "JSON file {\"messages\": [...], \"tools\": [...]}");
   sub->add_flag("--add-generation-prompt", opts->add_generation_prompt, "End with the assistant turn header");
   sub->add_flag_function(
@@ -159,6 +161,7 @@ RINGLM_COMMAND(template) {
   sub->add_option("--threads,-t", opts->threads, "Threads for the towers")->capture_default_str();
   sub->callback([opts] {
     // The demo model is found (or written) only when the command runs, not at registration.
+    if (!opts->hf.empty()) opts->model = ringlm::cli::resolve_hf_model(opts->hf).model.string();
     if (opts->model.empty()) opts->model = ringlm::cli::default_model_dir();
     run_template(*opts);
   });

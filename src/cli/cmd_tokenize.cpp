@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/common_options.h"
+#include "cli/hf_model.h"
 #include "cli/model_locator.h"
 #include "tokenizer/gguf_tokenizer_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -17,7 +18,8 @@
 
 namespace {
 
-std::string model_dir_or_default(const std::string& model) {
+std::string model_dir_or_default(const std::string& model, const std::string& hf) {
+  if (!hf.empty()) return ringlm::cli::resolve_hf_model(hf).model.string();  // -hf ORG/NAME[:QUANT]
   if (!model.empty()) return ringlm::cli::resolve_model(model).string();  // a path or an HF repo id
   std::string dflt = ringlm::cli::default_model_dir();
   if (dflt.empty()) ringlm::fail("--model is required (no demo model is installed)");
@@ -91,13 +93,14 @@ void write_stdout(const std::string& s) {
 
 RINGLM_COMMAND(tokenize) {
   struct Options {
-    std::string model, text, file, jsonl;
+    std::string model, hf, text, file, jsonl;
     bool add_bos = false, no_parse_special = false;
   };
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("tokenize", "Encode text into token ids (printed as a JSON array)");
   sub->footer("Example:\n  ringlm tokenize --model DIR --text \"Hello world\"");
-  sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  ringlm::cli::add_hf_option(
+      sub, opts->hf, sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)"));
   auto* text = sub->add_option("--text", opts->text, "Text to encode");
   auto* file = sub->add_option("--file,-f,--input", opts->file, "File whose bytes are encoded (- = standard input)");
   auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
@@ -112,7 +115,7 @@ RINGLM_COMMAND(tokenize) {
     if (text->count() == 0 && file->count() == 0 && jsonl->count() == 0) {
       ringlm::fail("tokenize: give --text, --file or --jsonl");
     }
-    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model));
+    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model, opts->hf));
     ringlm::EncodeOptions eo;
     eo.add_bos = opts->add_bos;
     eo.parse_special = !opts->no_parse_special;
@@ -132,13 +135,14 @@ RINGLM_COMMAND(tokenize) {
 
 RINGLM_COMMAND(detokenize) {
   struct Options {
-    std::string model, ids, jsonl;
+    std::string model, hf, ids, jsonl;
     bool skip_special = false;
   };
   auto opts = std::make_shared<Options>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids into text (printed as is, no newline added)");
   sub->footer("Example:\n  ringlm detokenize --model DIR --ids 9259,1902");
-  sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)");
+  ringlm::cli::add_hf_option(
+      sub, opts->hf, sub->add_option("--model,-m", opts->model, "Model directory or bare tokenizer directory (tokenizer.json)"));
   auto* ids_opt = sub->add_option("--ids", opts->ids, "Token ids: 1,2,3 or [1,2,3]");
   auto* jsonl = sub->add_option("--jsonl", opts->jsonl,
                                  "Batch mode: a JSON Lines file of {\"ids\": [...]}; prints one JSON string per line");
@@ -146,7 +150,7 @@ RINGLM_COMMAND(detokenize) {
   sub->add_flag("--skip-special", opts->skip_special, "Leave special tokens out of the text");
   sub->callback([opts, ids_opt, jsonl] {
     if (ids_opt->count() == 0 && jsonl->count() == 0) ringlm::fail("detokenize: give --ids or --jsonl");
-    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model));
+    const auto tokenizer = ringlm::load_tokenizer_any(model_dir_or_default(opts->model, opts->hf));
     if (jsonl->count()) {
       std::string out;
       for_each_jsonl(opts->jsonl, [&](const nlohmann::json& j) {

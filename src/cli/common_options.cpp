@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/compute_device.h"
 #include "cli/environment.h"
+#include "cli/hf_model.h"
 #include "cli/model_locator.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
@@ -17,7 +18,8 @@
 namespace ringlm::cli {
 
 void ModelFlags::add_to(CLI::App* app, bool guided) {
-  app->add_option("--model,-m", model, "Model directory, .gguf file, or Hugging Face repo id in the local HF cache (default: the built-in demo model)");
+  auto* model_opt = app->add_option("--model,-m", model, "Model directory, .gguf file, or Hugging Face repo id in the local HF cache (default: the built-in demo model)");
+  add_hf_option(app, hf_repo, model_opt);
   app->add_option("--mmproj", mmproj,
                   "Vision/audio towers from a llama.cpp mmproj GGUF file (gemma4v/gemma4a; `ringlm convert "
                   "--mmproj-out` writes one), e.g. next to a text-only --model x.gguf")
@@ -52,6 +54,14 @@ void ModelFlags::add_to(CLI::App* app, bool guided) {
 }
 
 std::string ModelFlags::model_dir() const {
+  if (!hf_repo.empty()) {
+    if (hf_model.empty()) {
+      const HfModel m = resolve_hf_model(hf_repo);
+      hf_model = m.model.string();
+      hf_mmproj = m.mmproj.string();
+    }
+    return hf_model;
+  }
   if (!model.empty()) return resolve_model(model);  // a path, or a Hugging Face repo id in the local cache
   const std::string demo = default_model_dir();
   if (demo.empty())
@@ -108,7 +118,7 @@ model::ModelOptions ModelFlags::model_options() const {
 engine::EngineOptions ModelFlags::engine_options() const {
   engine::EngineOptions o;
   o.model_dir = model_dir();
-  o.mmproj = mmproj;
+  o.mmproj = mmproj.empty() ? hf_mmproj : mmproj;  // model_dir() above set hf_mmproj for -hf
   const model::ModelOptions mo = model_options();
   o.context_tokens = ctx;
   o.threads = mo.threads;

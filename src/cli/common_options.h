@@ -14,6 +14,7 @@ namespace ringlm::cli {
 
 struct ModelFlags {
   std::string model;   // empty: the built-in demo model
+  std::string hf_repo;  // -hf ORG/NAME[:QUANT] (cli/hf_model.h), instead of --model
   std::string mmproj;  // empty: the towers of the model directory (if any)
   int ctx = 0;
   int threads = 0;
@@ -29,7 +30,8 @@ struct ModelFlags {
   // are aliases where they mean the same: -m, -c/--ctx-size, -t, -ngl (see llama_aliases.h).
   void add_to(CLI::App* app, bool guided = true);
   mutable std::shared_ptr<backend::Device> opened_device;  // --device, once opened
-  // Resolves the model directory (printing the demo notice to stderr when it is the demo
+  mutable std::string hf_model, hf_mmproj;                 // what -hf resolved to, once
+  // Resolves the model directory (fetching -hf's repository if the cache lacks it; printing the demo notice to stderr when it is the demo
   // model). Throws ringlm::Error when there is no model at all.
   std::string model_dir() const;
   // --threads, else RINGLM_THREADS, else 0 (the library default).

@@ -60,7 +60,7 @@ std::string extract_fingerprint(const ExtractOptions& o, const std::string& sche
   const nlohmann::json schema = {schema_canon, o.model.schema_mode, o.model.json_style};
   const nlohmann::json prompt = {o.prompt_template, o.instructions, o.schema_in_prompt, o.trust_control_tokens,
                                  o.image_tokens};
-  const nlohmann::json model = {files_of(model_dir), files_of(o.model.mmproj), o.model.weights, o.model.activations,
+  const nlohmann::json model = {files_of(model_dir), files_of(o.model.mmproj.empty() ? o.model.hf_mmproj : o.model.mmproj), o.model.weights, o.model.activations,
                                 o.model.kv_type};
   const auto& s = o.sampling;
   // Not --max-tokens: a reply that ended before the limit is the same under any larger one,

@@ -213,14 +213,27 @@ std::string file_digest(const fs::path& file, const std::string& kind) {
   return hex;
 }
 
+std::vector<std::string> list_repo_files(const PullOptions& o, std::string& commit) {
+  auto http = client_for(o);
+  PullOptions all = o;
+  all.include.clear();
+  std::vector<std::string> names;
+  for (const auto& f : list_files(*http, all, commit)) names.push_back(f.name);
+  return names;
+}
+
+fs::path repo_cache_dir(const PullOptions& o) {
+  std::string dir_name = "models--" + o.repo;
+  for (std::size_t p = dir_name.find('/'); p != std::string::npos; p = dir_name.find('/')) dir_name.replace(p, 1, "--");
+  return o.cache / dir_name;
+}
+
 fs::path pull_model(const PullOptions& o) {
   if (o.cache.empty()) fail("no Hugging Face cache directory: set HF_HUB_CACHE, HF_HOME or HOME");
   auto http = client_for(o);
   std::string commit;
   const auto files = list_files(*http, o, commit);
-  std::string dir_name = "models--" + o.repo;
-  for (std::size_t p = dir_name.find('/'); p != std::string::npos; p = dir_name.find('/')) dir_name.replace(p, 1, "--");
-  const fs::path repo_dir = o.cache / dir_name;
+  const fs::path repo_dir = repo_cache_dir(o);
   std::error_code ec;
   fs::create_directories(repo_dir / "blobs", ec);
   if (ec) fail_as(ErrorKind::io, (repo_dir / "blobs").string(), ": ", ec.message());

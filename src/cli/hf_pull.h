@@ -29,6 +29,13 @@ struct PullOptions {
 // Returns the snapshot directory. Throws ringlm::Error naming the file at fault.
 std::filesystem::path pull_model(const PullOptions& options);
 
+// The paths of the files in the repository at options.revision (one metadata request; no
+// --include filter), and the revision's commit.
+std::vector<std::string> list_repo_files(const PullOptions& options, std::string& commit);
+
+// models--ORG--NAME under options.cache: where pull_model puts the repository.
+std::filesystem::path repo_cache_dir(const PullOptions& options);
+
 // SHA-256 (kind "sha256") or git blob SHA-1 (kind "git-sha1") of a file, as lowercase hex.
 std::string file_digest(const std::filesystem::path& file, const std::string& kind);
 

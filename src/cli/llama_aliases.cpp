@@ -10,6 +10,8 @@ namespace {
 constexpr std::pair<const char*, const char*> kAliases[] = {
     {"-np", "--parallel"},       // concurrent sequences (serve's slots, extract's batch)
     {"-ngl", "--n-gpu-layers"},  // accepted and explained: ringlm runs on the CPU
+    {"-hf", "--hf-repo"},        // a Hugging Face model, fetched if needed (cli/hf_model.h)
+    {"-hfr", "--hf-repo"},
 };
 
 }  // namespace

@@ -12,7 +12,9 @@ Range requests (bytes=N-) get 206. Faults, each for one file name:
   --drop FILE     the first GET of FILE sends half the bytes, then closes the connection
   --stall FILE    the first GET of FILE sends half the bytes, then waits (the test kills the client)
   --corrupt FILE  every GET of FILE has one byte changed
-Writes the port to PORTFILE and one line per request to LOG: "GET <path> range=<Range or ->"."""
+Writes the port to PORTFILE and one line per request to LOG: "GET <path> range=<Range or ->".
+Files are hashed once and streamed from disk in pieces, so the manual 2 GB run
+(RINGLM_PULL_MB=2000) needs no more memory than the 20 MB one."""
 import argparse
 import hashlib
 import json
@@ -37,8 +39,24 @@ lock = threading.Lock()
 faulted = set()  # files whose one-time fault happened
 
 
-def git_sha1(data):
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+CHUNK = 1 << 20
+digests = {}  # (path, size, mtime) -> (git sha1, sha256)
+
+
+def hashes(full):
+    st = os.stat(full)
+    key = (full, st.st_size, st.st_mtime_ns)
+    with lock:
+        if key in digests:
+            return digests[key]
+    g, h = hashlib.sha1(b"blob %d\0" % st.st_size), hashlib.sha256()
+    with open(full, "rb") as f:
+        while piece := f.read(CHUNK):
+            g.update(piece)
+            h.update(piece)
+    with lock:
+        digests[key] = (g.hexdigest(), h.hexdigest())
+    return digests[key]
 
 
 def files_of(repo):
@@ -55,7 +73,7 @@ def by_sha256(sha):
     for org in os.listdir(args.root):
         for name in os.listdir(os.path.join(args.root, org)):
             for rel, full in files_of(f"{org}/{name}"):
-                if rel.endswith(LFS_SUFFIXES) and hashlib.sha256(open(full, "rb").read()).hexdigest() == sha:
+                if rel.endswith(LFS_SUFFIXES) and hashes(full)[1] == sha:
                     return rel, full
     return None, None
 
@@ -81,7 +99,7 @@ class Hub(BaseHTTPRequestHandler):
                 return self.send_error(404)
             if rel.endswith(LFS_SUFFIXES):
                 self.send_response(302)
-                self.send_header("Location", "/cdn/" + hashlib.sha256(open(full, "rb").read()).hexdigest())
+                self.send_header("Location", "/cdn/" + hashes(full)[1])
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
@@ -93,10 +111,11 @@ class Hub(BaseHTTPRequestHandler):
             return self.send_error(404)
         siblings = []
         for rel, full in files_of(repo):
-            data = open(full, "rb").read()
-            s = {"rfilename": rel, "size": len(data), "blobId": git_sha1(data)}
+            size = os.path.getsize(full)
+            sha1, sha256 = hashes(full)
+            s = {"rfilename": rel, "size": size, "blobId": sha1}
             if rel.endswith(LFS_SUFFIXES):
-                s["lfs"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+                s["lfs"] = {"sha256": sha256, "size": size, "pointerSize": 134}
             siblings.append(s)
         body = json.dumps({"id": repo, "sha": COMMIT, "siblings": siblings}).encode()
         self.send_response(200)
@@ -106,23 +125,21 @@ class Hub(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def send_file(self, rel, full):
-        data = bytearray(open(full, "rb").read())
-        if rel == args.corrupt:
-            data[len(data) // 3] ^= 0x55
+        size = os.path.getsize(full)
+        flip = size // 3 if rel == args.corrupt else -1  # the one byte --corrupt changes
         start = 0
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes=") and rng.endswith("-"):
             start = int(rng[6:-1])
-            if start >= len(data):
+            if start >= size:
                 self.send_response(416)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-        body = bytes(data[start:])
         self.send_response(206 if start else 200)
         if start:
-            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-        self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        self.send_header("Content-Length", str(size - start))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         fault = None
@@ -130,16 +147,22 @@ class Hub(BaseHTTPRequestHandler):
             if rel in (args.drop, args.stall) and rel not in faulted:
                 faulted.add(rel)
                 fault = "drop" if rel == args.drop else "stall"
+        end = size // 2 if fault else size  # a fault stops at the file's half
+        with open(full, "rb") as f:
+            f.seek(start)
+            pos = start
+            while pos < end:
+                piece = bytearray(f.read(min(CHUNK, end - pos)))
+                if pos <= flip < pos + len(piece):
+                    piece[flip - pos] ^= 0x55
+                self.wfile.write(piece)
+                pos += len(piece)
         if fault:
-            half = len(data) // 2 - start
-            self.wfile.write(body[:half])
             self.wfile.flush()
             if fault == "stall":
                 time.sleep(3600)
             self.close_connection = True
             self.connection.shutdown(2)
-            return
-        self.wfile.write(body)
 
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
