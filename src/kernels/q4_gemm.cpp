@@ -21,8 +21,9 @@ void q4_matmul(const Q4Packed& w, const Q8ActView& x, float* y, std::size_t ldy,
   Q8ActView xs = x;
   if (x.rows >= 2 && k.prepack_act != nullptr && x.tile_pack == nullptr) xs.tile_pack = k.prepack_act(x);
   auto run = [&](std::size_t g0, std::size_t g1, std::size_t) { k.q4_matmul_groups(w, g0, g1, xs, y, ldy); };
-  // One row (decode): balanced by stealing (work_split.h); several rows keep the even split.
-  if (x.rows == 1)
+  // Up to kStealMaxRows rows (decode, verify, small batches): balanced by stealing
+  // (work_split.h); more rows keep the even split.
+  if (x.rows <= kStealMaxRows)
     parallel_for_stealing(*pool, w.groups(), gemv_chunk_groups(w.groups(), Q4Packed::group_bytes(w.cols), pool->size()), run);
   else
     pool->parallel_for(w.groups(), std::move(run));

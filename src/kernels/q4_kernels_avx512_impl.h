@@ -87,6 +87,7 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
 #if RINGLM_AVX512_VNNI
 #include "kernels/q4_gemv_vnni_impl.h"
 #include "kernels/q4_tile_vnni_impl.h"
+#include "kernels/q4_smallm_vnni_impl.h"
 #endif
 
 // Output rows of group g for activation rows m0..m0+MT, over blocks [b0, b1); adds to what
@@ -120,6 +121,8 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
     else q4_gemv_vnni<false>(w, g0, g1, x, y);
     return;
   }
+  // A few rows (a verify step, a small batch): the GEMV widened to them (q4_smallm_vnni_impl.h).
+  if (x.rows <= kSmallMMaxRows) return q4_matmul_groups_vnni_smallm(w, g0, g1, x, y, ldy);
   // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
   return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);
 #else

@@ -69,8 +69,9 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
     }
   };
   ThreadPool& pool = default_thread_pool();
-  // One row (decode): balanced by stealing (work_split.h); several rows keep the even split.
-  if (n_tokens == 1)
+  // Up to kStealMaxRows rows (decode, verify, small batches): balanced by stealing
+  // (work_split.h); more rows keep the even split.
+  if (static_cast<std::size_t>(n_tokens) <= kStealMaxRows)
     parallel_for_stealing(pool, first_group[count],
                           gemv_chunk_groups(first_group[count], Q4Packed::group_bytes(packed[0].cols), pool.size()), run);
   else

@@ -92,6 +92,11 @@ void parallel_for_stealing(ThreadPool& pool, std::size_t n, std::size_t chunk, F
 // groups: at most ~256 KB (~10 us of streaming on one core) so a slow share's tail is short,
 // at most an eighth of a share so small matrices still split, at least 2 and even (the
 // decode GEMV streams two groups side by side; an odd chunk would leave single groups).
+// Activation rows up to which a q4 product is split by stealing rather than evenly: a
+// speculative verify step or a small batch (2..8 rows) still streams the weights from DRAM
+// once, like the GEMV, so its shares drift the same way (issue #33).
+inline constexpr std::size_t kStealMaxRows = 8;
+
 inline std::size_t gemv_chunk_groups(std::size_t groups, std::size_t group_bytes, std::size_t parts) {
   const std::size_t by_bytes = (256u << 10) / (group_bytes == 0 ? 1 : group_bytes);
   const std::size_t by_share = groups / (parts == 0 ? 1 : parts) / 8;
