@@ -97,12 +97,14 @@ inline void q4_smallm_groups_vnni(const Q4Packed& w, std::size_t g, const TilePa
   }
 }
 
-// Groups [g0, g1) for M rows: two groups at a time where the chains fit the 32 zmm (2 rows,
-// or up to 4 rows of one plane), else one.
+// Groups [g0, g1) for M rows: two groups at a time where their chains and accumulators stay
+// within 20 of the 32 zmm (2 rows of two planes, up to 3 of one; GCC spilled one-plane
+// 4-row pairs inside the loop), else one.
 template <int M, bool kTwoPlanes>
 inline void q4_smallm_vnni_m(const Q4Packed& w, std::size_t g0, std::size_t g1, const TilePackBlock* pk, float* y,
                              std::size_t ldy) {
-  constexpr int kPair = (kTwoPlanes ? 2 * M : M) <= 4 ? 2 : 1;
+  constexpr int kChainsPerGroup = (kTwoPlanes ? 4 : 2) * M;
+  constexpr int kPair = 2 * (kChainsPerGroup + M) <= 20 ? 2 : 1;
   std::size_t g = g0;
   if constexpr (kPair == 2)
     for (; g + 2 <= g1; g += 2) q4_smallm_groups_vnni<M, 2, kTwoPlanes>(w, g, pk, y, ldy);
