@@ -1,4 +1,4 @@
-// Internal: the small-M q4 product (2..4 activation rows: a speculative verify step, a small
+// Internal: the small-M q4 product (2..3 activation rows: a speculative verify step, a small
 // batched decode step) of the AVX-512 VNNI path, included by q4_kernels_avx512_impl.h inside
 // its anonymous namespace after q4_tile_vnni_impl.h (it reads the tile's TilePackBlock).
 //
@@ -21,8 +21,12 @@
 // running sum, blocks in order from zero) are exactly the tile's and the GEMV's, so each row
 // is bit-identical to the same row computed alone (tests Q4SmallM.*).
 
-// Most activation rows this form takes; more go to the tile.
-constexpr std::size_t kSmallMMaxRows = 4;
+// Most activation rows this form takes; more go to the tile. With 4 rows the tile's 8 chains
+// already keep the dot port busy (two planes: 64 vpdpbusd per group and block), and the
+// bench (bench_kernels --only gemm --gemm-rows 2,3,4,5 --gemm-weights dram, 2 threads, two
+// planes, loaded host) had this form 0-10 % slower there, against 12-22 % faster at 2 rows
+// and ~5 % at 3; 4 rows and more run the tile.
+constexpr std::size_t kSmallMMaxRows = 3;
 
 // kGroups consecutive groups from g, all blocks, the M packed rows of pk; writes the valid
 // output rows of each group to y (row i of the activations at y + i * ldy).
@@ -116,8 +120,7 @@ inline void q4_smallm_vnni_planes(const Q4Packed& w, std::size_t g0, std::size_t
                                   const TilePackBlock* pk, float* y, std::size_t ldy) {
   switch (rows) {
     case 2: return q4_smallm_vnni_m<2, kTwoPlanes>(w, g0, g1, pk, y, ldy);
-    case 3: return q4_smallm_vnni_m<3, kTwoPlanes>(w, g0, g1, pk, y, ldy);
-    default: return q4_smallm_vnni_m<4, kTwoPlanes>(w, g0, g1, pk, y, ldy);
+    default: return q4_smallm_vnni_m<3, kTwoPlanes>(w, g0, g1, pk, y, ldy);
   }
 }
 

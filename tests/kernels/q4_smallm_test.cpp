@@ -1,4 +1,4 @@
-// The small-M q4 product (2..4 activation rows: speculative verify steps, small batches;
+// The small-M q4 product (2..3 activation rows: speculative verify steps, small batches;
 // q4_smallm_vnni_impl.h on AVX-512 VNNI, the tile elsewhere) called through the kernel table
 // on group ranges of every start and length, as the thread pool cuts them: each output
 // within float64's tolerance of the exact value and bit-identical to the same row computed
