@@ -31,8 +31,8 @@ constexpr std::size_t kGemvPrefetchBytes = 16384;
 // Why: the code prefetch (kGemvPrefetchBytes past the block) reaches a group's scales only in
 // its last 16 KB of codes, so a pair's second group and every long-K group read their scales
 // on demand for most of their blocks; perf annotate of E2B decode (Zen 5 VM) put ~19 % of the
-// GEMV's samples just after the scale load. Decode A/B on a bandwidth-starved host (33-36
-// GB/s read): +1 %, within noise (docs/bench/decode.md, "Scale prefetch").
+// GEMV's samples just after the scale load. E2B decode A/B: +7-10 % when the host reads
+// 55-59 GB/s, neutral when it is starved (docs/bench/decode.md, "Zen 5 VM, 2026-12-06").
 constexpr std::size_t kGemvScalePrefetchBytes = kGemvPrefetchBytes / 8;
 
 // Per-block integer sum of one group for one plane: low-nibble chain + (high chain >> 4).
