@@ -5,7 +5,7 @@
 //
 //   bench_kernels [--isa all|scalar,avx2,...] [--threads 1,2] [--set-mb 1024] [--min-ms 300]
 //                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant] [--act int8|int8x2]
-//                 [--gemm-rows 64[,2,4,8,16]] [--gemm-weights cache|dram]
+//                 [--gemm-rows 64[,2,4,8,16]] [--gemm-weights cache|dram] [--huge 1|0]
 // --gemm-weights dram: the GEMM's weights rotate over --set-mb like the GEMV's (a batched decode step
 // streams them from DRAM); without it one copy is reused (cache-resident, the dot-port bound).
 #include <algorithm>
@@ -39,6 +39,7 @@ struct Options {
   std::size_t set_mb = 1024;
   double min_ms = 300;
   std::vector<std::string> only = {"bw", "pool", "gemv", "gemm", "lmhead", "lmacc", "quant"};
+  bool huge = true;         // --huge 0: weights in plain heap memory instead of huge pages
   bool two_planes = false;  // --act int8x2: two-plane activations for the q4 kernels
   std::vector<std::size_t> gemm_rows = {64};  // --gemm-rows: activation rows of the GEMM section
   bool gemm_dram = false;                      // --gemm-weights dram: rotate the GEMM's weights over set_mb
@@ -59,12 +60,21 @@ void fill_random(std::uint8_t* p, std::size_t n, std::uint64_t seed) {
   for (; i < n; ++i) p[i] = static_cast<std::uint8_t>(i);
 }
 
+// The weights' memory. huge = true: the same anonymous huge-page memory the model's packed
+// weights live in (kernels::Q4PackedBuffer), so the GEMV figures match decode's page size;
+// false (--huge 0): plain heap memory (4 KiB pages under THP "madvise").
 struct Arena {
   std::unique_ptr<std::uint8_t[]> bytes;
+  Q4PackedBuffer huge_bytes;
   std::size_t size = 0;
-  explicit Arena(std::size_t n) : bytes(new std::uint8_t[n + 64]), size(n) { fill_random(data(), n, 42); }
+  Arena(std::size_t n, bool huge) : size(n) {
+    if (huge) huge_bytes = Q4PackedBuffer::raw(n + 64);
+    else bytes.reset(new std::uint8_t[n + 64]);
+    fill_random(data(), n, 42);
+  }
   std::uint8_t* data() {
-    return reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(bytes.get()) + 63) & ~std::uintptr_t(63));
+    std::uint8_t* base = bytes ? bytes.get() : huge_bytes.data();
+    return reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(base) + 63) & ~std::uintptr_t(63));
   }
 };
 
@@ -120,6 +130,8 @@ int main(int argc, char** argv) {
     } else if (key == "--gemm-rows") {
       opt.gemm_rows.clear();
       for (const auto& s : split(val)) opt.gemm_rows.push_back(std::stoul(s));
+    } else if (key == "--huge") {
+      opt.huge = val != "0";
     } else if (key == "--only") {
       opt.only = split(val);
     } else {
@@ -134,7 +146,7 @@ int main(int argc, char** argv) {
 
   const std::size_t lm_rows = 262144, lm_cols = 1536;
   const std::size_t arena_bytes = std::max<std::size_t>(opt.set_mb << 20, lm_rows * lm_cols + (1u << 20));
-  Arena arena(arena_bytes);
+  Arena arena(arena_bytes, opt.huge);
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (std::size_t t : opt.threads) pools.push_back(t > 1 ? std::make_unique<ThreadPool>(t) : nullptr);
 

@@ -20,7 +20,20 @@
 // (several rows) and the single-token forward agree bit for bit.
 
 // Prefetch distance of the decode GEMV on the code stream (bytes ahead of the block read).
+// RINGLM_GEMV_PREFETCH_BYTES overrides it for A/B builds of bench_kernels (not for products).
+#ifdef RINGLM_GEMV_PREFETCH_BYTES
+constexpr std::size_t kGemvPrefetchBytes = RINGLM_GEMV_PREFETCH_BYTES;
+#else
 constexpr std::size_t kGemvPrefetchBytes = 16384;
+#endif
+
+// The same distance in blocks on the fp16 scale stream (32 bytes a block against 256 of codes).
+// Why: the code prefetch (kGemvPrefetchBytes past the block) reaches a group's scales only in
+// its last 16 KB of codes, so a pair's second group and every long-K group read their scales
+// on demand for most of their blocks; perf annotate of E2B decode (Zen 5 VM) put ~19 % of the
+// GEMV's samples just after the scale load. E2B decode A/B: +7-10 % when the host reads
+// 55-59 GB/s, neutral when it is starved (docs/bench/decode.md, "Zen 5 VM, 2026-12-06").
+constexpr std::size_t kGemvScalePrefetchBytes = kGemvPrefetchBytes / 8;
 
 // Per-block integer sum of one group for one plane: low-nibble chain + (high chain >> 4).
 inline __m512i gemv_combine(__m512i lo, __m512i hi16) { return _mm512_add_epi32(lo, _mm512_srai_epi32(hi16, 4)); }
@@ -60,6 +73,9 @@ inline void q4_gemv_groups_vnni(const Q4Packed& w, std::size_t g, const Q8ActVie
       _mm_prefetch(cb + kGemvPrefetchBytes + 64, _MM_HINT_T1);
       _mm_prefetch(cb + kGemvPrefetchBytes + 128, _MM_HINT_T1);
       _mm_prefetch(cb + kGemvPrefetchBytes + 192, _MM_HINT_T1);
+      // The group's scales sit after all its codes, so the code prefetch above reaches them
+      // only near the group's end: give them their own stream, the same blocks ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(scales[k] + b * 16) + kGemvScalePrefetchBytes, _MM_HINT_T1);
       s1lo[k] = bias1;
       s1hi[k] = _mm512_setzero_si512();
       if (kTwoPlanes) {
