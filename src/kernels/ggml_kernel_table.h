@@ -10,6 +10,7 @@
 #include "kernels/q6k_packed.h"
 #include "kernels/iq4xs_packed.h"
 #include "kernels/q3k_packed.h"
+#include "kernels/q5k_packed.h"
 #include "kernels/q8p16_packed.h"
 #include "kernels/q8_act.h"
 
@@ -38,6 +39,10 @@ using Iq4XsGroupsFn = void (*)(const Iq4XsPacked& w, std::size_t g0, std::size_t
 using Q3KGroupsFn = void (*)(const Q3KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                              std::size_t ldy);
 
+// The same for q5kp16 (q5k_packed.h).
+using Q5KGroupsFn = void (*)(const Q5KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
+                             std::size_t ldy);
+
 struct GgmlKernelTable {
   GgmlRowsFn q8_0, q4_k, q5_k, q6_k;  // ggml blocks as stored
   Q4KGroupsFn q4k_groups;             // Q4_K repacked at load
@@ -45,6 +50,7 @@ struct GgmlKernelTable {
   Q8P16GroupsFn q8p16_groups;         // Q8_0 repacked at load
   Iq4XsGroupsFn iq4xs_groups;         // IQ4_XS repacked at load
   Q3KGroupsFn q3k_groups;             // Q3_K repacked at load
+  Q5KGroupsFn q5k_groups;             // Q5_K repacked at load
 };
 
 extern const GgmlKernelTable kGgmlScalarKernels;

@@ -15,6 +15,7 @@
 #include "kernels/q8p16_kernels_x86_impl.h"
 #include "kernels/iq4xs_kernels_x86_impl.h"
 #include "kernels/q3k_kernels_x86_impl.h"
+#include "kernels/q5k_kernels_x86_impl.h"
 #pragma GCC pop_options
 
 namespace ringlm::kernels {
@@ -28,6 +29,7 @@ const GgmlKernelTable kGgmlAvx2Kernels = {
     q8p16_groups,
     iq4xs_groups,
     q3k_groups,
+    q5k_groups,
 };
 }  // namespace ringlm::kernels
 #endif

@@ -250,6 +250,45 @@ void iq4xs_groups(const Iq4XsPacked& w, std::size_t g0, std::size_t g1, const Q8
       }
 }
 
+// q5kp16 groups: as q4kp16, each code with its fifth bit from the high line.
+void q5k_groups(const Q5KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
+  const std::size_t nb = x.cols / kQK;
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t m = 0; m < x.rows; ++m)
+      for (std::size_t r = 0; r < kQ5KGroupRows; ++r) {
+        const std::size_t n = g * kQ5KGroupRows + r;
+        if (n >= w.rows) break;
+        float acc = 0.0f;
+        for (std::size_t s = 0; s < w.superblocks(); ++s) {
+          const std::uint8_t* sp = w.super(g, s);
+          std::uint16_t dh, dmh;
+          std::memcpy(&dh, sp + Q5KPacked::kDOffset + 2 * r, 2);
+          std::memcpy(&dmh, sp + Q5KPacked::kDminOffset + 2 * r, 2);
+          const float dd = fp16_to_f32(dh), dm = fp16_to_f32(dmh);
+          for (std::size_t j = 0; j < 8; ++j) {
+            const std::size_t b = s * 8 + j, xb = m * nb + b;
+            const float sc = sp[Q5KPacked::kScOffset + j * 16 + r], mn = sp[Q5KPacked::kMnOffset + j * 16 + r];
+            for (int plane = 0; plane < (x.qs2 != nullptr ? 2 : 1); ++plane) {
+              const std::int8_t* a = (plane ? x.qs2 : x.qs) + m * x.cols + b * kQK;
+              std::int32_t isum = 0;
+              for (int t = 0; t < 4; ++t)
+                for (int i = 0; i < 4; ++i) {
+                  const std::uint8_t c = sp[j * 256 + t * 64 + r * 4 + i];
+                  const std::uint8_t h = sp[Q5KPacked::kHighOffset + j * 64 + r * 4 + i];
+                  isum += ((c & 0x0f) | (((h >> t) & 1) << 4)) * a[4 * t + i];
+                  isum += ((c >> 4) | (((h >> (4 + t)) & 1) << 4)) * a[16 + 4 * t + i];
+                }
+              const float dx = plane ? x.d2[xb] : x.d[xb];
+              const auto sumq = static_cast<float>(-(plane ? x.bias2[xb] : x.bias[xb]) / 8);
+              acc += ((dd * sc) * dx) * static_cast<float>(isum);
+              acc -= ((dm * mn) * dx) * sumq;
+            }
+          }
+        }
+        y[m * ldy + n] = acc;
+      }
+}
+
 // q3kp16 groups: per row and half block (one 16-value sub-block), the integer dot of the
 // signed codes (code - 4) with the activation codes, times (d*(s-32)) * d_x, in order.
 void q3k_groups(const Q3KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
@@ -300,6 +339,7 @@ const GgmlKernelTable kGgmlScalarKernels = {
     q8p16_groups,
     iq4xs_groups,
     q3k_groups,
+    q5k_groups,
 };
 
 }  // namespace ringlm::kernels

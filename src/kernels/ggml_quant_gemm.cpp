@@ -123,4 +123,12 @@ void q3k_matmul(const Q3KPacked& w, const Q8ActView& x, float* y, std::size_t ld
   pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
 }
 
+void q5k_matmul(const Q5KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool) {
+  if (w.cols != x.cols) fail("q5k_matmul: weight has ", w.cols, " input features, activations ", x.cols);
+  if (ldy < w.rows) fail("q5k_matmul: output row stride ", ldy, " < weight rows ", w.rows);
+  const Q5KGroupsFn fn = active_ggml_kernels().q5k_groups;
+  if (pool == nullptr || pool->size() <= 1) return fn(w, 0, w.groups(), x, y, ldy);
+  pool->parallel_for(w.groups(), [&](std::size_t g0, std::size_t g1, std::size_t) { fn(w, g0, g1, x, y, ldy); });
+}
+
 }  // namespace ringlm::kernels

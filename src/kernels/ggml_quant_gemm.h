@@ -24,6 +24,7 @@
 #include "kernels/iq4xs_packed.h"
 #include "kernels/q3k_packed.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q5k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
 #include "kernels/q8_act.h"
@@ -68,5 +69,8 @@ void iq4xs_matmul(const Iq4XsPacked& w, const Q8ActView& x, float* y, std::size_
 
 // The same for a Q3_K matrix repacked into q3kp16 (q3k_packed.h), numerics of the Q3_K line.
 void q3k_matmul(const Q3KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
+
+// The same for a Q5_K matrix repacked into q5kp16 (q5k_packed.h), numerics of the Q5_K line.
+void q5k_matmul(const Q5KPacked& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* pool);
 
 }  // namespace ringlm::kernels

@@ -37,7 +37,8 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
     if (*type == GgmlQuant::iq4_xs)
       return iq4xs_matmul(Iq4XsPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
     if (*type == GgmlQuant::q3_k) return q3k_matmul(Q3KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
-    fail("ggml_weight_matmul: Q5_K has no packed layout");
+    if (*type == GgmlQuant::q5_k) return q5k_matmul(Q5KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
+    fail("ggml_weight_matmul: ", ggml_quant_name(*type), " has no packed layout");
   }
   ggml_quant_matmul(GgmlQuantMatrix{*type, w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());
 }
@@ -76,6 +77,15 @@ void q3k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
   q3k_unpack_row(Q3KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
                  static_cast<std::size_t>(r), blocks.data());
   dequantize_row(io::DType::Q3_K, blocks.data(), out, w.cols);
+}
+
+void q5k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
+  thread_local std::vector<BlockQ5_K> blocks;
+  const std::size_t nb = static_cast<std::size_t>(w.cols) / 256;
+  if (blocks.size() < nb) blocks.resize(nb);
+  q5k_unpack_row(Q5KPacked{w.data, static_cast<std::size_t>(w.rows), static_cast<std::size_t>(w.cols)},
+                 static_cast<std::size_t>(r), blocks.data());
+  dequantize_row(io::DType::Q5_K, blocks.data(), out, w.cols);
 }
 
 void q8p16_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {

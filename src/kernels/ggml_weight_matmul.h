@@ -1,7 +1,7 @@
 // Glue between the model's WeightMatrix (ref_matmul.h) and ggml_quant_gemm.h: a matrix of
 // plain ggml Q8_0 / Q4_K / Q5_K / Q6_K blocks, as a GGUF file stores it, or a Q4_K / Q6_K /
-// Q8_0 / IQ4_XS / Q3_K matrix repacked at load (WeightMatrix::packed: q4k_packed.h /
-// q6k_packed.h / q8p16_packed.h / iq4xs_packed.h / q3k_packed.h) runs on the int8-activation kernels. ref_matmul's matmul() forwards such matrices here unless the
+// Q8_0 / IQ4_XS / Q3_K / Q5_K matrix repacked at load (WeightMatrix::packed: q4k_packed.h /
+// q6k_packed.h / q8p16_packed.h / iq4xs_packed.h / q3k_packed.h / q5k_packed.h) runs on the int8-activation kernels. ref_matmul's matmul() forwards such matrices here unless the
 // activation mode (q4_weight_matmul.h, shared with the q4_0 kernels) is f32.
 #pragma once
 
@@ -28,5 +28,6 @@ void q6k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 void q8p16_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);
 void iq4xs_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);  // iq4xsp16
 void q3k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);    // q3kp16
+void q5k_load_row_f32(const WeightMatrix& w, std::int64_t r, float* out);    // q5kp16
 
 }  // namespace ringlm::kernels

@@ -89,12 +89,12 @@ inline VecI vadd16(VecI a, VecI b) { return _mm256_add_epi16(a, b); }
 
 constexpr int kHalves = static_cast<int>(kQ4KGroupRows) / kLanes;  // 1 (AVX-512) or 2 (AVX2)
 
-// The accumulators of one 16-row tile (q4kp16, q6kp16, q8p16, iq4xsp16, q3kp16 all group 16 rows) for
+// The accumulators of one 16-row tile (q4kp16, q6kp16, q8p16, iq4xsp16, q3kp16, q5kp16 all group 16 rows) for
 // activation rows m0..m0+MT: zero, or the partial sums y already holds (later K chunks).
 // Only the group's `valid` rows of y are read or written, so a padded last group never
 // touches y past the matrix.
 static_assert(kQ4KGroupRows == 16 && kQ6KGroupRows == 16 && kQ8GroupRows == 16 && kIq4XsGroupRows == 16 &&
-              kQ3KGroupRows == 16);
+              kQ3KGroupRows == 16 && kQ5KGroupRows == 16);
 template <int MT>
 inline void load_tile_acc(VecF (&acc)[MT][kHalves], bool accumulate, const float* y, std::size_t ldy,
                           std::size_t m0, std::size_t n0, std::size_t valid) {

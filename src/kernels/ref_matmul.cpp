@@ -99,6 +99,10 @@ void load_row_f32(const WeightMatrix& w, std::int64_t r, float* out) {
         q3k_load_row_f32(w, r, out);
         break;
       }
+      if (w.dtype == io::DType::Q5_K && w.packed) {  // repacked at load (q5k_packed.h layout)
+        q5k_load_row_f32(w, r, out);
+        break;
+      }
       // ggml block formats (GGUF): the scalar reference decoder, one row at a time.
       dequantize_row(w.dtype, w.data + r * row_bytes(w.dtype, n), out, n);
   }

@@ -53,7 +53,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
     m->quantized_ = copy_packed_to_memory(m->weights_, [src = m->source_.get()](const void* p, std::size_t n) {
       src->drop_pages(p, n);
     });
-  // GGUF Q4_0/Q4_K/Q6_K/Q8_0/IQ4_XS/Q3_K -> the kernels' layouts; on a device only Q4_0 (its shader reads
+  // GGUF Q4_0/Q4_K/Q6_K/Q8_0/IQ4_XS/Q3_K/Q5_K -> the kernels' layouts; on a device only Q4_0 (its shader reads
   // q4p16), the other block types go up as the file stores them (model/device_weights.h).
   const RepackTypes repack = options.device ? RepackTypes::q4_0_only : RepackTypes::all;
   for (auto& b : repack_gguf_blocks(m->weights_, nullptr, repack)) m->quantized_.push_back(std::move(b));

@@ -18,6 +18,7 @@
 #include "kernels/iq4xs_packed.h"
 #include "kernels/q3k_packed.h"
 #include "kernels/q4k_packed.h"
+#include "kernels/q5k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
 #include "kernels/thread_pool.h"
@@ -206,6 +207,8 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
     repack_one_k<kernels::BlockIQ4_XS, kernels::iq4xs_packed_bytes, kernels::iq4xs_pack_row, 256>(io::DType::IQ4_XS, w,
                                                                                                 owned, info);
     repack_one_k<kernels::BlockQ3_K, kernels::q3k_packed_bytes, kernels::q3k_pack_row, 256>(io::DType::Q3_K, w, owned,
+                                                                                          info);
+    repack_one_k<kernels::BlockQ5_K, kernels::q5k_packed_bytes, kernels::q5k_pack_row, 256>(io::DType::Q5_K, w, owned,
                                                                                           info);
   });
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -32,15 +32,15 @@ struct QuantizedWeightsInfo {
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
-// Plain ggml Q4_0, Q4_K, Q6_K, Q8_0, IQ4_XS and Q3_K matrices (as a GGUF file stores them)
-// among the same matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16
+// Plain ggml Q4_0, Q4_K, Q6_K, Q8_0, IQ4_XS, Q3_K and Q5_K matrices (as a GGUF file stores
+// them) among the same matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16
 // (kernels/q4_packed.h, w4a8 kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16, IQ4_XS ->
-// iq4xsp16, Q3_K -> q3kp16 (kernels/q4k_packed.h, q6k_packed.h, q8p16_packed.h,
-// iq4xs_packed.h, q3k_packed.h). Exact and cheap: code bits regrouped, scales copied; 16-row
+// iq4xsp16, Q3_K -> q3kp16, Q5_K -> q5kp16 (kernels/q4k_packed.h, q6k_packed.h, q8p16_packed.h,
+// iq4xs_packed.h, q3k_packed.h, q5k_packed.h). Exact and cheap: code bits regrouped, scales copied; 16-row
 // groups split over the default kernel thread pool; then the file's pages of each repacked
 // matrix are handed back as above. A tied LM head gets its own packed copy (the embedding
 // lookup keeps the file's rows). Other types are left alone (no-op on float checkpoints;
-// Q5_K runs on kernels that read the file's blocks directly, Q4_1 on the scalar decoder).
+// Q4_1 runs on the scalar decoder).
 // quantize_weights_q4_0 skips packed matrices.
 // RepackTypes::q4_0_only leaves every other type as stored (a device model uploads those).
 enum class RepackTypes { all, q4_0_only };

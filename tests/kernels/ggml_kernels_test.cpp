@@ -19,6 +19,7 @@
 #include "kernels/q4_formats.h"
 #include "kernels/iq4xs_packed.h"
 #include "kernels/q3k_packed.h"
+#include "kernels/q5k_packed.h"
 #include "kernels/q4k_packed.h"
 #include "kernels/q6k_packed.h"
 #include "kernels/q8p16_packed.h"
@@ -193,6 +194,21 @@ struct Q3KLayout {
   }
 };
 
+struct Q5KLayout {
+  using Block = BlockQ5_K;
+  using Packed = Q5KPacked;
+  static constexpr GgmlQuant kType = GgmlQuant::q5_k;
+  static constexpr std::size_t kRowBytes = 180;
+  static std::size_t bytes(std::size_t r, std::size_t c) { return q5k_packed_bytes(r, c); }
+  static void pack(const Block* b, std::size_t row, std::size_t r, std::size_t c, std::uint8_t* d) {
+    q5k_pack_row(b, row, r, c, d);
+  }
+  static void unpack(const Packed& w, std::size_t row, Block* out) { q5k_unpack_row(w, row, out); }
+  static void matmul(const Packed& w, const Q8ActView& x, float* y, std::size_t ldy, ThreadPool* p) {
+    q5k_matmul(w, x, y, ldy, p);
+  }
+};
+
 // Bytes of one row of `cols` values of the layout's ggml blocks.
 template <class L>
 std::size_t block_row_bytes(std::size_t cols) {
@@ -280,6 +296,9 @@ TEST(Iq4XsPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Iq4
 
 TEST(Q3KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q3KLayout>(); }
 TEST(Q3KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q3KLayout>(); }
+
+TEST(Q5KPacked, PackUnpackRoundTripsIncludingPaddedGroups) { check_round_trip<Q5KLayout>(); }
+TEST(Q5KPacked, EveryPathMatchesFloat64OnExtremeBlocks) { check_every_path<Q5KLayout>(); }
 
 TEST(GgmlKernels, RefusesBadShapes) {
   std::vector<std::uint8_t> w(210 * 4);

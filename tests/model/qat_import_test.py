@@ -16,7 +16,10 @@ below fp16's normal range), as float32.
 3. The naive ggml rule (numpy restatement: d = first-largest-magnitude / -8, fp16 d) on the
    same weights, for comparison: its share of exact blocks and its argmax agreement and KL
    against the true-lattice float64 logits are printed; the test requires that it is worse
-   than ours (so the fixture really exercises what the import fixes)."""
+   than ours (so the fixture really exercises what the import fixes).
+4. `ringlm convert --out F.gguf --type q4_0` (ggml's layout, f16 d): the count it prints of
+   blocks stored exactly equals what the file decodes to (gguf_py), the blocks whose scale f16
+   cannot hold are reported, and the file keeps more blocks exact than ggml's rule."""
 import os
 import re
 import subprocess
@@ -27,6 +30,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logits_cli  # noqa: E402
 import packed_reader  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+import gguf_py  # noqa: E402
 import reference_forward as ref  # noqa: E402
 
 RINGLM = os.environ["RINGLM"]
@@ -85,6 +90,46 @@ def lattice_matrices(stored):
         if len(t.shape) == 2 and t.shape[1] % 32 == 0 and t.dtype == "F32":
             out[name] = t.full()
     return out
+
+
+def gguf_export(hf, mats, naive_exact):
+    """4. `convert --out F.gguf --type q4_0`: ggml's layout (f16 d) keeps every lattice block's
+    codes, with a negative d where the extreme code is +8, but cannot hold scales below fp16's
+    range; the count it prints of blocks stored exactly must equal the blocks that decode here
+    (gguf_py) to the checkpoint's values, and the rest must be reported as not held."""
+    path = os.path.join(TMP, "qat.gguf")
+    r = subprocess.run([RINGLM, "convert", "--model", hf, "--out", path, "--type", "q4_0"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"ringlm convert --out qat.gguf failed: {r.stderr}")
+    m = re.search(r"q4_0 blocks: (\d+); on an int4 lattice (\d+), stored exactly (\d+) \(([\d.]+) %\); lattice blocks "
+                  r"whose scale GGUF's f16 d could not hold exactly: (\d+)", r.stdout)
+    check("convert to GGUF prints the blocks stored exactly and those its f16 d could not hold", m is not None,
+          r.stdout.strip()[-300:])
+    if not m:
+        return
+    blocks, lattice, exact, missed = (int(m.group(i)) for i in (1, 2, 3, 5))
+    shown = subprocess.run([RINGLM, "inspect", path], check=True, capture_output=True, text=True).stdout
+    canonical = {p[0]: p[-1] for p in (line.split() for line in shown.splitlines() if line.startswith("  "))
+                 if len(p) >= 6 and p[0].endswith(".weight")}
+    _, tensors = gguf_py.read_gguf(path)
+    n_blocks = n_exact = 0
+    for name, (t, ne, raw) in tensors.items():
+        if gguf_py.TYPES[t][0] != "Q4_0" or canonical.get(name) not in mats:
+            continue  # the fixture's other matrices are plain bf16, not on a lattice
+        want = mats[canonical[name]]
+        got, _ = gguf_py.decode(t, raw, want.size)
+        same = (got.reshape(-1, 32) == want.reshape(-1, 32)).all(-1)
+        n_blocks += same.size
+        n_exact += int(same.sum())
+    check("GGUF: the lattice blocks are those of the lattice matrices, the printed counts add up",
+          lattice == n_blocks <= blocks and exact + missed == lattice,
+          f"(printed {blocks} blocks, {lattice} on a lattice; the lattice matrices hold {n_blocks})")
+    check("GGUF: the printed exact count is what the file decodes to, and some tiny scales are reported as not held",
+          exact == n_exact and 0 < missed < blocks, f"(printed {exact}, decoded {n_exact}, not held {missed})")
+    check("GGUF: ggml's layout keeps more lattice blocks than ggml's rule", n_exact > naive_exact,
+          f"({n_exact} vs {naive_exact} of {n_blocks})")
+    print(f"     GGUF q4_0 export: {n_exact} of {n_blocks} blocks exact ({100.0 * n_exact / n_blocks:.1f} %), "
+          f"{missed} lattice blocks whose scale f16 cannot hold")
 
 
 def main():
@@ -164,6 +209,7 @@ def main():
           f"argmax_agreement={agree.mean():.4f} mean_cos={cos.mean():.6f} mean_KL={kl:.3e}")
     check("the naive ggml rule loses blocks on this fixture (the fixture exercises the import)",
           exact_blocks < total_blocks)
+    gguf_export(hf, mats, exact_blocks)
     if failures:
         raise SystemExit(f"FAILED: {failures}")
 

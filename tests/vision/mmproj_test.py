@@ -16,7 +16,8 @@ Checks, on make-test-model's tiny towers (both towers, every branch of each enco
   - truncated and corrupt files are refused with errors naming the file and the tensor or key;
   - inspect shows the towers of each form and says plainly when a model has none;
   - `run --model text.gguf --mmproj towers.gguf --image` works end to end, also with a Q4_K
-    text file beside a BF16 mmproj (the pairing the popular uploads publish)."""
+    text file beside a BF16 mmproj; the demo text model as Google's QAT Q4_0 layout, Q4_K, Q3_K
+    and IQ4_XS, each beside an F16 and a BF16 mmproj (the pairings the uploads publish)."""
 import json
 import os
 import shutil
@@ -31,6 +32,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "io"))
 import gguf_py  # noqa: E402
 import vision_reference as vref  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "model"))
+import gguf_types_test as gtypes  # noqa: E402  (its GGUF rewriting helpers)
 
 RINGLM = os.environ["RINGLM"]
 TMP = os.environ.get("RINGLM_TMP", "/tmp/ringlm_mmproj_test")
@@ -104,6 +108,31 @@ GLOBAL = {"vision_tower.patch_embedder.input_proj.weight": "v.patch_embd.weight"
           "audio_tower.output_proj.weight": "a.pre_encode.out.weight",
           "audio_tower.output_proj.bias": "a.pre_encode.out.bias",
           "embed_audio.embedding_projection.weight": "mm.a.input_projection.weight"}
+
+
+def text_variants(demo, q4_0, q4_k):
+    """(file, kind) of the demo model's text in the layouts users bring: Google's QAT Q4_0 (F16
+    token embedding table), ringlm's Q4_K, and Q3_K / IQ4_XS (random blocks of the type in every
+    matrix with whole 256-value blocks per row, as gguf_types_test writes them)."""
+    f16 = path("text-f16.gguf")
+    ringlm("convert", "--model", demo, "--out", f16, "--type", "f16")
+    meta, full = gguf_py.read_gguf(f16)
+    _, q4 = gguf_py.read_gguf(q4_0)
+    align = meta.get("general.alignment", 32)
+    out = [(n, *full[n]) if n == "token_embd.weight" else (n, t, ne, b) for n, (t, ne, b) in q4.items()]
+    gtypes.rewrite(q4_0, path("text-qat-q4_0.gguf"), out, align)
+    yield path("text-qat-q4_0.gguf"), "Q4_0 (F16 token_embd)"
+    yield q4_k, "Q4_K"
+    for tname in ("Q3_K", "IQ4_XS"):
+        out = []
+        for n, (t, ne, b) in q4.items():
+            if n.startswith("blk.") and len(ne) == 2 and ne[0] % 256 == 0:
+                w = np.frombuffer(full[n][2], np.float16).astype(np.float64)
+                t, b = gguf_py.TYPE_ID[tname], gtypes.random_blocks(tname, w.size, float(w.std()))
+            out.append((n, t, ne, b))
+        check(any(t == gguf_py.TYPE_ID[tname] for _, t, _, _ in out), f"{tname} text: some matrix rewritten")
+        gtypes.rewrite(q4_0, path(f"text-{tname}.gguf"), out, align)
+        yield path(f"text-{tname}.gguf"), tname
 
 
 def gguf_name(name):
@@ -324,12 +353,21 @@ p = ringlm(*RUN, ok=False)
 check(p.returncode != 0 and "--mmproj" in p.stderr, f"run text.gguf --image without --mmproj: {p.stderr.strip()[:200]}")
 p = ringlm(*RUN, "--mmproj", path("demo-mmproj.gguf"), ok=False)
 check(p.returncode == 0, f"run text.gguf --mmproj --image --audio: {p.stderr.strip()[-300:]}")
-# The published pairing (issue #29): a K-quant text model beside a BF16 mmproj.
+# The published pairings (issue #29): a text model in the types the uploads use beside an mmproj
+# in BF16 and in F16. The test checkpoint is bf16, so both mmproj files hold the same values:
+# the greedy replies must be equal, and differ from the reply without media.
 ringlm("convert", "--model", DEMO, "--out", path("text-q4_k.gguf"), "--type", "q4_k", "--mmproj-out",
        path("demo-mmproj-bf16.gguf"), "--tower-type", "bf16")
-p = ringlm("run", "--model", path("text-q4_k.gguf"), "--mmproj", path("demo-mmproj-bf16.gguf"), "--image", path("a.png"),
-           "--audio", path("a.wav"), "--prompt", "Describe", "--max-tokens", "4", ok=False)
-check(p.returncode == 0, f"run text-q4_k.gguf --mmproj (BF16) --image --audio: {p.stderr.strip()[-300:]}")
+for text, kind in text_variants(DEMO, path("text.gguf"), path("text-q4_k.gguf")):
+    replies = []
+    for mm in ("demo-mmproj.gguf", "demo-mmproj-bf16.gguf"):
+        p = ringlm("run", "--model", text, "--mmproj", path(mm), "--image", path("a.png"), "--audio", path("a.wav"),
+                   "--prompt", "Describe", "--max-tokens", "6", ok=False)
+        check(p.returncode == 0 and p.stdout.strip(), f"run {kind} text --mmproj {mm} --image --audio: {p.stderr[-300:]}")
+        replies.append(p.stdout)
+    bare = ringlm("run", "--model", text, "--prompt", "Describe", "--max-tokens", "6").stdout
+    check(replies[0] == replies[1] != bare, f"{kind} text: F16 and BF16 mmproj replies {replies}, without media {bare!r}")
+    print(f"ok   {kind} text beside F16 and BF16 mmproj: same reply {replies[0].strip()!r}")
 p = ringlm("run", "--model", path("text.gguf"), "--mmproj", path("demo-mmproj.gguf"), "--image", path("a.png"),
            "--prompt", "Total?", "--max-tokens", "300", "--json-schema", os.path.join(HERE, "..", "..", "examples",
                                                                                      "ticket.schema.json"), ok=False)
