@@ -19,6 +19,24 @@ namespace ringlm::engine {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// After a step ran a prompt chunk of `s`: counts it, and offers the prompt blocks that chunk
+// completed to the prefix cache (if any) while the sliding rings still hold them.
+void note_prompt_chunk(BatchScheduler::Slot& s, PrefixCache* cache) {
+  s.prompt_done += s.step_ids.size();
+  const std::size_t storable = std::min(s.prompt_done, s.cache_limit);
+  if (cache && storable / PrefixCache::kBlockTokens > s.cache_stored / PrefixCache::kBlockTokens) {
+    cache->insert(s.prompt, storable, s.session);
+    s.cache_stored = storable;
+  }
+}
+
+// An embedding request's result: the mean of the hidden rows its prompt summed.
+void pool_mean(BatchScheduler::Slot& s) {
+  const float inv = 1.0f / static_cast<float>(s.prompt.size());
+  s.result.embedding.resize(s.hidden_sum.size());
+  for (std::size_t j = 0; j < s.hidden_sum.size(); ++j) s.result.embedding[j] = s.hidden_sum[j] * inv;
+}
 }  // namespace
 
 BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& options)
@@ -140,7 +158,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   if (prompt.empty()) fail("the prompt is empty");
   if (params.max_tokens < 0) fail("max_tokens must be >= 0, got ", params.max_tokens);
   const std::int64_t capacity = context_capacity();
-  if (static_cast<std::int64_t>(prompt.size()) >= capacity)
+  // A generation needs room for one token after its prompt; an embedding only the prompt.
+  if (static_cast<std::int64_t>(prompt.size()) > capacity - (params.embedding ? 0 : 1))
     fail_limit("the prompt has ", prompt.size(), " tokens; the context holds ", capacity);
   for (auto id : prompt)
     if (id < 0 || id >= tok.vocab_size()) fail("prompt token id ", id, " is outside the vocabulary (", tok.vocab_size(), ")");
@@ -169,7 +188,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
 
   // The free slot whose cache shares the longest prefix with the prompt (at most size - 1
   // tokens: the last one must run to give logits).
-  const std::size_t limit = std::min(prompt.size() - 1, media_first);
+  // An embedding needs every prompt token's hidden state: nothing cached is reused.
+  const std::size_t limit = params.embedding ? 0 : std::min(prompt.size() - 1, media_first);
   auto common_prefix = [&](const Slot& s) {
     std::size_t n = 0;
     while (n < s.cached.size() && n < limit && s.cached[n] == prompt[n]) ++n;
@@ -183,6 +203,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
     if (!slot || c > best) slot = s.get(), best = c;
   }
   if (!slot) fail("batch: all ", slots_.size(), " sequences are busy");
+  if (params.embedding && engine_.model()->device_weights())
+    fail_unsupported("embeddings are computed on the CPU only; this model runs on a device");
 
   Slot& s = *slot;
   std::size_t reused = best;
@@ -259,6 +281,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   s.result.cached_prompt_tokens = static_cast<int>(reused);
   s.generated = std::move(generated);
   s.pending.clear();
+  // Sized per request, not per token (the decode path allocates nothing).
+  if (s.params.embedding) s.hidden_sum.assign(static_cast<std::size_t>(engine_.model()->config().hidden_size), 0.0f);
   s.drafter = std::move(drafter);
   s.draft_max = std::min(s.params.draft.max_tokens, options_.draft_max);
   s.governor = DraftGovernor(s.params.draft.adaptive);
@@ -367,9 +391,10 @@ int BatchScheduler::step() {
     const std::size_t n = std::min<std::size_t>(left, model::Session::kMaxChunk);
     if (rows + static_cast<int>(n) > budget) break;
     const bool last = n == left;
-    const model::LogitsMode mode = !last ? model::LogitsMode::None
-                                   : next->matcher ? decode_mode_guided : decode_mode;
+    const model::LogitsMode mode = !last || next->params.embedding ? model::LogitsMode::None
+                                   : next->matcher                 ? decode_mode_guided : decode_mode;
     add(*next, std::span<const std::int32_t>(next->prompt).subspan(next->prompt_done, n), mode);
+    if (next->params.embedding) items_.back().hidden_sum = next->hidden_sum.data();
   }
   if (items_.empty()) return 0;
 
@@ -392,15 +417,13 @@ int BatchScheduler::step() {
     Slot& s = *item_slot_[i];
     s.cached.insert(s.cached.end(), s.step_ids.begin(), s.step_ids.end());
     if (s.prefilling()) {
-      s.prompt_done += s.step_ids.size();
-      // Whole prompt blocks go to the prefix cache as they complete, while the sliding rings
-      // still hold them.
-      const std::size_t storable = std::min(s.prompt_done, s.cache_limit);
-      if (prefix_cache_ && storable / PrefixCache::kBlockTokens > s.cache_stored / PrefixCache::kBlockTokens) {
-        prefix_cache_->insert(s.prompt, storable, s.session);
-        s.cache_stored = storable;
-      }
+      note_prompt_chunk(s, prefix_cache_.get());
       if (s.prefilling()) continue;
+      if (s.params.embedding) {  // nothing is sampled: the pooled mean is the result
+        pool_mean(s);
+        finish(s, FinishReason::Stop);
+        continue;
+      }
       if (s.params.max_tokens == 0) {
         finish(s, FinishReason::Length);
         continue;

@@ -28,6 +28,7 @@ struct BatchScheduler::Slot {
   std::vector<std::uint32_t> mask;
   std::vector<std::int32_t> head_ids;
   std::vector<std::int64_t> positions;  // of this step's item
+  std::vector<float> hidden_sum;        // an embedding request's sum of hidden rows ([hidden])
 
   // The request in flight (busy).
   bool busy = false;

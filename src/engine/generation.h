@@ -61,6 +61,11 @@ struct GenerationParams {
   // serve: the request's `speculative.n_max` (0..16; 0 = no drafting), applied to the
   // server's --draft by the backend; -1: the server's --draft-max.
   int draft_max_request = -1;
+  // An embedding request (serve's /v1/embeddings): the prompt is prefilled from its first
+  // token (no cached KV reused, so every token's hidden state is computed) with each token's
+  // final-normed hidden state summed, and nothing is generated; GenerationResult::embedding
+  // holds their mean. Runs in the batch scheduler only (Generator refuses it).
+  bool embedding = false;
 };
 
 struct TokenEvent {
@@ -93,6 +98,9 @@ struct GenerationResult {
   int accepted_drafts = 0;         // of those, accepted
   double ttft_s = 0.0;             // time to first token
   double total_s = 0.0;
+  // GenerationParams::embedding: the mean over the prompt's tokens of the final-normed hidden
+  // state ([hidden_size], not normalized); empty otherwise.
+  std::vector<float> embedding;
 };
 
 // Which limit ended a reply whose finish is Length: "max_tokens" when it reached the

@@ -245,6 +245,7 @@ GenerationResult Generator::generate_drafted(std::span<const std::int32_t> promp
 
 GenerationResult Generator::generate(std::span<const std::int32_t> prompt, const GenerationParams& params,
                                      const TokenCallback& on_token) {
+  if (params.embedding) fail("internal error: embedding requests run in the batch scheduler (engine::BatchLoop), not Generator");
   if (params.draft.source != DraftSource::none) return generate_drafted(prompt, params, on_token);
   const auto t0 = Clock::now();
   const Tokenizer& tok = engine_.tokenizer();

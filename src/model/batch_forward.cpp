@@ -40,6 +40,7 @@ void BatchForward::run(std::span<const BatchItem> items) {
     if (it.session == nullptr) fail("batch item ", i, ": no session");
     if (&it.session->model() != model_.get()) fail("batch item ", i, ": the session runs another model");
     if (it.mode == LogitsMode::All) fail("batch item ", i, ": LogitsMode::All is not supported in a batch");
+    if (it.hidden_sum && it.mode != LogitsMode::None) fail("batch item ", i, ": pooled hidden states need LogitsMode::None");
     if (it.ids.empty()) fail("batch item ", i, ": no tokens");
     if (it.ids.size() > static_cast<std::size_t>(Session::kMaxChunk))
       fail("batch item ", i, ": ", it.ids.size(), " tokens; a step takes at most ", Session::kMaxChunk, " per sequence");
@@ -78,6 +79,10 @@ void BatchForward::run(std::span<const BatchItem> items) {
                                                                                             : seg.n - 1;
     seg.run_head = it.mode == LogitsMode::Last;
     seg.row_chunk = it.row_chunk;
+    if (it.hidden_sum) {  // every row's hidden state: no row may skip the KV-shared layers
+      seg.first_logits_row = 0;
+      seg.hidden_sum = it.hidden_sum;
+    }
     segs_.push_back(seg);
     it.session->hidden_valid_ = false;
   }
@@ -95,9 +100,12 @@ void BatchForward::run(std::span<const BatchItem> items) {
 }
 
 void BatchForward::run_on_device(std::span<const BatchItem> items) {
-  for (const BatchItem& it : items)
+  for (const BatchItem& it : items) {
+    if (it.hidden_sum)
+      fail_as(ErrorKind::unsupported, "batch: pooled hidden states (embeddings) do not run on the device yet; use the CPU");
     if (it.logits_rows != 1)
       fail("batch: speculative verification (", it.logits_rows, " logits rows) does not run on the device yet; use --draft none");
+  }
   device_segs_.clear();
   for (const BatchItem& it : items) {
     Session& s = *it.session;

@@ -42,6 +42,10 @@ struct BatchItem {
   int logits_rows = 1;
   // Null, or one flag per token: see detail::ForwardSegment::row_chunk.
   const std::uint8_t* row_chunk = nullptr;
+  // Non-null (LogitsMode::None only): every row runs every layer and its final-normed hidden
+  // state is added to hidden_sum[0 .. hidden_size) (mean-pooled embeddings, /v1/embeddings).
+  // The cache ends as it would without it. CPU only: a device model refuses it.
+  float* hidden_sum = nullptr;
 };
 
 struct BatchOptions {

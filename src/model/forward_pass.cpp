@@ -326,6 +326,8 @@ void ForwardPass::finish(int) {
     for (int i = 0; i < want; ++i)
       rms_norm(s_.h.data() + row_offset(seg.first_row + seg.first_logits_row + i, H), w_.final_norm.data(), H, eps,
                first + row_offset(i, H));
+    if (seg.hidden_sum)
+      for (int i = 0; i < want; ++i) add_inplace(seg.hidden_sum, first + row_offset(i, H), H);
     std::copy_n(first + row_offset(want - 1, H), H, seg.session->head_in_.data());
     seg.session->hidden_valid_ = true;
     if (!seg.run_head) continue;

@@ -31,6 +31,9 @@ struct ForwardSegment {
   // row without the pool, which gives a chunk row's bits). Speculative verification sets it
   // so a verified row is bit-identical to the step it replaces (engine/draft.h).
   const std::uint8_t* row_chunk = nullptr;
+  // Non-null: the final-normed rows >= first_logits_row are added here ([hidden_size]), see
+  // model::BatchItem::hidden_sum.
+  float* hidden_sum = nullptr;
   // Set by the pass: where the segment's logits rows start in the logits output (-1: none).
   int logits_row = -1;
   // Internal: the segment's first row in the scratch.

@@ -288,6 +288,15 @@ engine::GenerationResult FakeBackend::generate(int slot, const std::vector<std::
   std::string prompt_text;
   for (auto id : prompt) prompt_text.push_back(static_cast<char>(id));
   if (prompt_text.find("__crash__") != std::string::npos) throw std::runtime_error("fake backend: simulated internal failure");
+  if (params.embedding) {
+    // A stand-in embedding: byte counts folded into 16 dimensions, averaged (not normalized,
+    // as the engine's mean is not), so different texts give different vectors.
+    engine::GenerationResult r;
+    r.prompt_tokens = static_cast<int>(prompt.size());
+    r.embedding.assign(16, 0.0f);
+    for (auto id : prompt) r.embedding[static_cast<std::size_t>(id) % 16] += 1.0f / static_cast<float>(prompt.size());
+    return r;
+  }
 
   const std::string reply = reply_for(prompt, params);  // may throw ringlm::Error (bad schema)
   engine::GenerationResult r;

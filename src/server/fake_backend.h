@@ -2,7 +2,8 @@
 // One token per byte of text (so multi-byte characters split across tokens, like a real BPE
 // vocabulary can); replies are built from the request: a schema instance for json_schema,
 // a tool call of the first tool when tools are offered (two calls when the prompt says
-// "__two_calls__"), otherwise a seeded word sequence;
+// "__two_calls__"), otherwise a seeded word sequence; an embedding request gets the prompt's
+// byte histogram folded into 16 dimensions;
 // with thinking on, that reply follows a fixed `<think>...</think>` thought.
 // It honours max_tokens, stop strings (held back while they might still match), cancellation
 // and per-slot exclusivity, and records what it was asked for so tests can check plumbing.

@@ -37,6 +37,8 @@ struct Route {
 constexpr Route kRoutes[] = {{"/v1/chat/completions", "POST"},
                              {"/v1/completions", "POST"},
                              {"/v1/responses", "POST"},
+                             {"/v1/embeddings", "POST"},
+                             {"/embeddings", "POST"},  // llama-server's alias (OpenAI's shape here)
                              {"/v1/models", "GET"},
                              {"/health", "GET"},
                              {"/metrics", "GET"},
@@ -252,6 +254,8 @@ void HttpServer::install_routes() {
   s.Get("/health", guarded(&HttpServer::handle_health));
   s.Get("/metrics", guarded(&HttpServer::handle_metrics));
   s.Post("/v1/responses", guarded(&HttpServer::handle_responses));
+  s.Post("/v1/embeddings", guarded(&HttpServer::handle_embeddings));
+  s.Post("/embeddings", guarded(&HttpServer::handle_embeddings));
   s.Post("/tokenize", guarded(&HttpServer::handle_tokenize));
   s.Post("/detokenize", guarded(&HttpServer::handle_detokenize));
   s.Post("/apply-template", guarded(&HttpServer::handle_apply_template));

@@ -100,6 +100,8 @@ class HttpServer {
   void handle_props(const httplib::Request& req, httplib::Response& res);
   // The OpenAI Responses API, stateless (responses_api.cpp).
   void handle_responses(const httplib::Request& req, httplib::Response& res);
+  // OpenAI's embeddings, mean-pooled hidden states (embeddings_api.cpp).
+  void handle_embeddings(const httplib::Request& req, httplib::Response& res);
 
   // What the chat routes share: the prompt of a parsed request (schema described in the
   // prompt if asked, the tool grammar set, media encoded) with params.max_tokens resolved.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tests/js/openai_client_test.mjs and openai_responses_test.mjs (the official `openai` npm client) against
+# Runs tests/js/openai_client_test.mjs, openai_responses_test.mjs and openai_embeddings_test.mjs (the official `openai` npm client) against
 # `ringlm serve` on a free loopback port, then checks that SIGTERM stops it cleanly (exit 0).
 #
 # By default the server runs the deterministic fake backend. To run the same checks against a
@@ -37,6 +37,7 @@ done
 status=0
 RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_TEST_MODE="$mode" timeout 300 node "$js_dir/openai_client_test.mjs" || status=$?
 RINGLM_BASE_URL="http://127.0.0.1:$port/v1" RINGLM_TEST_MODE="$mode" timeout 300 node "$js_dir/openai_responses_test.mjs" || status=$?
+RINGLM_BASE_URL="http://127.0.0.1:$port/v1" timeout 300 node "$js_dir/openai_embeddings_test.mjs" || status=$?
 
 kill -TERM $pid
 timeout 20 tail --pid=$pid -f /dev/null || { echo "server did not stop after SIGTERM" >&2; cat "$log" >&2; exit 1; }
