@@ -150,9 +150,9 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
 }
 
 void VulkanDevice::create_pipelines() {
-  create_pipeline(Shader::matmul, "matmul", 3);
+  create_pipeline(Shader::matmul, "matmul", 4);
   for (std::uint32_t k = 0; k < kGgmlKinds; ++k)
-    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 3, &k);
+    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 4, &k);
   create_pipeline(Shader::rms_norm, "rms_norm", 3);
   create_pipeline(Shader::rope, "rope", 2);
   create_pipeline(Shader::elementwise, "elementwise", 3);

@@ -53,6 +53,8 @@ class VulkanDevice final : public backend::Device {
   using backend::Device::matmul;
   void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
               std::int64_t out_stride) override;
+  void matmul_rows(const backend::Weight& w, backend::Ref in, backend::Ref ids, int max_ids, std::int64_t row_base,
+                   backend::Ref out) override;
   void rms_norm(backend::Ref x, backend::Ref weight, int n, int count, float eps, backend::Ref y) override;
   void rope(backend::Ref x, int d, int count, int per_row, backend::Ref cos_sin) override;
   void gelu_mul(backend::Ref gate, backend::Ref up, int width, int rows, int up_stride, backend::Ref out) override;
@@ -111,6 +113,9 @@ class VulkanDevice final : public backend::Device {
   // Records one dispatch of `s` over whole buffers `bufs` (one per binding).
   void dispatch(Shader s, const backend::BufferId* bufs, std::uint32_t n_bufs, const void* push,
                 std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, const char* op);
+  // matmul and matmul_rows: n_rows input rows, or (ids.buf != 0) a row list of max_ids entries.
+  void matmul_op(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::int64_t out_stride,
+                 backend::Ref ids, int max_ids, std::int64_t row_base);
   void elementwise(std::uint32_t op, backend::Ref y, backend::Ref x, backend::Ref z, std::uint64_t n, float s,
                    std::uint32_t width, std::uint32_t stride, const char* name);
 
