@@ -35,7 +35,7 @@ struct DeviceInfo {
   std::string api_version;   // e.g. "1.3.230"
   std::uint64_t memory_bytes = 0;  // largest device-local heap
   bool fp16_arithmetic = false;    // shaderFloat16
-  bool int8_dot_product = false;   // VK_KHR_shader_integer_dot_product
+  bool int8_dot_product = false;   // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct
   bool storage_16bit = false;      // 16-bit storage buffers
   std::uint32_t subgroup_size = 0;
 };
@@ -65,6 +65,10 @@ struct Weight {
   BufferId buf = 0;
   WeightLayout layout = WeightLayout::f32;
   std::int64_t rows = 0, cols = 0;
+  // q4p16 / q8_0: quantize the input to int8 per 32-value block and use the device's int8 dot
+  // products where it has them (VulkanDevice: VK_KHR_shader_integer_dot_product; elsewhere the
+  // float32 matmul runs). The error bound is in docs/backends.md. matmul_rows ignores it.
+  bool int8_activations = false;
 };
 
 // One KV cache layer on the device: K and V as binary16, [slot][kv_head][head_dim] (two

@@ -124,6 +124,9 @@ void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref o
          u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0,
          listed ? u32(ids.word, "offset") : 0xFFFFFFFFu, u32(static_cast<std::uint64_t>(row_base), "row base"),
          static_cast<std::uint32_t>(max_ids)};
+  if (!listed && w.int8_activations && int8_ &&
+      (w.layout == backend::WeightLayout::q4p16 || w.layout == backend::WeightLayout::q8_0))
+    return matmul_int8(w, in, n_rows, out, stride);
   // Binding 3 is the row list; without one any buffer fills it (the shader does not read it).
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf, listed ? ids.buf : in.buf};
   // Workgroups cover 8 (ggml) or 16 rows, or as many list entries.
@@ -132,6 +135,34 @@ void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref o
                         : Shader::matmul;
   dispatch(s, bufs, 4, &push, sizeof push, u32((units + per_group - 1) / per_group, "row groups"),
            static_cast<std::uint32_t>(n_rows), listed ? "matmul_rows" : "matmul");
+}
+
+void VulkanDevice::matmul_int8(const backend::Weight& w, Ref in, int n_rows, Ref out, std::uint64_t stride) {
+  const std::uint64_t blocks = static_cast<std::uint64_t>(n_rows) * static_cast<std::uint64_t>(w.cols / 32);
+  const std::uint64_t need = 4 * 9 * blocks;  // 8 words of codes and a scale per block
+  if (!q8_scratch_ || buffer(q8_scratch_, "matmul").bytes < need) {
+    // Grown inside a step: the old buffer may be bound by this step's ops, so it is freed after.
+    if (q8_scratch_) retired_.push_back(q8_scratch_);
+    q8_scratch_ = 0;
+    q8_scratch_ = create_buffer(std::max<std::uint64_t>(need, 1 << 20), backend::Memory::device,
+                                "int8 activations");
+  }
+  struct {
+    std::uint32_t blocks, x_off, q_off;
+  } qpush{u32(blocks, "activation blocks"), u32(in.word, "offset"), 0};
+  const backend::BufferId qbufs[] = {in.buf, q8_scratch_};
+  dispatch(Shader::quantize_q8, qbufs, 2, &qpush, sizeof qpush, u32((blocks + kGroup - 1) / kGroup, "blocks"), 1,
+           "matmul (int8 activations)");
+  const bool q8 = w.layout == backend::WeightLayout::q8_0;
+  struct {
+    std::uint32_t rows, cols, q_off, y_off, y_stride, row_bytes;
+  } push{u32(static_cast<std::uint64_t>(w.rows), "matmul rows"), u32(static_cast<std::uint64_t>(w.cols), "matmul cols"),
+         0, u32(out.word, "offset"), u32(stride, "matmul output stride"),
+         q8 ? u32(static_cast<std::uint64_t>(w.cols) / 32 * 34, "row bytes") : 0};
+  const backend::BufferId bufs[] = {w.buf, q8_scratch_, out.buf};
+  dispatch(q8 ? Shader::matmul_q8_q8_0 : Shader::matmul_q8, bufs, 3, &push, sizeof push,
+           u32((static_cast<std::uint64_t>(w.rows) + 15) / 16, "row groups"), static_cast<std::uint32_t>(n_rows),
+           "matmul (int8)");
 }
 
 void VulkanDevice::rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) {
