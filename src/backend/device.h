@@ -35,7 +35,7 @@ struct DeviceInfo {
   std::string api_version;   // e.g. "1.3.230"
   std::uint64_t memory_bytes = 0;  // largest device-local heap
   bool fp16_arithmetic = false;    // shaderFloat16
-  bool int8_dot_product = false;   // VK_KHR_shader_integer_dot_product
+  bool int8_dot_product = false;   // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct
   bool storage_16bit = false;      // 16-bit storage buffers
   std::uint32_t subgroup_size = 0;
 };
@@ -65,6 +65,10 @@ struct Weight {
   BufferId buf = 0;
   WeightLayout layout = WeightLayout::f32;
   std::int64_t rows = 0, cols = 0;
+  // q4p16 / q8_0: quantize the input to int8 per 32-value block and use the device's int8 dot
+  // products where it has them (VulkanDevice: VK_KHR_shader_integer_dot_product; elsewhere the
+  // float32 matmul runs). The error bound is in docs/backends.md. matmul_rows ignores it.
+  bool int8_activations = false;
 };
 
 // One KV cache layer on the device: K and V as binary16, [slot][kv_head][head_dim] (two
@@ -126,6 +130,14 @@ class Device {
   // parts of a split matrix); the four-operand form writes rows of w.rows.
   virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) = 0;
   void matmul(const Weight& w, Ref in, int n_rows, Ref out) { matmul(w, in, n_rows, out, w.rows); }
+  // The same product over a list of rows of one input vector (the subset LM head of guided
+  // decoding): `ids` holds int32 words, the count n first, then n row numbers of the whole
+  // matrix, of which `w` holds rows [row_base, row_base + w.rows) (one part of a split
+  // matrix). For i < min(n, max_ids) whose row falls in this part, out[i] = that row's
+  // value, bit-identical to the same row of matmul() over the same input; other entries of
+  // out are left as they are. The count lives in the buffer so that a recorded step replays
+  // for any count up to max_ids.
+  virtual void matmul_rows(const Weight& w, Ref in, Ref ids, int max_ids, std::int64_t row_base, Ref out) = 0;
   // count vectors of n floats: y = x / sqrt(mean(x^2) + eps) * (weight ? weight : 1). y may be x.
   virtual void rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) = 0;
   // NeoX rotation of count head vectors of d floats in place; vector i uses the angles

@@ -82,6 +82,9 @@ DeviceMatrix upload_matrix(backend::Device& dev, const WeightMatrix& m, const st
                                                     std::to_string(first + rows - 1)
                                               : name;
     backend::Weight w{dev.create_buffer(bytes, backend::Memory::device, what), layout, rows, m.cols};
+    // --activations int8 asks for int8 activations, as on the CPU; the LM head stays float32,
+    // so that the subset head (matmul_rows) gives the full head's values bit for bit.
+    w.int8_activations = m.activations == kernels::Q4Activations::int8 && name != "lm_head";
     d.parts.push_back(w);
     d.first_row.push_back(first);
     dev.write(w.buf, 0, m.data + static_cast<std::uint64_t>(u) * unit.bytes, bytes);

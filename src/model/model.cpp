@@ -13,6 +13,7 @@
 #include "kernels/ref_ops.h"
 #include "kernels/thread_pool.h"
 #include "model/device_forward.h"
+#include "model/device_head.h"
 #include "model/device_kv.h"
 #include "model/device_weights.h"
 #include "model/forward_pass.h"
@@ -71,6 +72,7 @@ std::shared_ptr<const Model> Model::from_source(ModelConfig config, std::unique_
   for_each_matrix(m->weights_, MatrixSet::all, [&](kernels::WeightMatrix& w) { w.activations = options.activations; });
   if (options.device) m->device_weights_ = detail::upload_weights(options.device, m->weights_, m->config_,
                                                                    options.device_weight_part_bytes);
+  if (m->device_weights_) m->device_head_rows_ = std::make_shared<detail::DeviceHeadRows>(*m->device_weights_, m->config_);
   m->pool_ = std::make_unique<kernels::ParallelFor>(options.threads > 0 ? options.threads
                                                                           : kernels::default_thread_count());
   // Tables the forward pass only gathers rows from, read where the source stores them.
@@ -281,7 +283,8 @@ std::span<float> Session::head_logits_rows(std::span<const std::int32_t> ids) {
   require_hidden();
   reserve_head_rows(ids.size());
   // Compact first: a q4_0 head lands whole groups in the logits buffer before it is cleared.
-  head_rows_.compute(head_in_.data(), ids, head_values_.data(), logits_.data(), model_->pool());
+  if (device_kv_) model_->device_head_rows()->compute(head_in_.data(), ids, head_values_.data());
+  else head_rows_.compute(head_in_.data(), ids, head_values_.data(), logits_.data(), model_->pool());
   std::fill_n(logits_.data(), cfg_.vocab_size, -std::numeric_limits<float>::infinity());
   for (std::size_t i = 0; i < ids.size(); ++i) logits_[ids[i]] = head_values_[i];
   return {logits_.data(), static_cast<std::size_t>(cfg_.vocab_size)};
@@ -290,6 +293,7 @@ std::span<float> Session::head_logits_rows(std::span<const std::int32_t> ids) {
 void Session::head_logits_compact(std::span<const std::int32_t> ids, std::span<float> out) {
   require_hidden();
   if (out.size() != ids.size()) fail("head_logits_compact: ", ids.size(), " ids but room for ", out.size(), " logits");
+  if (device_kv_) return model_->device_head_rows()->compute(head_in_.data(), ids, out.data());
   head_rows_.compute(head_in_.data(), ids, out.data(), logits_.data(), model_->pool());
 }
 

@@ -47,6 +47,7 @@ class BatchForward;
 namespace detail {
 class ForwardPass;
 class DeviceForward;
+class DeviceHeadRows;
 class DeviceKv;
 struct DeviceWeights;
 }
@@ -100,6 +101,8 @@ class Model {
   kernels::ParallelFor* pool() const { return pool_.get(); }
   // The weights on ModelOptions::device (null on the CPU).
   const detail::DeviceWeights* device_weights() const { return device_weights_.get(); }
+  // The subset LM head on that device (null on the CPU); device steps run one at a time.
+  detail::DeviceHeadRows* device_head_rows() const { return device_head_rows_.get(); }
   // Unmaps the resident pages of the embedding tables that are only gathered from (the
   // per-layer table, and the token table unless it is also the LM head) when they are read
   // from a file mapping. Sessions call it after each chunk's gathers, so those tables add
@@ -115,6 +118,7 @@ class Model {
   std::vector<kernels::Q4PackedBuffer> quantized_;  // owns the q4_0 copies (WeightFormat::q4_0)
   std::unique_ptr<kernels::ParallelFor> pool_;
   std::shared_ptr<const detail::DeviceWeights> device_weights_;
+  std::shared_ptr<detail::DeviceHeadRows> device_head_rows_;
   struct ByteRange {
     const void* data;
     std::size_t bytes;
@@ -190,8 +194,8 @@ class Session {
   // Sizes the scratch of head_logits_rows() for up to n ids, so later calls never allocate.
   void reserve_head_rows(std::size_t n);
   // Rows the LM head computes per requested row: 16 for a load-time q4_0 head on the w4a8
-  // kernels (whole q4p16 groups), 1 for stored and GGUF block rows.
-  std::size_t head_row_granularity() const { return head_rows_.granularity(); }
+  // kernels (whole q4p16 groups), 1 for stored and GGUF block rows and on a device.
+  std::size_t head_row_granularity() const { return device_kv_ ? 1 : head_rows_.granularity(); }
   // The final-normed hidden state the head_logits*() calls use ([hidden_size]).
   std::span<const float> head_input() const;
 

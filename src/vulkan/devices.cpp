@@ -60,10 +60,14 @@ backend::DeviceInfo describe(VkPhysicalDevice phys, int index) {
   const bool has_f16_ext = has_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
                            VK_API_VERSION_MINOR(props.properties.apiVersion) >= 2;
   if (has_f16_ext) storage16.pNext = &f16;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  const bool has_dot_ext = has_extension(phys, "VK_KHR_shader_integer_dot_product");
+  if (has_dot_ext) f16.pNext = &dot;
   vkGetPhysicalDeviceFeatures2(phys, &features);
   info.fp16_arithmetic = has_f16_ext && f16.shaderFloat16;
   info.storage_16bit = storage16.storageBuffer16BitAccess;
-  info.int8_dot_product = has_extension(phys, "VK_KHR_shader_integer_dot_product");
+  // The extension and its feature (f16.pNext is only read when has_f16_ext).
+  info.int8_dot_product = has_dot_ext && has_f16_ext && dot.shaderIntegerDotProduct;
 
   VkPhysicalDeviceMemoryProperties mem{};
   vkGetPhysicalDeviceMemoryProperties(phys, &mem);

@@ -77,6 +77,19 @@ bool ggml_format(backend::WeightLayout l, GgmlFormat& f) {
 
 void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) {
   if (n_rows <= 0) return;
+  matmul_op(w, in, n_rows, out, out_stride, {}, 0, 0);
+}
+
+void VulkanDevice::matmul_rows(const backend::Weight& w, Ref in, Ref ids, int max_ids, std::int64_t row_base,
+                               Ref out) {
+  if (max_ids <= 0) return;
+  if (!ids.buf || row_base < 0)
+    fail_as(ErrorKind::internal, "Vulkan backend: matmul_rows without a row list or with row base ", row_base);
+  matmul_op(w, in, 1, out, w.rows, ids, max_ids, row_base);
+}
+
+void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride, Ref ids,
+                             int max_ids, std::int64_t row_base) {
   const std::uint64_t rows = static_cast<std::uint64_t>(w.rows), cols = static_cast<std::uint64_t>(w.cols);
   GgmlFormat g{};
   const bool ggml = ggml_format(w.layout, g);
@@ -96,20 +109,60 @@ void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out,
   if (out_stride < w.rows)
     fail_as(ErrorKind::internal, "Vulkan backend: matmul output stride ", out_stride, " under ", w.rows, " rows");
   const std::uint64_t stride = static_cast<std::uint64_t>(out_stride);
+  const bool listed = ids.buf != 0;
   check_range({w.buf, 0}, weight_words, "matmul", "the weight");
   check_range(in, cols * n_rows, "matmul", "the input");
-  check_range(out, stride * (n_rows - 1) + rows, "matmul", "the output");
+  if (listed) {
+    check_range(ids, 1 + static_cast<std::uint64_t>(max_ids), "matmul_rows", "the row list");
+    check_range(out, static_cast<std::uint64_t>(max_ids), "matmul_rows", "the output");
+  } else {
+    check_range(out, stride * (n_rows - 1) + rows, "matmul", "the output");
+  }
   struct {
-    std::uint32_t kind, rows, cols, x_off, y_off, w_off, y_stride, row_bytes;
+    std::uint32_t kind, rows, cols, x_off, y_off, w_off, y_stride, row_bytes, ids_off, row_base, ids_max;
   } push{kind, u32(rows, "matmul rows"), u32(cols, "matmul cols"), u32(in.word, "offset"), u32(out.word, "offset"), 0,
-         u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0};
-  const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
-  if (ggml)
-    dispatch(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(kind)), bufs, 3, &push, sizeof push, u32((rows + 7) / 8, "row groups"),
-             static_cast<std::uint32_t>(n_rows), "matmul");
-  else
-    dispatch(Shader::matmul, bufs, 3, &push, sizeof push, u32((rows + 15) / 16, "row groups"),
-             static_cast<std::uint32_t>(n_rows), "matmul");
+         u32(stride, "matmul output stride"), ggml ? u32(cols / g.elems * g.bytes, "row bytes") : 0,
+         listed ? u32(ids.word, "offset") : 0xFFFFFFFFu, u32(static_cast<std::uint64_t>(row_base), "row base"),
+         static_cast<std::uint32_t>(max_ids)};
+  if (!listed && w.int8_activations && int8_ &&
+      (w.layout == backend::WeightLayout::q4p16 || w.layout == backend::WeightLayout::q8_0))
+    return matmul_int8(w, in, n_rows, out, stride);
+  // Binding 3 is the row list; without one any buffer fills it (the shader does not read it).
+  const backend::BufferId bufs[] = {w.buf, in.buf, out.buf, listed ? ids.buf : in.buf};
+  // Workgroups cover 8 (ggml) or 16 rows, or as many list entries.
+  const std::uint64_t per_group = ggml ? 8 : 16, units = listed ? static_cast<std::uint64_t>(max_ids) : rows;
+  const Shader s = ggml ? static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(kind))
+                        : Shader::matmul;
+  dispatch(s, bufs, 4, &push, sizeof push, u32((units + per_group - 1) / per_group, "row groups"),
+           static_cast<std::uint32_t>(n_rows), listed ? "matmul_rows" : "matmul");
+}
+
+void VulkanDevice::matmul_int8(const backend::Weight& w, Ref in, int n_rows, Ref out, std::uint64_t stride) {
+  const std::uint64_t blocks = static_cast<std::uint64_t>(n_rows) * static_cast<std::uint64_t>(w.cols / 32);
+  const std::uint64_t need = 4 * 9 * blocks;  // 8 words of codes and a scale per block
+  if (!q8_scratch_ || buffer(q8_scratch_, "matmul").bytes < need) {
+    // Grown inside a step: the old buffer may be bound by this step's ops, so it is freed after.
+    if (q8_scratch_) retired_.push_back(q8_scratch_);
+    q8_scratch_ = 0;
+    q8_scratch_ = create_buffer(std::max<std::uint64_t>(need, 1 << 20), backend::Memory::device,
+                                "int8 activations");
+  }
+  struct {
+    std::uint32_t blocks, x_off, q_off;
+  } qpush{u32(blocks, "activation blocks"), u32(in.word, "offset"), 0};
+  const backend::BufferId qbufs[] = {in.buf, q8_scratch_};
+  dispatch(Shader::quantize_q8, qbufs, 2, &qpush, sizeof qpush, u32((blocks + kGroup - 1) / kGroup, "blocks"), 1,
+           "matmul (int8 activations)");
+  const bool q8 = w.layout == backend::WeightLayout::q8_0;
+  struct {
+    std::uint32_t rows, cols, q_off, y_off, y_stride, row_bytes;
+  } push{u32(static_cast<std::uint64_t>(w.rows), "matmul rows"), u32(static_cast<std::uint64_t>(w.cols), "matmul cols"),
+         0, u32(out.word, "offset"), u32(stride, "matmul output stride"),
+         q8 ? u32(static_cast<std::uint64_t>(w.cols) / 32 * 34, "row bytes") : 0};
+  const backend::BufferId bufs[] = {w.buf, q8_scratch_, out.buf};
+  dispatch(q8 ? Shader::matmul_q8_q8_0 : Shader::matmul_q8, bufs, 3, &push, sizeof push,
+           u32((static_cast<std::uint64_t>(w.rows) + 15) / 16, "row groups"), static_cast<std::uint32_t>(n_rows),
+           "matmul (int8)");
 }
 
 void VulkanDevice::rms_norm(Ref x, Ref weight, int n, int count, float eps, Ref y) {

@@ -104,6 +104,12 @@ VulkanDevice::Recording VulkanDevice::record(const std::vector<Op>& ops, std::ui
 void VulkanDevice::abandon_step() {
   ops_.clear();
   recording_ = false;
+  free_retired();
+}
+
+void VulkanDevice::free_retired() {
+  for (backend::BufferId b : retired_) destroy_buffer(b);
+  retired_.clear();
 }
 
 void VulkanDevice::begin_step() {
@@ -115,7 +121,7 @@ void VulkanDevice::begin_step() {
 void VulkanDevice::end_step() {
   if (!recording_) fail_as(ErrorKind::internal, "Vulkan device: end_step() without begin_step()");
   recording_ = false;
-  if (ops_.empty()) return;
+  if (ops_.empty()) return free_retired();
   ++stats_.steps;
   std::size_t found = recordings_.size();
   for (std::size_t i = 0; i < recordings_.size() && found == recordings_.size(); ++i) {
@@ -142,6 +148,7 @@ void VulkanDevice::end_step() {
   ops_.clear();
   submit_and_wait(r.cmd, "vkQueueSubmit (step)");
   if (!reuse_) drop_recording(found);
+  free_retired();
 }
 
 }  // namespace ringlm::vulkan

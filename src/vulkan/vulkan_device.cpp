@@ -40,6 +40,8 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : ph
                      "): compute workgroups of 256 invocations and 4 KiB of shared memory are needed");
   // RINGLM_VULKAN_STEP_REUSE=0: record every step afresh (an A/B switch for measurements).
   if (const char* e = std::getenv("RINGLM_VULKAN_STEP_REUSE"); e && std::strcmp(e, "0") == 0) reuse_ = false;
+  int8_ = info_.int8_dot_product;
+  if (const char* e = std::getenv("RINGLM_VULKAN_INT8"); e && std::strcmp(e, "0") == 0) int8_ = false;
   try {
     create_device();
     create_pipelines();
@@ -93,6 +95,15 @@ void VulkanDevice::create_device() {
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
+  // The int8 dot products of matmul_q8.comp, where the device has them (devices.cpp checked).
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  const char* dot_ext = "VK_KHR_shader_integer_dot_product";
+  if (info_.int8_dot_product) {
+    dot.shaderIntegerDotProduct = VK_TRUE;
+    info.pNext = &dot;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = &dot_ext;
+  }
   check(vkCreateDevice(phys_, &info, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
@@ -150,14 +161,20 @@ void VulkanDevice::create_pipeline(Shader s, std::string_view name, std::uint32_
 }
 
 void VulkanDevice::create_pipelines() {
-  create_pipeline(Shader::matmul, "matmul", 3);
+  create_pipeline(Shader::matmul, "matmul", 4);
   for (std::uint32_t k = 0; k < kGgmlKinds; ++k)
-    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 3, &k);
+    create_pipeline(static_cast<Shader>(static_cast<int>(Shader::matmul_ggml) + static_cast<int>(k)), "matmul_ggml", 4, &k);
   create_pipeline(Shader::rms_norm, "rms_norm", 3);
   create_pipeline(Shader::rope, "rope", 2);
   create_pipeline(Shader::elementwise, "elementwise", 3);
   create_pipeline(Shader::kv_store, "kv_store", 6);
   create_pipeline(Shader::attend, "attend", 6);
+  if (info_.int8_dot_product) {
+    const std::uint32_t q4 = 0, q8 = 1;
+    create_pipeline(Shader::quantize_q8, "quantize_q8", 2);
+    create_pipeline(Shader::matmul_q8, "matmul_q8", 3, &q4);
+    create_pipeline(Shader::matmul_q8_q8_0, "matmul_q8", 3, &q8);
+  }
 }
 
 std::uint32_t VulkanDevice::memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags want,

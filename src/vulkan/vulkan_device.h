@@ -25,8 +25,12 @@
 namespace ringlm::vulkan {
 
 // matmul_ggml + k: the ggml block matmul specialized for block type k (vk_ops.cpp).
+// matmul_q8 / matmul_q8_q8_0: the int8 dot-product matmul of q4p16 / Q8_0 weights.
 constexpr int kGgmlKinds = 9;
-enum class Shader { matmul, rms_norm, rope, elementwise, kv_store, attend, matmul_ggml, count = matmul_ggml + kGgmlKinds };
+enum class Shader {
+  matmul, rms_norm, rope, elementwise, kv_store, attend, quantize_q8, matmul_q8, matmul_q8_q8_0, matmul_ggml,
+  count = matmul_ggml + kGgmlKinds
+};
 
 class VulkanDevice final : public backend::Device {
  public:
@@ -49,10 +53,16 @@ class VulkanDevice final : public backend::Device {
   void abandon_step() override;
   backend::StepStats step_stats() const override;
   void set_step_reuse(bool on) override;
+  // The int8 dot-product path of Weight::int8_activations: on where the device has it, unless
+  // RINGLM_VULKAN_INT8=0; set_int8_dot(false) forces the float32 shader (tests, A/B runs).
+  bool int8_dot() const { return int8_; }
+  void set_int8_dot(bool on) { int8_ = on && info_.int8_dot_product; }
 
   using backend::Device::matmul;
   void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
               std::int64_t out_stride) override;
+  void matmul_rows(const backend::Weight& w, backend::Ref in, backend::Ref ids, int max_ids, std::int64_t row_base,
+                   backend::Ref out) override;
   void rms_norm(backend::Ref x, backend::Ref weight, int n, int count, float eps, backend::Ref y) override;
   void rope(backend::Ref x, int d, int count, int per_row, backend::Ref cos_sin) override;
   void gelu_mul(backend::Ref gate, backend::Ref up, int width, int rows, int up_stride, backend::Ref out) override;
@@ -98,6 +108,7 @@ class VulkanDevice final : public backend::Device {
   void create_device();
   Recording record(const std::vector<Op>& ops, std::uint64_t hash);  // a new command buffer for ops
   void drop_recording(std::size_t i);
+  void free_retired();  // the outgrown scratch buffers (outside a step)
   void release();  // every Vulkan object, in reverse order
   void create_pipelines();
   void create_pipeline(Shader s, std::string_view name, std::uint32_t bindings, const std::uint32_t* spec = nullptr);
@@ -111,6 +122,11 @@ class VulkanDevice final : public backend::Device {
   // Records one dispatch of `s` over whole buffers `bufs` (one per binding).
   void dispatch(Shader s, const backend::BufferId* bufs, std::uint32_t n_bufs, const void* push,
                 std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, const char* op);
+  // matmul and matmul_rows: n_rows input rows, or (ids.buf != 0) a row list of max_ids entries.
+  void matmul_op(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::int64_t out_stride,
+                 backend::Ref ids, int max_ids, std::int64_t row_base);
+  // The int8 path of matmul_op: quantize the input rows, then the dot-product matmul.
+  void matmul_int8(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::uint64_t stride);
   void elementwise(std::uint32_t op, backend::Ref y, backend::Ref x, backend::Ref z, std::uint64_t n, float s,
                    std::uint32_t width, std::uint32_t stride, const char* name);
 
@@ -133,6 +149,9 @@ class VulkanDevice final : public backend::Device {
   Pipeline pipelines_[static_cast<int>(Shader::count)];
   std::vector<Buffer> buffers_;  // BufferId i is buffers_[i - 1]
   bool recording_ = false;
+  bool int8_ = false;
+  backend::BufferId q8_scratch_ = 0;          // quantized activations of the int8 path (grown)
+  std::vector<backend::BufferId> retired_;    // outgrown scratch, freed after the step
 };
 
 }  // namespace ringlm::vulkan

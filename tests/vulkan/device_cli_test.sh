@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `--device vulkan` end to end on the tiny model (lavapipe in CI): `ringlm devices` and
 # `--version` report the backend; greedy `run` (plain and guided by a JSON Schema) gives the
-# same text as the CPU path with float32 activations, and the guided reply is valid JSON for
-# the schema; a bad --device value is an error naming it, not a crash. Passes without running
+# same text as the CPU path with float32 activations (the guided run's subset LM head on the
+# device), and the guided reply is valid JSON for the schema; a bad --device value is an error naming it, not a crash. Passes without running
 # anything on a build whose machine has no Vulkan device (says so).
 set -euo pipefail
 mkdir -p "$RINGLM_TMP"
@@ -23,8 +23,10 @@ gpu=$("$RINGLM" run -m model --device vulkan -n 40 -p "hello there" 2>/dev/null)
 schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
 prompt="Classify: my order never arrived"
 cpu=$(echo "$prompt" | "$RINGLM" run -m model --activations f32 --json-schema "$schema" -n 600 2>/dev/null)
-gpu=$(echo "$prompt" | "$RINGLM" run -m model --device vulkan --json-schema "$schema" -n 600 2>/dev/null)
+gpu=$(echo "$prompt" | "$RINGLM" run -m model --device vulkan --json-schema "$schema" -n 600 --stats 2>stats.txt)
 [[ $cpu == "$gpu" ]] || { echo "guided run differs: cpu [$cpu] vulkan [$gpu]" >&2; exit 1; }
+# The guided steps with a small allowed set ran the subset LM head on the device.
+grep -Eq 'guided steps, [1-9][0-9]* on the subset LM head' stats.txt || { echo "no subset-head steps:" >&2; cat stats.txt >&2; exit 1; }
 "$RINGLM_PYTHON" - "$schema" "$gpu" <<'PY'
 import json, sys, jsonschema
 jsonschema.validate(json.loads(sys.argv[2]), json.load(open(sys.argv[1])))

@@ -129,7 +129,7 @@ TEST(VulkanModel, LastTokenOnlyPrefillTruncateAndSubsetHead) {
   const auto c2 = cpu.prefill(tail, iota(90, 5));
   const std::vector<float> cv2(c2.begin(), c2.end());
   expect_same_logits(gpu.prefill(tail, iota(90, 5)), cv2, "after truncate to 90");
-  // Deferred head: the hidden state comes back from the device; the subset head runs on the host.
+  // Deferred head: the hidden state stays on the host too; the subset head runs on the device.
   cpu.decode_hidden(7, 95);
   gpu.decode_hidden(7, 95);
   const std::vector<std::int32_t> allowed = {0, 5, 17, 99, 200};

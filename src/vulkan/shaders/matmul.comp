@@ -4,6 +4,10 @@
 // lanes are added in shared memory. q4p16 is kernels/q4_packed.h's layout: for group g,
 // block b, step t, the 16 rows' code words are adjacent, so the 16 threads of one lane read
 // one 64-byte line; the block's scales follow all the group's codes.
+// With a row list (backend::Device::matmul_rows, the subset LM head of guided decoding) the
+// workgroup's 16 rows are list entries instead: thread (i, lane) computes listed row i with
+// exactly the arithmetic the full matmul gives that row (same blocks per lane, same sum
+// order), so each listed logit is bit-identical to the full head's.
 #version 450
 
 layout(local_size_x = 256) in;
@@ -11,6 +15,7 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
+layout(std430, binding = 3) readonly buffer Rows { uint ids[]; };  // the row list (any buffer when none)
 
 layout(push_constant) uniform Params {
   uint layout_kind;  // 0 f32, 1 f16, 2 bf16, 3 q4p16
@@ -21,6 +26,9 @@ layout(push_constant) uniform Params {
   uint w_off;
   uint y_stride;     // floats between output rows of consecutive tokens
   uint row_bytes;    // unused here (matmul_ggml.comp)
+  uint ids_off;      // 0xFFFFFFFF: every row; else words into Rows: the count, then the row ids
+  uint row_base;     // a row list names rows of the whole matrix; this part starts at row_base
+  uint ids_max;      // entries the list may hold (the count is clamped to it)
 } p;
 
 shared float partial[256];
@@ -46,15 +54,25 @@ float q4_block(uint base, uint nb, uint b, uint r, uint xb) {
 void main() {
   const uint r = gl_LocalInvocationID.x % 16u;
   const uint lane = gl_LocalInvocationID.x / 16u;
-  const uint g = gl_WorkGroupID.x;
   const uint tok = gl_WorkGroupID.y;
-  const uint row = g * 16u + r;
   const uint xrow = p.x_off + tok * p.cols;
+  // The weight row this thread sums and where its result goes (out = -1: nowhere).
+  uint row = gl_WorkGroupID.x * 16u + r;
+  uint out_index = row < p.rows ? tok * p.y_stride + row : 0xFFFFFFFFu;
+  bool live = true;  // a full q4p16 group is summed whole (its padding rows are zeros)
+  if (p.ids_off != 0xFFFFFFFFu) {
+    const uint entry = row;
+    row = 0xFFFFFFFFu;
+    if (entry < min(ids[p.ids_off], p.ids_max)) row = ids[p.ids_off + 1u + entry] - p.row_base;  // wraps when below this part
+    live = row < p.rows;
+    out_index = live ? entry : 0xFFFFFFFFu;
+  }
   float acc = 0.0;
   if (p.layout_kind == 3u) {
     const uint nb = p.cols / 32u;
-    const uint base = p.w_off + g * nb * 72u;  // 288 bytes per block of 16 rows
-    for (uint b = lane; b < nb; b += 16u) acc += q4_block(base, nb, b, r, xrow + b * 32u);
+    const uint base = p.w_off + (row / 16u) * nb * 72u;  // 288 bytes per block of 16 rows
+    if (live)
+      for (uint b = lane; b < nb; b += 16u) acc += q4_block(base, nb, b, row % 16u, xrow + b * 32u);
   } else if (row < p.rows) {
     if (p.layout_kind == 0u) {
       const uint wrow = p.w_off + row * p.cols;
@@ -76,5 +94,5 @@ void main() {
     if (lane < s) partial[lane * 16u + r] += partial[(lane + s) * 16u + r];
     barrier();
   }
-  if (lane == 0u && row < p.rows) y[p.y_off + tok * p.y_stride + row] = partial[r];
+  if (lane == 0u && out_index != 0xFFFFFFFFu) y[p.y_off + out_index] = partial[r];
 }

@@ -6,6 +6,8 @@
 // sub-block of the 256-value K formats). One workgroup per 8 output rows and input row t;
 // thread (row r, lane) of 8 x 32 sums the units lane, lane + 32, ... of row r (neighbouring
 // lanes read neighbouring bytes of one row), then the 32 lanes are added in shared memory.
+// With a row list (backend::Device::matmul_rows) the 8 rows are list entries, each summed
+// with the full matmul's arithmetic for that row (matmul.comp says why).
 #version 450
 
 layout(local_size_x = 256) in;
@@ -13,6 +15,7 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
+layout(std430, binding = 3) readonly buffer Rows { uint ids[]; };  // the row list (any buffer when none)
 
 // The block type, kQ8_0 ... kIQ4_XS below: a specialization constant, so each type's
 // pipeline is compiled with only its own decoder (one pipeline per type, vk_ops.cpp).
@@ -27,6 +30,9 @@ layout(push_constant) uniform Params {
   uint w_off;     // words: where row 0 starts
   uint y_stride;  // floats between output rows of consecutive tokens
   uint row_bytes; // bytes of one weight row
+  uint ids_off;   // 0xFFFFFFFF: every row; else words into Rows: the count, then the row ids
+  uint row_base;  // a row list names rows of the whole matrix; this part starts at row_base
+  uint ids_max;      // entries the list may hold (the count is clamped to it)
 } p;
 
 const uint kQ8_0 = 0u, kQ4_1 = 1u, kQ5_0 = 2u, kQ5_1 = 3u, kQ4_K = 4u, kQ5_K = 5u, kQ6_K = 6u, kIQ4_NL = 7u,
@@ -164,9 +170,16 @@ float unit_dot(uint rb, uint u, uint xb) {
 void main() {
   const uint lane = gl_LocalInvocationID.x % 32u;
   const uint r = gl_LocalInvocationID.x / 32u;
-  const uint row = gl_WorkGroupID.x * 8u + r;
   const uint tok = gl_WorkGroupID.y;
   const uint xrow = p.x_off + tok * p.cols;
+  uint row = gl_WorkGroupID.x * 8u + r;
+  uint out_index = tok * p.y_stride + row;
+  if (p.ids_off != 0xFFFFFFFFu) {
+    const uint entry = row;
+    row = 0xFFFFFFFFu;
+    if (entry < min(ids[p.ids_off], p.ids_max)) row = ids[p.ids_off + 1u + entry] - p.row_base;  // wraps when below this part
+    out_index = entry;
+  }
   float acc = 0.0;
   if (row < p.rows) {
     const uint rb = p.w_off * 4u + row * p.row_bytes;
@@ -178,5 +191,5 @@ void main() {
     if (lane < s) partial[gl_LocalInvocationID.x] += partial[gl_LocalInvocationID.x + s];
     barrier();
   }
-  if (lane == 0u && row < p.rows) y[p.y_off + tok * p.y_stride + row] = partial[gl_LocalInvocationID.x];
+  if (lane == 0u && row < p.rows) y[p.y_off + out_index] = partial[gl_LocalInvocationID.x];
 }
