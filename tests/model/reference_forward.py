@@ -140,9 +140,11 @@ def linear(h, weight):
     return weight.apply_t(h) if isinstance(weight, _Stored) else h @ weight.T
 
 
-def forward(checkpoint, ids, kv_f16=False):
+def forward(checkpoint, ids, kv_f16=False, extras=None):
     """kv_f16: round K and V as ringlm's f16 KV cache stores them (saturate at +-65504, IEEE
-    round to nearest even), to separate that storage rounding from every other error."""
+    round to nearest even), to separate that storage rounding from every other error.
+    extras: a dict that receives "hidden" (the final-normed states [T, H]) and "kv" (per
+    KV-owning layer, its K and V [T, kv_heads, d]), what a drafter reading the target needs."""
     c, W = checkpoint
     ids = np.asarray(ids, dtype=np.int64)
     T = len(ids)
@@ -219,6 +221,8 @@ def forward(checkpoint, ids, kv_f16=False):
         h = h * W[p + "layer_scalar"].reshape(())
 
     h = rms_norm(h, W["norm.weight"], eps)
+    if extras is not None:
+        extras["hidden"], extras["kv"] = h, kv_store
     head = W["embed_tokens.weight"] if c.get("tie_word_embeddings", True) else W["lm_head.weight"]
     logits = linear(h, head)
     cap = c.get("final_logit_softcapping")
