@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "model/testing/test_assistant.h"
 #include "model/testing/test_checkpoint.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
@@ -121,13 +122,16 @@ TEST(EngineBackend, DraftingGivesThePlainReplies) {
   o.seed = 6;
   o.tokenizer_dir = fs::path(RINGLM_TOKENIZER_DIR);
   model::testing::write_test_checkpoint(dir, o);
-  {
+  // serve --draft assistant without PATH: the assistant found as MODEL/assistant.
+  model::testing::write_test_assistant(dir / "assistant", {.preset = "tiny", .seed = 3});
+  for (const char* source : {"ngram", "assistant"}) {
+    SCOPED_TRACE(source);
     server::BackendOptions bo;
     bo.engine.model_dir = dir;
     bo.engine.context_tokens = 512;
     bo.slots = 3;
     auto plain = server::make_engine_backend(bo);
-    bo.draft = engine::parse_draft("ngram", 4);
+    bo.draft = engine::parse_draft(source, 4);
     auto drafting = server::make_engine_backend(bo);
 
     struct Req {
