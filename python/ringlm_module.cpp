@@ -396,8 +396,8 @@ model: a checkpoint directory (Hugging Face layout or `ringlm convert` output) o
 file. threads=0 uses every core; ctx=0 is the model's default context.
 Sampling keywords of every call: temperature (0 = greedy), top_k, top_p, min_p,
 repeat_penalty, seed, max_tokens (256), stop (str or list), json_schema (dict or JSON text),
-draft ("none", "ngram" or "auto": speculative decoding as the CLI's --draft; the output is
-the same either way) and draft_max (1..16, 4).
+draft ("none", "ngram", "auto" or "assistant[:PATH]": speculative decoding as the CLI's
+--draft; the output is the same either way) and draft_max (1..16, 4).
 A json_schema reply cut by max_tokens or the context raises ringlm.Error naming the limit
 (stream(): at the end of the iteration); extract() reports it in the row's result instead.)")
       .def(py::init<const std::string&, int, int, const std::string&, const std::string&>(), py::arg("model"),

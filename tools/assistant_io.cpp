@@ -8,17 +8,59 @@
 //   p - n_sliding .. p - 1), then K then V of the full cache [n_full][global_head_dim]
 //   (positions 0 .. n_full - 1).
 // OUT: float32 logits[vocab], float32 h_next[backbone]. Prints the argmax.
+//
+//   assistant_io --round TARGET_DIR ASSISTANT_DIR K OUT ID...
+// One drafting round of engine::AssistantDrafter as the scheduler runs it: the target (float
+// path, f32 KV) prefills the ids, t = argmax of its last logits, then the drafter drafts K
+// tokens from (t, position n, the target's final-normed hidden row n - 1, the target's KV).
+// OUT: int32 t, int32 drafts[K], float32 logits[K][vocab] (the assistant's, per step).
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <cstdio>
 #include <fstream>
 #include <vector>
 
+#include "engine/assistant_drafter.h"
 #include "model/assistant.h"
 #include "util/error.h"
 
 using namespace ringlm;
 
+namespace {
+int round(int argc, char** argv) {
+  if (argc < 7) fail("usage: assistant_io --round TARGET_DIR ASSISTANT_DIR K OUT ID...");
+  auto target = model::Model::load(argv[2], {.weights = model::WeightFormat::stored});
+  auto a = model::AssistantModel::load(argv[3]);
+  const int k = std::atoi(argv[4]);
+  std::vector<std::int32_t> ids;
+  std::vector<std::int64_t> pos;
+  for (int i = 6; i < argc; ++i) ids.push_back(std::atoi(argv[i])), pos.push_back(i - 6);
+  model::Session s(target, {.kv_type = kv::KvType::f32});
+  const std::span<const float> last = s.prefill(ids, pos);
+  const auto t = static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+  const std::vector<float> h(s.head_input().begin(), s.head_input().end());
+  engine::AssistantDrafter d(a, target);
+  std::vector<float> logits;
+  d.set_step_observer([&](int, const model::AssistantStep& st) { logits.insert(logits.end(), st.logits().begin(), st.logits().end()); });
+  d.set_target_state({&s, t, static_cast<std::int64_t>(ids.size()), h});
+  std::vector<std::int32_t> drafts;
+  d.propose({}, {}, k, drafts);
+  std::ofstream out(argv[5], std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&t), 4);
+  out.write(reinterpret_cast<const char*>(drafts.data()), std::streamsize(4 * drafts.size()));
+  out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(4 * logits.size()));
+  if (!out) fail(argv[5], ": cannot write");
+  std::printf("%d", t);
+  for (auto x : drafts) std::printf(" %d", x);
+  std::printf("\n");
+  return 0;
+}
+}  // namespace
+
 int main(int argc, char** argv) try {
+  if (argc > 1 && std::string(argv[1]) == "--round") return round(argc, argv);
   if (argc != 4) fail("usage: assistant_io ASSISTANT_DIR IN OUT");
   auto m = model::AssistantModel::load(argv[1]);
   const model::AssistantConfig& c = m->config();

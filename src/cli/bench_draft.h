@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "engine/engine.h"
 
@@ -16,6 +17,9 @@ struct BenchDraftOptions {
   int k = 4;                 // drafted tokens per step of the acceptance runs
   int extract_rows = 10;     // ticket-extraction rows for prompt-lookup acceptance (0: skip)
   int extract_max_tokens = 128;
+  // --draft-assistant PATH: also run the Gemma 4 assistant drafter (k drafted tokens per
+  // step) and report its acceptance, the verify step's cost and the drafter's cost per round.
+  std::string assistant;
 };
 
 // Per-step time with k = 0..max_k drafted rows (an always-rejected oracle: every step runs

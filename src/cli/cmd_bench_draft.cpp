@@ -25,6 +25,7 @@ struct Run {
   engine::GenerationResult result;
   std::vector<std::int32_t> tokens;
   std::uint64_t steps = 0;
+  engine::BatchStats stats;  // the scheduler's, at the end
   double decode_s = 0;  // from the first token to the last
   double tok_s() const { return decode_s > 0 ? (result.completion_tokens - 1) / decode_s : 0.0; }
   double step_s() const { return steps > 1 ? decode_s / static_cast<double>(steps - 1) : 0.0; }
@@ -54,6 +55,7 @@ Run run_one(engine::Engine& engine, const std::vector<std::int32_t>& prompt, con
   r.result = std::move(out->result);
   r.decode_s = std::chrono::duration<double>(t_end - t_first).count();
   r.steps = sched.stats().steps - steps_at_first + 1;  // the steps after the first token, + its own
+  r.stats = sched.stats();
   return r;
 }
 
@@ -140,6 +142,24 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
                 r.result.drafted_tokens, static_cast<unsigned long long>(r.steps));
   }
   out["acceptance"] = accept;
+  if (!o.assistant.empty()) {
+    // The assistant drafter: acceptance is what it is (~0 with random weights); the figures
+    // that carry over are the verify step's cost and the drafter's per round.
+    engine::GenerationParams p = base;
+    p.draft = engine::parse_draft("assistant:" + o.assistant, o.k);
+    const Run r = best_of(o.repeats, p);
+    if (r.tokens != plain.tokens) fail("bench draft: the assistant-drafted run's output differs from the plain one");
+    const double draft_ms = r.stats.draft_rounds ? 1e3 * r.stats.draft_seconds / r.stats.draft_rounds : 0.0;
+    const double verify_ms = r.steps > 1 ? 1e3 * (r.decode_s - r.stats.draft_seconds) / static_cast<double>(r.steps - 1) : 0.0;
+    out["assistant"] = {{"k", o.k}, {"tok_s", r.tok_s()}, {"speedup", plain.tok_s() > 0 ? r.tok_s() / plain.tok_s() : 0.0},
+                        {"drafted", r.result.drafted_tokens}, {"accepted", r.result.accepted_drafts},
+                        {"drafter_ms_per_round", draft_ms}, {"rounds", r.stats.draft_rounds},
+                        {"verify_step_ms", verify_ms}, {"steps", r.steps}};
+    std::printf("  draft   assistant k=%d: %.2f tok/s = %.2fx (accepted %d/%d drafted); drafter %.2f ms/round (%llu "
+                "rounds), verify step %.2f ms without it\n",
+                o.k, r.tok_s(), plain.tok_s() > 0 ? r.tok_s() / plain.tok_s() : 0.0, r.result.accepted_drafts,
+                r.result.drafted_tokens, draft_ms, static_cast<unsigned long long>(r.stats.draft_rounds), verify_ms);
+  }
   if (o.extract_rows > 0) {
     // Prompt lookup on the guided extraction rows (bench --sections guided's prompts).
     const auto& samples = bd::extraction_samples();

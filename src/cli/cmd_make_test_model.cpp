@@ -18,7 +18,7 @@ RINGLM_COMMAND(make_test_model) {
   sub->footer("Example:\n  ringlm make-test-model /tmp/tiny --preset tiny --seed 1\n  ringlm make-test-model /tmp/tiny-assistant --assistant --preset tiny");
   sub->add_option("out", opt->out, "Output directory")->required();
   sub->add_option("--preset", spec.preset,
-                  "tiny | tiny-gqa | demo | e2b | e4b; with --assistant: tiny | tiny-dense | e2b")
+                  "tiny | tiny-gqa | demo | e2b | e4b; with --assistant: tiny | tiny-dense | demo | e2b")
       ->capture_default_str();
   sub->add_flag("--assistant", spec.assistant,
                 "Write a Gemma 4 assistant (multi-token-prediction drafter, docs/speculative.md) instead: tiny fits "

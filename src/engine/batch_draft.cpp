@@ -4,6 +4,7 @@
 // as the step plain decoding would have run for that token (model::BatchItem::row_chunk), so
 // on the q4_0 path the rows are bit-identical to those steps.
 #include <algorithm>
+#include <chrono>
 
 #include "engine/batch_scheduler.h"
 #include "engine/batch_slot.h"
@@ -21,7 +22,22 @@ void BatchScheduler::make_draft(Slot& s, int room) {
         static_cast<std::int64_t>(context_capacity()) - 1 - static_cast<std::int64_t>(s.cached.size() + real);
     const int k = static_cast<int>(std::min<std::int64_t>(
         {s.draft_max, room, model::Session::kMaxChunk - static_cast<std::int64_t>(real), context_left}));
-    if (k > 0 && s.governor.enabled()) s.drafter->propose(s.prompt, s.generated, k, s.draft);
+    if (k > 0 && s.governor.enabled()) {
+      if (s.drafter->wants_target_state()) {
+        // The target's state at the last known token: only a lone sampled token has the
+        // hidden row that produced it (grammar-forced tokens after it have none yet).
+        const bool known = s.hidden_known && real == 1 && !s.pending_chunk;
+        s.drafter->set_target_state({&s.session, s.pending.back(), static_cast<std::int64_t>(s.cached.size()),
+                                     known ? std::span<const float>(s.target_hidden) : std::span<const float>()});
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      s.drafter->propose(s.prompt, s.generated, k, s.draft);
+      if (!s.draft.empty()) {
+        ++stats_.draft_rounds;
+        stats_.draft_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    s.hidden_known = false;
   }
   // Per row: 1 where plain decoding runs the token inside a longer chunk (a sampled token
   // with forced ones after it, the forced ones, a chunk an accepted draft began), 0 where it
@@ -48,6 +64,12 @@ void BatchScheduler::make_draft(Slot& s, int room) {
   s.pending.insert(s.pending.end(), s.draft.begin(), s.draft.end());
   s.use_row_chunk = s.n_draft > 0 || s.pending_chunk;
   s.pending_chunk = false;
+}
+
+void BatchScheduler::keep_hidden(Slot& s, std::span<const float> row) {
+  if (s.target_hidden.empty() || !s.drafter || !s.drafter->wants_target_state()) return;
+  std::copy(row.begin(), row.end(), s.target_hidden.begin());
+  s.hidden_known = true;
 }
 
 void BatchScheduler::verify(Slot& s, std::size_t item) {
@@ -99,6 +121,7 @@ void BatchScheduler::verify_rows(Slot& s, std::size_t item, std::size_t base, in
         // drafted tokens from row j on leave the cache, and it runs next step.
         rollback(s, held);
         s.pending.assign(1, id);
+        keep_hidden(s, batch_->hidden(item, j));  // row j's logits gave it
         if (!queue_forced(s, static_cast<std::size_t>(model::Session::kMaxChunk))) return;
         break;
       }

@@ -1,5 +1,6 @@
 #include "engine/batch_scheduler.h"
 #include "engine/batch_slot.h"
+#include "engine/assistant_drafter.h"
 
 #include <algorithm>
 #include <bit>
@@ -62,7 +63,8 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
   batch_ = std::make_unique<model::BatchForward>(
       engine.model(), model::BatchOptions{.max_rows = options_.max_rows,
                                           .max_items = options_.max_sequences,
-                                          .max_logits_rows = options_.max_sequences * (1 + options_.draft_max)});
+                                          .max_logits_rows = options_.max_sequences * (1 + options_.draft_max),
+                                          .keep_hidden_rows = options_.draft_max > 0});
   items_.reserve(slots_.size());
   item_slot_.reserve(slots_.size());
   full_head_.reserve(slots_.size());
@@ -176,7 +178,10 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   sampler.enable_logprobs(params.logprobs);
   chat::StopStringMatcher stop_strings(params.stop);
   std::unique_ptr<Drafter> drafter;
-  if (options_.draft_max > 0) drafter = make_drafter(params.draft, tok.vocab_size());
+  if (options_.draft_max > 0 && params.draft.source == DraftSource::assistant)
+    drafter = std::make_unique<AssistantDrafter>(load_assistant(engine_, params.draft.assistant_path), engine_.model());
+  else if (options_.draft_max > 0)
+    drafter = make_drafter(params.draft, tok.vocab_size());
   std::vector<std::int32_t> generated;
   generated.reserve(static_cast<std::size_t>(params.max_tokens));
 
@@ -284,6 +289,9 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   // Sized per request, not per token (the decode path allocates nothing).
   if (s.params.embedding) s.hidden_sum.assign(static_cast<std::size_t>(engine_.model()->config().hidden_size), 0.0f);
   s.drafter = std::move(drafter);
+  s.hidden_known = false;
+  if (s.drafter && s.drafter->wants_target_state())
+    s.target_hidden.resize(static_cast<std::size_t>(engine_.model()->config().hidden_size));
   s.draft_max = std::min(s.params.draft.max_tokens, options_.draft_max);
   s.governor = DraftGovernor(s.params.draft.adaptive);
   s.n_draft = 0;
@@ -551,6 +559,7 @@ void BatchScheduler::advance(Slot& s, std::span<float> logits) {
       fail("internal error: the sampler chose token ", id, " outside the grammar mask");
     if (!emit(s, id, s.sampler->chosen_logprob(), true, logits)) return finish(s, s.result.finish);
     s.pending.assign(1, id);
+    if (!s.target_hidden.empty()) keep_hidden(s, s.session.head_input());  // the row these logits came from
     if (!queue_forced(s, static_cast<std::size_t>(model::Session::kMaxChunk))) return;
     if (static_cast<std::int64_t>(s.cached.size() + s.pending.size()) >= context_capacity())
       return finish(s, FinishReason::Length);  // the context is full

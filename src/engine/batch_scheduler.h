@@ -84,6 +84,8 @@ struct BatchStats {
   std::uint64_t reused_tokens = 0;   // prompt tokens not recomputed (slot cache, pin or prefix cache)
   std::uint64_t drafted = 0;         // speculative decoding: tokens drafted and verified
   std::uint64_t accepted = 0;        // of those, accepted
+  std::uint64_t draft_rounds = 0;    // drafter calls that proposed at least one token
+  double draft_seconds = 0;          // wall time in those drafter calls (bench: a drafter's cost)
   int last_batch = 0;                // sequences in the last step
   PrefixCacheStats prefix_cache;     // the cross-request prefix cache (zeros when off)
 };
@@ -142,6 +144,8 @@ class BatchScheduler {
   // to its pending tokens (at most `room` tokens); after the step, the rows checked in order.
   void make_draft(Slot& slot, int room);
   void verify(Slot& slot, std::size_t item);
+  // Keeps the target's hidden row of the token just sampled, for a drafter that reads it.
+  void keep_hidden(Slot& slot, std::span<const float> row);
   void verify_rows(Slot& slot, std::size_t item, std::size_t base, int k);
   // Reports one accepted token (stream, stop strings, limits); false when generation ends
   // (slot.result.finish says why).

@@ -64,6 +64,10 @@ struct BatchScheduler::Slot {
   std::vector<std::uint8_t> row_chunk;  // per pending row: see model::BatchItem::row_chunk
   bool use_row_chunk = false;         // this step's item runs its rows one by one
   bool pending_chunk = false;         // pending continues a chunk an accepted draft began
+  // A drafter that reads the target (Drafter::wants_target_state): the final-normed hidden
+  // row whose logits gave the last sampled token, known until the next draft round.
+  std::vector<float> target_hidden;
+  bool hidden_known = false;
   TokenEvent event;
   std::string piece;
   std::chrono::steady_clock::time_point t0;

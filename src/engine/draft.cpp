@@ -15,8 +15,11 @@ DraftParams parse_draft(std::string_view text, int max_tokens) {
   if (text == "none") p.source = DraftSource::none;
   else if (text == "ngram") p.source = DraftSource::ngram;
   else if (text == "auto") p.source = DraftSource::ngram, p.adaptive = true;
-  else if (text == "assistant" || text.starts_with("assistant:"))
-    fail_unsupported("--draft assistant: the Gemma 4 assistant drafter is not implemented yet (use ngram or auto)");
+  else if (text == "assistant" || text.starts_with("assistant:")) {
+    p.source = DraftSource::assistant;
+    if (text.size() > 10) p.assistant_path = std::string(text.substr(10));
+    else if (text != "assistant") fail("--draft assistant: an empty PATH after 'assistant:'");
+  }
   else fail("unknown --draft '", std::string(text), "' (expected none, ngram, assistant[:PATH] or auto)");
   return p;
 }
@@ -71,6 +74,8 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& p, std::int32_t vocab) 
     case DraftSource::external:
       if (!p.make_external) fail("draft source external: no drafter factory given");
       return p.make_external();
+    case DraftSource::assistant:
+      fail("draft source assistant: made with the target model (engine/assistant_drafter.h)");
   }
   return nullptr;
 }

@@ -23,12 +23,18 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+namespace ringlm::model {
+class Session;
+}
+
 namespace ringlm::engine {
 
-enum class DraftSource { none, ngram, oracle, external };
+// assistant: the Gemma 4 assistant (MTP drafter), engine/assistant_drafter.h.
+enum class DraftSource { none, ngram, oracle, external, assistant };
 
 class Drafter;
 
@@ -45,6 +51,9 @@ struct DraftParams {
   // external: makes each sequence's drafter (a drafter defined outside the engine: tests,
   // embedders). Not reachable from the command line.
   std::function<std::unique_ptr<Drafter>()> make_external;
+  // assistant: the checkpoint directory; empty: found next to the target model
+  // (engine/assistant_drafter.h, find_assistant_dir).
+  std::string assistant_path;
 };
 
 // The one default of every front end (run, chat, serve, extract, the Python binding):
@@ -54,8 +63,8 @@ inline constexpr std::string_view kDefaultDraft = "none";
 inline constexpr int kDefaultDraftMax = 4;
 inline constexpr int kMaxDraftTokens = 16;
 
-// Parses --draft: none | ngram | auto (ngram with the adaptive policy). assistant[:PATH]
-// is refused with a message saying it is not implemented. Throws ringlm::Error.
+// Parses --draft: none | ngram | auto (ngram with the adaptive policy) | assistant[:PATH]
+// (the path is checked when the drafter is made). Throws ringlm::Error.
 DraftParams parse_draft(std::string_view text, int max_tokens = kDefaultDraftMax);
 
 class Drafter {
@@ -69,6 +78,22 @@ class Drafter {
   // sample_draft). Empty, the default: the drafter proposes its tokens with certainty
   // (q one-hot), which needs no distribution. Greedy verification never asks.
   virtual std::span<const float> distribution(std::size_t /*j*/) const { return {}; }
+
+  // What a drafter that reads the target model's own state sees before propose(): the
+  // sequence's session (its KV cache holds positions 0 .. position - 1), the last known token
+  // (the one the coming step runs, at `position`) and the target's final-normed hidden state
+  // of position - 1, the row whose logits gave that token. hidden is empty where the target
+  // has not computed it (the step runs grammar-forced tokens after it): then the drafter
+  // proposes nothing. Valid during the propose() call that follows only.
+  struct TargetState {
+    const model::Session* session = nullptr;
+    std::int32_t token = 0;
+    std::int64_t position = 0;
+    std::span<const float> hidden;
+  };
+  // True: the scheduler keeps the hidden rows and calls set_target_state() before propose().
+  virtual bool wants_target_state() const { return false; }
+  virtual void set_target_state(const TargetState& /*state*/) {}
 };
 
 // Prompt lookup: the longest suffix of the history (up to kMaxNgram tokens, at least 1)

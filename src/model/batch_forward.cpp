@@ -29,6 +29,8 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
   logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_count_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_.resize(static_cast<std::size_t>(options_.max_logits_rows) * static_cast<std::size_t>(model_->config().vocab_size));
+  if (options_.keep_hidden_rows && !device_)
+    hidden_.resize(static_cast<std::size_t>(options_.max_logits_rows) * static_cast<std::size_t>(model_->config().hidden_size));
 }
 
 void BatchForward::run(std::span<const BatchItem> items) {
@@ -97,6 +99,10 @@ void BatchForward::run(std::span<const BatchItem> items) {
     items[i].session->next_position_ = items[i].positions.back() + 1;
     logits_row_[i] = segs_[i].logits_row;
   }
+  // The head rows' final-normed inputs are still at the front of the scratch (in logits row
+  // order): copied out, since a later head_logits() call reuses that scratch.
+  if (!hidden_.empty() && used_rows_ > 0)
+    std::copy_n(scratch_.a.data(), static_cast<std::size_t>(used_rows_) * model_->config().hidden_size, hidden_.data());
 }
 
 void BatchForward::run_on_device(std::span<const BatchItem> items) {
@@ -165,6 +171,14 @@ std::span<float> BatchForward::head_row(std::size_t j) {
   if (static_cast<int>(j) >= head_rows_) fail("batch: no deferred head row ", j);
   const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
   return {logits_.data() + (static_cast<std::size_t>(used_rows_) + j) * V, V};
+}
+
+std::span<const float> BatchForward::hidden(std::size_t i, int r) const {
+  if (hidden_.empty()) fail("batch: hidden rows are not kept (BatchOptions::keep_hidden_rows, host path only)");
+  if (i >= logits_row_.size() || logits_row_[i] < 0) fail("batch: item ", i, " of the last step has no logits");
+  if (r < 0 || r >= logits_count_[i]) fail("batch: item ", i, " of the last step has no logits row ", r);
+  const std::size_t H = static_cast<std::size_t>(model_->config().hidden_size);
+  return {hidden_.data() + static_cast<std::size_t>(logits_row_[i] + r) * H, H};
 }
 
 std::span<float> BatchForward::logits(std::size_t i, int r) {

@@ -52,6 +52,11 @@ struct BatchOptions {
   int max_rows = 80;   // token rows per run, over all items
   int max_items = 16;  // sessions per run
   int max_logits_rows = 0;  // logits rows per run (Last items' rows + head_logits rows); 0: max_items
+  // Keep the final-normed hidden row of every logits row (hidden()): a drafter that reads the
+  // target's state (the Gemma 4 assistant, engine/assistant_drafter.h) needs the row that
+  // produced the sampled token, which in a verify step need not be the item's last. Costs
+  // one copy of those rows per run into a buffer sized once; host path only.
+  bool keep_hidden_rows = false;
 };
 
 class BatchForward {
@@ -67,6 +72,9 @@ class BatchForward {
   std::span<float> logits(std::size_t i) { return logits(i, 0); }
   // Row r (< the item's logits_rows) of item i's logits, oldest token first.
   std::span<float> logits(std::size_t i, int r);
+  // The final-normed hidden state ([hidden_size]) logits(i, r) was computed from, valid until
+  // the next run. Needs BatchOptions::keep_hidden_rows; throws ringlm::Error otherwise.
+  std::span<const float> hidden(std::size_t i, int r) const;
 
   // The full LM head over the kept hidden states of several sessions (each as its own
   // head_logits() would compute it, bit for bit on the q4_0 path), in one pass over the
@@ -93,6 +101,7 @@ class BatchForward {
   std::vector<int> logits_row_;  // per item of the last run: its row in logits_, -1 none
   std::vector<int> logits_count_;  // per item of the last run: its logits rows
   std::vector<float> logits_;    // [max_logits_rows][vocab]: Last items, then head_logits rows
+  std::vector<float> hidden_;    // [max_logits_rows][hidden]: keep_hidden_rows only, Last items' rows
   int used_rows_ = 0;            // logits_ rows the last run filled
   int head_rows_ = 0;            // rows of the last head_logits call, after used_rows_
 };

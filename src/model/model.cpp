@@ -258,6 +258,12 @@ void Session::require_hidden() const {
     fail("the session holds no hidden state for the LM head (run a token with LogitsMode::Hidden or Last first)");
 }
 
+kernels::KvSlots Session::kv_view(int layer) const {
+  if (device_kv_) fail("the KV cache of a session on a device cannot be read on the host");
+  if (layer < 0 || layer >= cfg_.num_layers) fail("KV view: layer ", layer, " out of range (", cfg_.num_layers, " layers)");
+  return cache_.layer(cache_index_[static_cast<std::size_t>(layer)]).view();
+}
+
 std::span<const float> Session::head_input() const {
   require_hidden();
   return head_in_;

@@ -227,6 +227,12 @@ class Session {
   int context_capacity() const { return capacity_; }
   const Model& model() const { return *model_; }
   std::size_t kv_bytes() const { return cache_.bytes(); }
+  // Read access to the cache `layer` attends (its own, or for a KV-shared layer its source's):
+  // the slots with their absolute positions, sliding rings included, valid until the next
+  // call that changes the cache. A drafter that reads the target's KV (the Gemma 4
+  // assistant, model/assistant.h) attends it. Throws ringlm::Error on a device model (the KV
+  // lives there) or a layer out of range.
+  kernels::KvSlots kv_view(int layer) const;
 
  private:
   friend class BatchForward;

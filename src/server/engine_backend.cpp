@@ -15,6 +15,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/assistant_drafter.h"
+
 #include "chat/gemma_reply.h"
 #include "engine/batch_loop.h"
 #include "engine/media_prompt.h"
@@ -67,6 +69,8 @@ class EngineBackend final : public Backend {
         mask_budget_{std::chrono::milliseconds(o.mask_budget_ms), o.mask_budget_mb << 20},
         draft_(o.draft) {
     if (o.slots < 1) fail("serve: --slots must be at least 1, got ", o.slots);
+    // --draft assistant: load and check the assistant at startup, not at the first request.
+    if (draft_.source == engine::DraftSource::assistant) engine::load_assistant(engine_, draft_.assistant_path);
     const int draft_max = draft_.source == engine::DraftSource::none ? 0 : draft_.max_tokens;
     loop_ = std::make_unique<engine::BatchLoop>(
         engine_, engine::BatchSchedulerOptions{

@@ -4,12 +4,16 @@
 // a cancellation — must produce exactly what each request gives alone through a Generator.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <unistd.h>
 
+#include "engine/assistant_drafter.h"
 #include "engine/batch_scheduler.h"
 #include "engine/generator.h"
+#include "model/testing/test_assistant.h"
 #include "model/testing/test_checkpoint.h"
 #include "util/error.h"
 
@@ -384,7 +388,9 @@ TEST(SpeculativeDecoding, NgramDrafterProposesWhatFollowedTheLongestMatch) {
   out.clear();
   d.propose(prompt, std::vector<std::int32_t>{7}, 3, out);  // no match at all
   EXPECT_TRUE(out.empty());
-  EXPECT_THROW(engine::parse_draft("assistant", 4), Error);
+  EXPECT_EQ(engine::parse_draft("assistant", 4).source, engine::DraftSource::assistant);
+  EXPECT_EQ(engine::parse_draft("assistant:/a/b", 4).assistant_path, "/a/b");
+  EXPECT_THROW(engine::parse_draft("assistant:", 4), Error);
   EXPECT_THROW(engine::parse_draft("ngram", 0), Error);
   EXPECT_TRUE(engine::parse_draft("auto", 4).adaptive);
 }
@@ -456,4 +462,149 @@ TEST(SpeculativeDecoding, GovernorBacksOffAfterFailedProbes) {
   G always(false);
   always.record(G::kProbe, 0);
   EXPECT_TRUE(always.enabled());
+}
+
+// The Gemma 4 assistant drafter (engine/assistant_drafter.h) on the tiny model with a random
+// tiny assistant (centroid head and dense head): greedy, sampled, guided, stop-string and
+// ring-wrapping cases give the plain output through the scheduler (3 slots) and through a
+// Generator (run, chat, Python), and every round's inputs are the target's real state: a
+// recorder around the drafter checks, per round, that the hidden row it got is the one a
+// fresh session computes for position p - 1 and that its drafts are what a fresh drafter
+// gives over that fresh session's cache (no stale key of a rejected draft, the right row of
+// a verify step, the ring wrapped as plain decoding wraps it).
+namespace {
+const fs::path& assistant_dir(const std::string& preset) {
+  static std::map<std::string, fs::path> dirs;
+  auto& d = dirs[preset];
+  if (d.empty()) {
+    d = fs::temp_directory_path() / ("ringlm_batch_sched_test_" + std::to_string(::getpid())) / ("assistant-" + preset);
+    model::testing::write_test_assistant(d, {.preset = preset, .seed = 5});
+  }
+  return d;
+}
+
+engine::Engine& stored_engine() {
+  static engine::Engine e({.model_dir = model_dir(), .threads = 2, .weights = model::WeightFormat::stored});
+  return e;
+}
+
+struct Round {
+  std::vector<std::int32_t> history;  // prompt + generated at the round
+  std::int32_t token = 0;
+  std::int64_t position = 0;
+  std::vector<float> hidden;
+  std::vector<std::int32_t> drafts;
+};
+
+// Records each round; then replaces the first (round % 3) drafted tokens with the plain
+// greedy continuation (truth, by prompt size), so drafts are accepted and the next round's
+// hidden row comes from verify row 0, 1 or 2 (a random assistant's own drafts almost never land).
+class RecordingDrafter final : public engine::Drafter {
+ public:
+  RecordingDrafter(std::unique_ptr<engine::AssistantDrafter> d, std::vector<Round>* rounds,
+                   const std::map<std::size_t, std::vector<std::int32_t>>* truth)
+      : d_(std::move(d)), rounds_(rounds), truth_(truth) {}
+  bool wants_target_state() const override { return true; }
+  void set_target_state(const TargetState& s) override {
+    state_ = s;
+    d_->set_target_state(s);
+  }
+  void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
+               std::vector<std::int32_t>& out) override {
+    Round r;
+    r.history.assign(prompt.begin(), prompt.end());
+    r.history.insert(r.history.end(), generated.begin(), generated.end());
+    r.token = state_.token;
+    r.position = state_.position;
+    r.hidden.assign(state_.hidden.begin(), state_.hidden.end());
+    const std::size_t before = out.size();
+    d_->propose(prompt, generated, max, out);
+    r.drafts.assign(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+    if (r.hidden.empty()) return;
+    const auto& t = truth_->at(prompt.size());
+    const std::size_t right = rounds_->size() % 3;
+    for (std::size_t i = 0; i < right && before + i < out.size() && generated.size() + i < t.size(); ++i)
+      out[before + i] = t[generated.size() + i];
+    rounds_->push_back(std::move(r));
+  }
+
+ private:
+  std::unique_ptr<engine::AssistantDrafter> d_;
+  std::vector<Round>* rounds_;
+  const std::map<std::size_t, std::vector<std::int32_t>>* truth_;
+  TargetState state_;
+};
+
+double cosine(std::span<const float> a, std::span<const float> b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+}  // namespace
+
+TEST(AssistantDraft, GreedyAndSampledOutputIsThePlainOutput) {
+  auto& engine = q4_engine();
+  const auto plain = draft_cases({});
+  std::vector<SeqRun> ref;
+  for (const auto& c : plain) ref.push_back(alone(engine, c));
+  for (const char* preset : {"tiny", "tiny-dense"}) {
+    const auto d = engine::parse_draft("assistant:" + assistant_dir(preset).string(), 4);
+    engine::BatchStats stats;
+    const auto got = together(engine, draft_cases(d), 3, -1, 0, 4, &stats);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      expect_same_run(got[i], ref[i], std::string(preset) + " case " + std::to_string(i), true);
+    EXPECT_GT(stats.drafted, 100u) << preset;
+    for (std::size_t i = 0; i < plain.size(); i += 2) {  // through a Generator (run, chat, Python)
+      Case c = plain[i];
+      c.params.draft = d;
+      expect_same_run(alone(engine, c), ref[i], std::string(preset) + " generator case " + std::to_string(i), true);
+    }
+  }
+}
+
+TEST(AssistantDraft, EveryRoundReadsTheTargetsRealState) {
+  auto& engine = stored_engine();
+  const auto a = engine::load_assistant(engine, assistant_dir("tiny").string());
+  std::vector<Round> rounds;
+  std::map<std::size_t, std::vector<std::int32_t>> truth;
+  auto cs = draft_cases({});
+  cs.resize(2);  // greedy: the 150-token prompt (the ring wraps twice), a one-token prompt
+  for (const auto& c : cs)
+    for (const auto& e : alone(engine, c).events) truth[c.prompt.size()].push_back(e.id);
+  engine::DraftParams d;
+  d.source = engine::DraftSource::external;
+  d.max_tokens = 3;
+  d.make_external = [&] {
+    return std::make_unique<RecordingDrafter>(std::make_unique<engine::AssistantDrafter>(a, engine.model()), &rounds,
+                                              &truth);
+  };
+  for (auto& c : cs) c.params.draft = d;
+  engine::BatchStats stats;
+  const auto got = together(engine, cs, 2, -1, 0, 3, &stats);
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    for (std::size_t j = 0; j < got[i].events.size(); ++j) ASSERT_EQ(got[i].events[j].id, truth[cs[i].prompt.size()][j]);
+  EXPECT_GT(stats.accepted, 20u) << "drafts were accepted, so later rounds start from verify rows 1 and 2";
+  ASSERT_GT(rounds.size(), 20u);
+  const model::ModelConfig& cfg = engine.model()->config();
+  int checked = 0;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const Round& R = rounds[r];
+    SCOPED_TRACE("round " + std::to_string(r) + " at position " + std::to_string(R.position));
+    ASSERT_EQ(static_cast<std::size_t>(R.position) + 1, R.history.size());  // t is the last known token
+    ASSERT_EQ(R.token, R.history.back());
+    ASSERT_EQ(R.hidden.size(), static_cast<std::size_t>(cfg.hidden_size));
+    model::Session fresh(engine.model(), {.context_tokens = 512});
+    std::vector<std::int64_t> pos(static_cast<std::size_t>(R.position));
+    for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i);
+    fresh.prefill(std::span(R.history).first(pos.size()), pos);
+    EXPECT_GT(cosine(R.hidden, fresh.head_input()), 0.99999);
+    engine::AssistantDrafter again(a, engine.model());
+    std::vector<float> h(fresh.head_input().begin(), fresh.head_input().end());
+    again.set_target_state({&fresh, R.token, R.position, h});
+    std::vector<std::int32_t> want;
+    again.propose({}, {}, static_cast<int>(R.drafts.size()), want);
+    EXPECT_EQ(R.drafts, want);
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
 }

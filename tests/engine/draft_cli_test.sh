@@ -2,18 +2,38 @@
 # Speculative decoding from the command line (issue #33): `run` and `extract` give the same
 # output with --draft none, ngram and auto (greedy; extract with several rows in flight),
 # drafts really run (--stats counts them), and a bad --draft is a usage error naming it.
+# --draft assistant[:PATH] (a random demo-sized assistant): the same reply for run and
+# extract --parallel 3, found as MODEL/assistant without PATH, and a missing or
+# mismatched assistant is an error naming the path / the mismatch.
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
-rm -rf model rows.jsonl out-*.jsonl
+rm -rf model rows.jsonl out-*.jsonl asst tiny-asst
 "$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
+"$RINGLM" make-test-model asst --assistant --preset demo --seed 2 2>/dev/null
+"$RINGLM" make-test-model tiny-asst --assistant --preset tiny --seed 2 2>/dev/null
 prompt="Order AB-1042 for Ana Lee arrived broken. Order AB-1042 for Ana Lee arrived broken. Order AB-1042"
-for d in none ngram auto; do
+for d in none ngram auto assistant:asst; do
   "$RINGLM" run --model model --prompt "$prompt" --max-tokens 40 --draft $d --draft-max 5 --stats >run-$d.txt 2>run-$d.log
   "$RINGLM" run --model model --prompt "$prompt" --max-tokens 60 --draft $d \
     --json-schema "$RINGLM_SOURCE_DIR/examples/ticket.schema.json" >guided-$d.txt 2>guided-$d.log || true
 done
 cmp run-none.txt run-ngram.txt || { echo "FAIL: run --draft ngram changed the reply"; exit 1; }
 cmp run-none.txt run-auto.txt || { echo "FAIL: run --draft auto changed the reply"; exit 1; }
+cmp run-none.txt run-assistant:asst.txt || { echo "FAIL: run --draft assistant changed the reply"; exit 1; }
+cmp guided-none.txt guided-assistant:asst.txt || { echo "FAIL: a guided run --draft assistant changed the reply"; exit 1; }
+grep -q "drafted tokens" run-assistant:asst.log || { echo "FAIL: --draft assistant never drafted"; cat run-assistant:asst.log; exit 1; }
+# Without PATH: MODEL/assistant.
+if "$RINGLM" run --model model --prompt hi --max-tokens 4 --draft assistant 2>noasst.log; then
+  echo "FAIL: --draft assistant without an assistant next to the model ran"; exit 1
+fi
+grep -q "model/assistant/config.json" noasst.log || { echo "FAIL: the error does not say where it looked"; cat noasst.log; exit 1; }
+cp -r asst model/assistant
+"$RINGLM" run --model model --prompt "$prompt" --max-tokens 40 --draft assistant --draft-max 5 >run-default.txt 2>/dev/null
+cmp run-none.txt run-default.txt || { echo "FAIL: run --draft assistant (MODEL/assistant) changed the reply"; exit 1; }
+rm -rf model/assistant
+if "$RINGLM" run --model model --prompt hi --draft assistant:tiny-asst 2>mismatch.log; then echo "FAIL: a mismatched assistant ran"; exit 1; fi
+grep -q "tiny-asst/config.json" mismatch.log && grep -q "vocab_size" mismatch.log ||
+  { echo "FAIL: the mismatch error does not name the file and field"; cat mismatch.log; exit 1; }
 cmp guided-none.txt guided-ngram.txt || { echo "FAIL: a guided run --draft ngram changed the reply"; exit 1; }
 if grep -q "drafted" run-none.log; then echo "FAIL: --draft none drafted"; exit 1; fi
 grep -q "drafted tokens" run-ngram.log || { echo "FAIL: run --draft ngram never drafted"; cat run-ngram.log; exit 1; }
@@ -25,7 +45,7 @@ with open("rows.jsonl", "w") as f:
         text = f"Customer Bo Chen says order AB-{2000 + i} is late; order AB-{2000 + i} was paid." * (1 + i % 2)
         f.write(json.dumps({"id": f"r{i}", "text": text}) + "\n")
 PY
-for d in none ngram; do
+for d in none ngram assistant:asst; do
   "$RINGLM" extract --model model --schema "$RINGLM_SOURCE_DIR/examples/ticket.schema.json" --input rows.jsonl \
     --max-tokens 80 --no-progress --parallel 3 --draft $d --output out-$d.jsonl 2>extract-$d.log
 done
@@ -37,10 +57,12 @@ def load(p):
         r = json.loads(line)
         recs[r["id"]] = {k: v for k, v in r.items() if k not in ("ms", "seconds", "elapsed_ms", "time_ms")}
     return recs
-a, b = load("out-none.jsonl"), load("out-ngram.jsonl")
-assert a.keys() == b.keys() and len(a) == 6, (sorted(a), sorted(b))
-for k in a:
-    assert a[k] == b[k], (k, a[k], b[k])
+a = load("out-none.jsonl")
+for other in ("out-ngram.jsonl", "out-assistant:asst.jsonl"):
+    b = load(other)
+    assert a.keys() == b.keys() and len(a) == 6, (other, sorted(a), sorted(b))
+    for k in a:
+        assert a[k] == b[k], (other, k, a[k], b[k])
 PY
 
 if "$RINGLM" run --model model --prompt hi --draft bogus 2>bad.log; then echo "FAIL: --draft bogus accepted"; exit 1; fi

@@ -147,6 +147,82 @@ for preset in ("tiny", "tiny-dense"):
             bl, bh = reference(cfg, w, x, p, sl, fu, use_scalar=False)
             if cos(gl, bl) >= 0.99999 and cos(gh, bh) >= 0.99999:
                 failures.append("self-check: a reference without layer scalars also passed")
+
+
+# One whole drafting round of engine::AssistantDrafter (tools/assistant_io --round) on the
+# tiny target: the target's float64 reference (reference_forward.py) gives the final-normed
+# hidden state of the last prompt row, its K/V and its next token t; the assistant reference
+# then drafts K steps from [embed(t) * sqrt(B), h] at position n, reading the caches of the
+# target's last sliding / full layers (picked here from the target's config: through KV
+# sharing, the last owning layer of that kind), each step chaining the drafted token and
+# h_next. The prompt is longer than the target's 80-slot sliding ring, so the ring wraps.
+# A wiring self-check: the wrong hidden row or the wrong layer's cache must fail.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_forward as ref  # noqa: E402
+
+
+def round_check(target, assistant, k, n):
+    cfg, w = load(assistant)
+    ck = ref.load_checkpoint(target)
+    tc, tw = ck
+    ids = [int(v) for v in rng.integers(3, tc["vocab_size"], n)]
+    out = os.path.join(TMP, "round.bin")
+    r = subprocess.run([TOOL, "--round", target, assistant, str(k), out] + [str(v) for v in ids],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"assistant_io --round failed: {r.stderr}")
+    raw = np.fromfile(out, "<i4", 1 + k)
+    t_got, drafts = int(raw[0]), [int(v) for v in raw[1:]]
+    got = np.fromfile(out, "<f4", offset=4 * (1 + k)).astype(np.float64).reshape(k, -1)
+    extras = {}
+    logits = ref.forward(ck, ids, extras=extras)
+    t = int(logits[-1].argmax())
+    types = tc["layer_types"]
+    first_shared = tc["num_hidden_layers"] - tc.get("num_kv_shared_layers", 0)
+
+    def cache_of(kind):  # the cache the target's last layer of this kind reads
+        last = max(l for l, ty in enumerate(types) if ty == kind)
+        src = last if last < first_shared else max(l for l in range(first_shared) if types[l] == kind)
+        kk, vv = extras["kv"][src]
+        return np.arange(n), kk[:, 0, :], vv[:, 0, :]
+
+    emb = tw["embed_tokens.weight"]
+    scale = np.sqrt(tc["hidden_size"])
+
+    def drafted(hidden, sliding, full):
+        x = np.concatenate([emb[t] * scale, hidden])
+        outs = []
+        for j in range(k):
+            lg, hn = reference(cfg, w, x, n, sliding, full)
+            outs.append(lg)
+            x = np.concatenate([emb[drafts[j]] * scale, hn])  # chain what the drafter drafted
+        return outs
+
+    want = drafted(extras["hidden"][-1], cache_of("sliding_attention"), cache_of("full_attention"))
+    bad = []
+    ok = t_got == t
+    for j in range(k):
+        c = cos(got[j], want[j])
+        ok_j = c >= 0.99999 and int(want[j].argmax()) == drafts[j]
+        print(f"round step {j}: logits cos {c:.9f} draft {drafts[j]}/{int(want[j].argmax())}{'' if ok_j else '  FAIL'}")
+        ok = ok and ok_j
+    if not ok:
+        bad.append(f"round: t {t_got}/{t}")
+    # The comparison can fail: the row before (p - 2) or the first sliding layer's cache.
+    wrong_row = drafted(extras["hidden"][-2], cache_of("sliding_attention"), cache_of("full_attention"))
+    kk, vv = extras["kv"][types.index("sliding_attention")]
+    wrong_kv = drafted(extras["hidden"][-1], (np.arange(n), kk[:, 0, :], vv[:, 0, :]), cache_of("full_attention"))
+    for name, alt in (("hidden row p-2", wrong_row), ("first sliding layer's KV", wrong_kv)):
+        if all(cos(got[j], alt[j]) >= 0.99999 for j in range(k)):
+            bad.append(f"self-check: the round also matches with the {name}")
+    return bad
+
+
+target = os.path.join(TMP, "target-tiny")
+subprocess.run([RINGLM, "make-test-model", target, "--preset", "tiny", "--seed", str(int(rng.integers(1, 1 << 30)))],
+               check=True, capture_output=True)
+for preset in ("tiny", "tiny-dense"):
+    failures += round_check(target, os.path.join(TMP, preset), 4, 100)
 if failures:
     raise SystemExit(f"FAILED: {failures}")
 print("ok")

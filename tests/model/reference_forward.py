@@ -140,11 +140,13 @@ def linear(h, weight):
     return weight.apply_t(h) if isinstance(weight, _Stored) else h @ weight.T
 
 
-def forward(checkpoint, ids, kv_f16=False, hidden=False):
+def forward(checkpoint, ids, kv_f16=False, hidden=False, extras=None):
     """kv_f16: round K and V as ringlm's f16 KV cache stores them (saturate at +-65504, IEEE
     round to nearest even), to separate that storage rounding from every other error.
     hidden: return the final-normed hidden states [T, hidden_size] (the LM head's input)
-    instead of the logits (serve's /v1/embeddings pools them)."""
+    instead of the logits (serve's /v1/embeddings pools them).
+    extras: a dict that receives "hidden" (the final-normed states [T, H]) and "kv" (per
+    KV-owning layer, its K and V [T, kv_heads, d]), what a drafter reading the target needs."""
     c, W = checkpoint
     ids = np.asarray(ids, dtype=np.int64)
     T = len(ids)
@@ -221,6 +223,8 @@ def forward(checkpoint, ids, kv_f16=False, hidden=False):
         h = h * W[p + "layer_scalar"].reshape(())
 
     h = rms_norm(h, W["norm.weight"], eps)
+    if extras is not None:
+        extras["hidden"], extras["kv"] = h, kv_store
     if hidden:
         return h
     head = W["embed_tokens.weight"] if c.get("tie_word_embeddings", True) else W["lm_head.weight"]

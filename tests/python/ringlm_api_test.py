@@ -180,6 +180,16 @@ def test_draft_keywords_keep_the_reply(engine):
         engine.generate("x", draft="bogus")
     with pytest.raises(ringlm.Error, match="draft-max"):
         engine.generate("x", draft="ngram", draft_max=0)
+    # The Gemma 4 assistant drafter (a random demo-sized one): the same replies; a missing
+    # checkpoint is a ringlm.Error naming where it looked.
+    asst = os.path.join(TMP, "assistant-demo")
+    if not os.path.exists(os.path.join(asst, "config.json")):
+        subprocess.run([os.environ.get("RINGLM", os.path.join(BUILD, "ringlm")), "make-test-model", asst, "--assistant",
+                        "--preset", "demo", "--seed", "4"], check=True, stderr=subprocess.DEVNULL)
+    assert engine.generate(prompt, max_tokens=30, draft="assistant:" + asst) == plain
+    assert engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5, draft="assistant:" + asst) == sampled
+    with pytest.raises(ringlm.Error, match="no such file"):
+        engine.generate("x", draft="assistant:" + os.path.join(TMP, "no-assistant"))
 
 
 def test_errors_are_ringlm_errors_with_the_engine_message(engine):

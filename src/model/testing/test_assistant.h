@@ -2,6 +2,7 @@
 // (model/assistant.h), for tests and benchmarks: `ringlm make-test-model --assistant`.
 // `tiny` fits the tiny test model (backbone 64, 768 tokens, 16-token window) with the
 // centroid head (8 centroids, top 2); `tiny-dense` is the same with the dense tied head;
+// `demo` fits the demo model (tiny with the real 262,144-token vocabulary; 2048 centroids, top 32);
 // `e2b` has the published E2B assistant's shapes (config values in docs/speculative.md).
 #pragma once
 

@@ -1,0 +1,77 @@
+// The Gemma 4 assistant (model/assistant.h) as a draft source: `--draft assistant[:PATH]`.
+//
+// A round drafts k tokens from one position, as the assistant was trained to (docs/
+// speculative.md, "Assistant drafter"): the scheduler hands over the target's state before
+// propose() (Drafter::TargetState: the last sampled token t at position p, the target's
+// final-normed hidden row of p - 1 that produced t, and the target session whose KV holds
+// 0 .. p - 1). Step j runs the assistant on [target_embed(t_j) * sqrt(B), h_j] at position p,
+// attending the caches the target's last sliding / last full layer read; its argmax is
+// draft token j and t_{j+1}, its h_next is h_{j+1} (h_0 is the target's row).
+//
+// Drafts are greedy (argmax over the centroid-narrowed or the dense head, as the checkpoint
+// has it), so the drafter proposes with certainty (Drafter::distribution stays empty): under
+// sampling the verification rule is "sample the row, accept if it is the draft", and the
+// output is bit-identical to plain sampling with the same seed, as with prompt lookup.
+//
+//   auto a = engine::load_assistant(engine, "");   // found next to the model (see below)
+//   engine::AssistantDrafter d(a, engine.model());
+//   d.set_target_state({&session, t, p, hidden});  d.propose(prompt, generated, k, out);
+//
+// Nothing is allocated per round (the step's scratch is sized at construction).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include "engine/draft.h"
+#include "model/assistant.h"
+#include "model/model.h"
+
+namespace ringlm::engine {
+
+class Engine;
+
+class AssistantDrafter final : public Drafter {
+ public:
+  // Throws ringlm::Error when the assistant does not fit the target (AssistantModel::
+  // check_target) or the target runs on a device (its KV is not readable on the host).
+  AssistantDrafter(std::shared_ptr<const model::AssistantModel> assistant, std::shared_ptr<const model::Model> target);
+
+  void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
+               std::vector<std::int32_t>& out) override;
+  bool wants_target_state() const override { return true; }
+  void set_target_state(const TargetState& state) override { state_ = state; }
+
+  // Called after each assistant step of a round with its step index (tests, tools: the
+  // logits of every step are compared with a float64 reference).
+  void set_step_observer(std::function<void(int, const model::AssistantStep&)> f) { observer_ = std::move(f); }
+  // Assistant steps run so far and their wall time (bench: the drafter's cost per round).
+  std::uint64_t steps() const { return steps_; }
+  double step_seconds() const { return step_seconds_; }
+
+ private:
+  std::shared_ptr<const model::AssistantModel> assistant_;
+  std::shared_ptr<const model::Model> target_;
+  model::AssistantStep step_;
+  int sliding_layer_ = -1, full_layer_ = -1;  // target layers whose caches the assistant reads
+  std::vector<float> x_;                      // [2 * backbone]: scaled embedding, then h
+  TargetState state_;
+  std::function<void(int, const model::AssistantStep&)> observer_;
+  std::uint64_t steps_ = 0;
+  double step_seconds_ = 0.0;
+};
+
+// The assistant checkpoint for a target model at `model_path` when --draft assistant names
+// none: MODEL_DIR/assistant, then the sibling MODEL_DIR-assistant (a GGUF file's: its stem
+// + "-assistant" in the same directory), the first holding a config.json. Throws
+// ringlm::Error listing where it looked.
+std::filesystem::path find_assistant_dir(const std::filesystem::path& model_path);
+
+// Loads the assistant at `path` (empty: find_assistant_dir(engine's model)) once per process
+// while in use (later calls share it), and checks it fits the engine's model. Thread-safe.
+// Throws ringlm::Error naming the file and the mismatch.
+std::shared_ptr<const model::AssistantModel> load_assistant(const Engine& engine, std::string_view path);
+
+}  // namespace ringlm::engine
