@@ -13,6 +13,7 @@
 // includer must have included <cstring>, "kernels/dequant_ggml.h" and
 // "kernels/ggml_kernel_table.h" before its pragma.
 #include <immintrin.h>
+#include <type_traits>
 
 #ifndef RINGLM_GGML_VNNI
 #error "define RINGLM_GGML_VNNI (0 or 1) before including ggml_kernels_x86_impl.h"

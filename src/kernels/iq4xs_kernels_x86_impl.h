@@ -117,18 +117,10 @@ void iq4xs_groups(const Iq4XsPacked& w, std::size_t g0, std::size_t g1, const Q8
   // K chunks of 8 super-blocks (17.7 KB for 16 rows) keep the re-read per 4 rows in L1.
   const std::size_t ns = w.superblocks();
   const std::size_t chunk = x.rows > kMT ? 8 : ns;
-  for (std::size_t g = g0; g < g1; ++g)
-    for (std::size_t s0 = 0; s0 < ns; s0 += chunk) {
-      const std::size_t s1 = s0 + chunk < ns ? s0 + chunk : ns;
-      std::size_t m = 0;
-      for (; m + kMT <= x.rows; m += kMT) iq4xs_tile<kMT>(w, g, s0, s1, s0 != 0, x, m, y, ldy);
-      switch (x.rows - m) {
-        case 3: iq4xs_tile<3>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 2: iq4xs_tile<2>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 1: iq4xs_tile<1>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        default: break;
-      }
-    }
+  run_row_tiles(g0, g1, ns, chunk, x.rows, [&](auto mt, std::size_t g, std::size_t k0, std::size_t k1, bool accumulate,
+                                               std::size_t m) {
+    iq4xs_tile<decltype(mt)::value>(w, g, k0, k1, accumulate, x, m, y, ldy);
+  });
 }
 
 }  // namespace

@@ -196,24 +196,37 @@ void q4k_tile(const Q4KPacked& w, std::size_t g, std::size_t s0, std::size_t s1,
   store_tile_acc<MT>(acc, y, ldy, m0, n0, valid);
 }
 
+// The loop every 16-row layout's groups function runs: per group, K in chunks of `chunk`
+// blocks (or super-blocks) so a group's weights stay in L1 while they are re-read per 4
+// activation rows, then the rows 4 at a time and the 1-3 left. tile(mt, g, k0, k1,
+// accumulate, m) runs one tile; mt is a std::integral_constant<int, MT>.
+template <class Tile>
+inline void run_row_tiles(std::size_t g0, std::size_t g1, std::size_t nk, std::size_t chunk, std::size_t rows,
+                          Tile&& tile) {
+  for (std::size_t g = g0; g < g1; ++g)
+    for (std::size_t k0 = 0; k0 < nk; k0 += chunk) {
+      const std::size_t k1 = k0 + chunk < nk ? k0 + chunk : nk;
+      std::size_t m = 0;
+      for (; m + 4 <= rows; m += 4) tile(std::integral_constant<int, 4>{}, g, k0, k1, k0 != 0, m);
+      switch (rows - m) {
+        case 3: tile(std::integral_constant<int, 3>{}, g, k0, k1, k0 != 0, m); break;
+        case 2: tile(std::integral_constant<int, 2>{}, g, k0, k1, k0 != 0, m); break;
+        case 1: tile(std::integral_constant<int, 1>{}, g, k0, k1, k0 != 0, m); break;
+        default: break;
+      }
+    }
+}
+
 void q4k_groups(const Q4KPacked& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y, std::size_t ldy) {
   constexpr std::size_t kMT = 4;  // activation rows sharing one load+unpack of a sub-block
   // With more activation rows a group's weights are re-read per 4 rows: K chunks of 8
   // super-blocks (18.9 KB for 16 rows) keep that re-read in L1.
   const std::size_t ns = w.superblocks();
   const std::size_t chunk = x.rows > kMT ? 8 : ns;
-  for (std::size_t g = g0; g < g1; ++g)
-    for (std::size_t s0 = 0; s0 < ns; s0 += chunk) {
-      const std::size_t s1 = s0 + chunk < ns ? s0 + chunk : ns;
-      std::size_t m = 0;
-      for (; m + kMT <= x.rows; m += kMT) q4k_tile<kMT>(w, g, s0, s1, s0 != 0, x, m, y, ldy);
-      switch (x.rows - m) {
-        case 3: q4k_tile<3>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 2: q4k_tile<2>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 1: q4k_tile<1>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        default: break;
-      }
-    }
+  run_row_tiles(g0, g1, ns, chunk, x.rows, [&](auto mt, std::size_t g, std::size_t k0, std::size_t k1, bool accumulate,
+                                               std::size_t m) {
+    q4k_tile<decltype(mt)::value>(w, g, k0, k1, accumulate, x, m, y, ldy);
+  });
 }
 
 }  // namespace

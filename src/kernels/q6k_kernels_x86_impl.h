@@ -107,18 +107,10 @@ void q6k_groups(const Q6KPacked& w, std::size_t g0, std::size_t g1, const Q8ActV
   constexpr std::size_t kMT = 4;
   const std::size_t ns = w.superblocks();
   const std::size_t chunk = x.rows > kMT ? 6 : ns;  // 6 super-blocks = 19.7 KB for 16 rows
-  for (std::size_t g = g0; g < g1; ++g)
-    for (std::size_t s0 = 0; s0 < ns; s0 += chunk) {
-      const std::size_t s1 = s0 + chunk < ns ? s0 + chunk : ns;
-      std::size_t m = 0;
-      for (; m + kMT <= x.rows; m += kMT) q6k_tile<kMT>(w, g, s0, s1, s0 != 0, x, m, y, ldy);
-      switch (x.rows - m) {
-        case 3: q6k_tile<3>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 2: q6k_tile<2>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        case 1: q6k_tile<1>(w, g, s0, s1, s0 != 0, x, m, y, ldy); break;
-        default: break;
-      }
-    }
+  run_row_tiles(g0, g1, ns, chunk, x.rows, [&](auto mt, std::size_t g, std::size_t k0, std::size_t k1, bool accumulate,
+                                               std::size_t m) {
+    q6k_tile<decltype(mt)::value>(w, g, k0, k1, accumulate, x, m, y, ldy);
+  });
 }
 
 }  // namespace

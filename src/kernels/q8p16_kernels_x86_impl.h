@@ -79,18 +79,10 @@ void q8p16_groups(const Q8P16Packed& w, std::size_t g0, std::size_t g1, const Q8
   constexpr std::size_t kMT = 4;
   const std::size_t nb = w.blocks();
   const std::size_t chunk = x.rows > kMT ? 32 : nb;  // 32 blocks = 17 KB for 16 rows
-  for (std::size_t g = g0; g < g1; ++g)
-    for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
-      const std::size_t b1 = b0 + chunk < nb ? b0 + chunk : nb;
-      std::size_t m = 0;
-      for (; m + kMT <= x.rows; m += kMT) q8p16_tile<kMT>(w, g, b0, b1, b0 != 0, x, m, y, ldy);
-      switch (x.rows - m) {
-        case 3: q8p16_tile<3>(w, g, b0, b1, b0 != 0, x, m, y, ldy); break;
-        case 2: q8p16_tile<2>(w, g, b0, b1, b0 != 0, x, m, y, ldy); break;
-        case 1: q8p16_tile<1>(w, g, b0, b1, b0 != 0, x, m, y, ldy); break;
-        default: break;
-      }
-    }
+  run_row_tiles(g0, g1, nb, chunk, x.rows, [&](auto mt, std::size_t g, std::size_t k0, std::size_t k1, bool accumulate,
+                                               std::size_t m) {
+    q8p16_tile<decltype(mt)::value>(w, g, k0, k1, accumulate, x, m, y, ldy);
+  });
 }
 
 }  // namespace
