@@ -538,6 +538,11 @@ int HttpServer::start() {
     http_->listen_after_bind();
     running_ = false;
   });
+  // httplib's stop() does nothing until the listener thread has entered listen_after_bind
+  // (is_running() turns true there), so a stop in that gap left the thread in accept()
+  // forever: a SIGTERM right after the banner on a loaded host hung `serve`. Return only once
+  // the listener runs (or has already ended).
+  while (!http_->is_running() && running_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port;
 }
 
