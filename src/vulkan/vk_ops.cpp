@@ -127,6 +127,8 @@ void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref o
   if (!listed && w.int8_activations && int8_ &&
       (w.layout == backend::WeightLayout::q4p16 || w.layout == backend::WeightLayout::q8_0))
     return matmul_int8(w, in, n_rows, out, stride);
+  if (!listed && w.layout == backend::WeightLayout::q4p16 && tiled_min_rows_ > 0 && n_rows >= tiled_min_rows_)
+    return matmul_tiled(w, in, n_rows, out, stride);
   // Binding 3 is the row list; without one any buffer fills it (the shader does not read it).
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf, listed ? ids.buf : in.buf};
   // Workgroups cover 8 (ggml) or 16 rows, or as many list entries.
@@ -135,6 +137,19 @@ void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref o
                         : Shader::matmul;
   dispatch(s, bufs, 4, &push, sizeof push, u32((units + per_group - 1) / per_group, "row groups"),
            static_cast<std::uint32_t>(n_rows), listed ? "matmul_rows" : "matmul");
+}
+
+void VulkanDevice::matmul_tiled(const backend::Weight& w, Ref in, int n_rows, Ref out, std::uint64_t stride) {
+  // Ranges were checked by matmul_op. Workgroups: 64 weight rows (4 q4p16 groups) x 32 input rows.
+  struct {
+    std::uint32_t rows, cols, x_off, y_off, y_stride, n_in;
+  } push{u32(static_cast<std::uint64_t>(w.rows), "matmul rows"), u32(static_cast<std::uint64_t>(w.cols), "matmul cols"),
+         u32(in.word, "offset"), u32(out.word, "offset"), u32(stride, "matmul output stride"),
+         static_cast<std::uint32_t>(n_rows)};
+  const backend::BufferId bufs[] = {w.buf, in.buf, out.buf};
+  dispatch(fp16_ ? Shader::matmul_tiled_f16 : Shader::matmul_tiled, bufs, 3, &push, sizeof push,
+           u32((static_cast<std::uint64_t>(w.rows) + 63) / 64, "row tiles"),
+           static_cast<std::uint32_t>((n_rows + 31) / 32), "matmul (tiled)");
 }
 
 void VulkanDevice::matmul_int8(const backend::Weight& w, Ref in, int n_rows, Ref out, std::uint64_t stride) {

@@ -12,6 +12,20 @@ namespace ringlm::vulkan {
 namespace {
 constexpr std::uint32_t kMaxBindings = 7;
 constexpr std::uint64_t kStagingBytes = 64ull << 20;
+// matmul_tiled.glsl's shared tiles with float32 elements: codes 32 x 64, inputs 32 x 33, 64 scales.
+constexpr std::uint32_t kTiledSharedBytes = 4 * (32 * 64 + 32 * 33 + 64);
+
+// An environment switch read when a device opens: its whole-number value, or `dflt` when unset;
+// anything else is an error naming the variable.
+int env_count(const char* name, int dflt, int max, const char* meaning) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return dflt;
+  char* end = nullptr;
+  const long v = std::strtol(e, &end, 10);
+  if (*end != '\0' || v < 0 || v > max || !(*e >= '0' && *e <= '9'))
+    fail_as(ErrorKind::invalid_argument, name, "=", e, ": want a whole number from 0 to ", max, " (", meaning, ")");
+  return static_cast<int>(v);
+}
 }  // namespace
 
 const ShaderBinary& shader_binary(std::string_view name) {
@@ -42,9 +56,16 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : ph
   if (const char* e = std::getenv("RINGLM_VULKAN_STEP_REUSE"); e && std::strcmp(e, "0") == 0) reuse_ = false;
   int8_ = info_.int8_dot_product;
   if (const char* e = std::getenv("RINGLM_VULKAN_INT8"); e && std::strcmp(e, "0") == 0) int8_ = false;
+  // The tiled q4p16 matmul for many input rows, and its binary16 tiles (opt-in).
+  const int tiled_rows = env_count("RINGLM_VULKAN_TILED_MIN_ROWS", kTiledMinRows, 1 << 20,
+                                   "the fewest input rows a q4_0 matmul runs tiled; 0: never");
+  const bool want_fp16 = env_count("RINGLM_VULKAN_FP16", 0, 1, "1: binary16 tiles in the tiled matmul") == 1;
+  tiled_ok_ = props.limits.maxComputeSharedMemorySize >= kTiledSharedBytes;
   try {
     create_device();
     create_pipelines();
+    set_tiled_min_rows(tiled_rows);
+    set_fp16(want_fp16);
   } catch (...) {
     release();  // a constructor that throws runs no destructor
     throw;
@@ -96,14 +117,31 @@ void VulkanDevice::create_device() {
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &q;
   // The int8 dot products of matmul_q8.comp, where the device has them (devices.cpp checked).
+  const char* exts[2];
   VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-  const char* dot_ext = "VK_KHR_shader_integer_dot_product";
   if (info_.int8_dot_product) {
     dot.shaderIntegerDotProduct = VK_TRUE;
+    dot.pNext = const_cast<void*>(info.pNext);
     info.pNext = &dot;
-    info.enabledExtensionCount = 1;
-    info.ppEnabledExtensionNames = &dot_ext;
+    exts[info.enabledExtensionCount++] = "VK_KHR_shader_integer_dot_product";
   }
+  // shaderFloat16 for matmul_tiled_f16.comp, where the device has it. The instance asks for
+  // Vulkan 1.1, so the feature comes through VK_KHR_shader_float16_int8, which must be listed.
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  std::uint32_t n_ext = 0;
+  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &n_ext, nullptr);
+  std::vector<VkExtensionProperties> have(n_ext);
+  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &n_ext, have.data());
+  fp16_ok_ = info_.fp16_arithmetic && std::any_of(have.begin(), have.end(), [](const VkExtensionProperties& e) {
+               return std::strcmp(e.extensionName, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) == 0;
+             });
+  if (fp16_ok_) {
+    f16.shaderFloat16 = VK_TRUE;
+    f16.pNext = const_cast<void*>(info.pNext);
+    info.pNext = &f16;
+    exts[info.enabledExtensionCount++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+  }
+  info.ppEnabledExtensionNames = exts;
   check(vkCreateDevice(phys_, &info, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
@@ -169,6 +207,8 @@ void VulkanDevice::create_pipelines() {
   create_pipeline(Shader::elementwise, "elementwise", 3);
   create_pipeline(Shader::kv_store, "kv_store", 6);
   create_pipeline(Shader::attend, "attend", 6);
+  if (tiled_ok_) create_pipeline(Shader::matmul_tiled, "matmul_tiled", 3);
+  if (tiled_ok_ && fp16_ok_) create_pipeline(Shader::matmul_tiled_f16, "matmul_tiled_f16", 3);
   if (info_.int8_dot_product) {
     const std::uint32_t q4 = 0, q8 = 1;
     create_pipeline(Shader::quantize_q8, "quantize_q8", 2);

@@ -26,9 +26,11 @@ namespace ringlm::vulkan {
 
 // matmul_ggml + k: the ggml block matmul specialized for block type k (vk_ops.cpp).
 // matmul_q8 / matmul_q8_q8_0: the int8 dot-product matmul of q4p16 / Q8_0 weights.
+// matmul_tiled / matmul_tiled_f16: the q4p16 matmul over many input rows (float32 / binary16 tiles).
 constexpr int kGgmlKinds = 9;
 enum class Shader {
-  matmul, rms_norm, rope, elementwise, kv_store, attend, quantize_q8, matmul_q8, matmul_q8_q8_0, matmul_ggml,
+  matmul, rms_norm, rope, elementwise, kv_store, attend, quantize_q8, matmul_q8, matmul_q8_q8_0, matmul_tiled,
+  matmul_tiled_f16, matmul_ggml,
   count = matmul_ggml + kGgmlKinds
 };
 
@@ -57,6 +59,16 @@ class VulkanDevice final : public backend::Device {
   // RINGLM_VULKAN_INT8=0; set_int8_dot(false) forces the float32 shader (tests, A/B runs).
   bool int8_dot() const { return int8_; }
   void set_int8_dot(bool on) { int8_ = on && info_.int8_dot_product; }
+  // The tiled q4p16 matmul (shaders/matmul_tiled.glsl) runs a matmul of at least this many
+  // input rows (RINGLM_VULKAN_TILED_MIN_ROWS, default kTiledMinRows; 0: never), where the
+  // device has the shared memory for it; fewer rows run matmul.comp.
+  static constexpr int kTiledMinRows = 8;
+  int tiled_min_rows() const { return tiled_min_rows_; }
+  void set_tiled_min_rows(int n) { tiled_min_rows_ = tiled_ok_ && n > 0 ? n : 0; }
+  // Binary16 tiles in the tiled matmul (RINGLM_VULKAN_FP16=1; off by default): only where the
+  // device has shaderFloat16 (enabled at device creation); elsewhere the float32 tiles.
+  bool fp16() const { return fp16_; }
+  void set_fp16(bool on) { fp16_ = on && fp16_ok_; }
 
   using backend::Device::matmul;
   void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
@@ -125,6 +137,8 @@ class VulkanDevice final : public backend::Device {
   // matmul and matmul_rows: n_rows input rows, or (ids.buf != 0) a row list of max_ids entries.
   void matmul_op(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::int64_t out_stride,
                  backend::Ref ids, int max_ids, std::int64_t row_base);
+  // The tiled path of matmul_op (q4p16, n_rows >= tiled_min_rows_).
+  void matmul_tiled(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::uint64_t stride);
   // The int8 path of matmul_op: quantize the input rows, then the dot-product matmul.
   void matmul_int8(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::uint64_t stride);
   void elementwise(std::uint32_t op, backend::Ref y, backend::Ref x, backend::Ref z, std::uint64_t n, float s,
@@ -150,6 +164,10 @@ class VulkanDevice final : public backend::Device {
   std::vector<Buffer> buffers_;  // BufferId i is buffers_[i - 1]
   bool recording_ = false;
   bool int8_ = false;
+  bool tiled_ok_ = false;  // the device has the tiled shader's shared memory
+  int tiled_min_rows_ = 0;
+  bool fp16_ok_ = false;   // shaderFloat16 enabled on the device
+  bool fp16_ = false;
   backend::BufferId q8_scratch_ = 0;          // quantized activations of the int8 path (grown)
   std::vector<backend::BufferId> retired_;    // outgrown scratch, freed after the step
 };
