@@ -18,7 +18,9 @@
 # prefill of 512 and 4096 tokens with --device vulkan and --device cpu on the same machine,
 # then aggregate decode at B=1/8/32/64 (`bench --sections batch`, continuous batching) on
 # both, then the int8 dot-product path (--activations int8) with RINGLM_VULKAN_INT8=1 and =0
-# (its A/B) and its logits against the CPU's. Figures go to $OUT (the device tool's output folder) or ./gpu-bench-out.
+# (its A/B) and its logits against the CPU's, then prefill with the tiled q4_0 matmul off
+# (RINGLM_VULKAN_TILED_MIN_ROWS=0: the row shader; the default runs tiled) and with binary16
+# tiles (RINGLM_VULKAN_FP16=1), whose logits are also checked. Figures go to $OUT (the device tool's output folder) or ./gpu-bench-out.
 #
 #   here, on lavapipe:  tools/gpu_bench.sh smoke   (pack, then the same run on the tiny
 #                       preset with small sizes: checks the script end to end, no figures)
@@ -105,7 +107,11 @@ run() {
   # VK_KHR_shader_integer_dot_product): its own bound (docs/backends.md), reported here.
   R logits --model "$packed" --device vulkan --activations int8 --ids "$ids" --decode-from 64 --out "$out/vulkan-int8.bin"
   compare "$out/cpu.bin" "$out/vulkan-int8.bin" 0.995 0 "int8 activations" || echo "gpu_bench: int8 logits out of bound"
-  rm -f "$out/cpu.bin" "$out/vulkan.bin" "$out/vulkan-int8.bin"
+  # The tiled q4_0 matmul's binary16 tiles (RINGLM_VULKAN_FP16=1; the float32 tiles where the
+  # device lacks shaderFloat16): the bound docs/backends.md documents for them.
+  RINGLM_VULKAN_FP16=1 R logits --model "$packed" --device vulkan --ids "$ids" --decode-from 64 --out "$out/vulkan-fp16.bin"
+  compare "$out/cpu.bin" "$out/vulkan-fp16.bin" 0.9999 0 "binary16 tiles" || echo "gpu_bench: binary16-tile logits out of bound"
+  rm -f "$out/cpu.bin" "$out/vulkan.bin" "$out/vulkan-int8.bin" "$out/vulkan-fp16.bin"
 
   for dev in vulkan cpu; do
     for p in "${prefills[@]}"; do
@@ -120,6 +126,14 @@ run() {
   for int8 in 1 0; do
     RINGLM_VULKAN_INT8=$int8 R bench --model "$packed" --device vulkan --activations int8 --sections speed \
       --prefill-tokens "${prefills[0]}" --decode-tokens 128 --ctx $ctx --json "$out/bench-vulkan-int8-$int8.json"
+  done
+  # The tiled q4_0 matmul (prefill steps of >= 8 rows; the default) against the row shader
+  # alone (RINGLM_VULKAN_TILED_MIN_ROWS=0), and with binary16 tiles: the A/B of one run.
+  for tiled in "0 0" "8 0" "8 1"; do
+    read -r rows fp16 <<<"$tiled"
+    RINGLM_VULKAN_TILED_MIN_ROWS=$rows RINGLM_VULKAN_FP16=$fp16 R bench --model "$packed" --device vulkan \
+      --sections speed --prefill-tokens "${prefills[0]}" --decode-tokens 16 --ctx $ctx \
+      --json "$out/bench-vulkan-tiled$rows-fp16$fp16.json"
   done
   echo "gpu_bench: done after $((SECONDS - t0)) s"
 }
