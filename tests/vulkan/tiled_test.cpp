@@ -173,6 +173,11 @@ TEST(VulkanTiled, ThresholdPicksTheShaderAndRowsDoNotDependOnTheStep) {
   const std::vector<float> part = run(*dev, m.w, in, static_cast<std::uint64_t>(first) * cols, k, rows + 7, 5);
   for (int t = 0; t < k; ++t)
     ASSERT_EQ(std::memcmp(&part[t * rows], &all[(first + t) * rows], 4 * rows), 0) << "input row " << first + t;
+  // Rows 40..48 alone: a tile of 9 rows (the shader's one-row-per-thread branch) against the
+  // same rows in a full tile of 32 (its two-row branch).
+  const std::vector<float> nine = run(*dev, m.w, in, 40ull * cols, 9);
+  for (int t = 0; t < 9; ++t)
+    ASSERT_EQ(std::memcmp(&nine[t * rows], &all[(40 + t) * rows], 4 * rows), 0) << "input row " << 40 + t;
   dev->destroy_buffer(in);
   dev->destroy_buffer(m.w.buf);
 }

@@ -55,18 +55,18 @@ void main() {
   const uint xr = tid / 8u, xc = (tid % 8u) * 4u;
   const bool x_live = in0 + xr < p.n_in;
   const uint xbase = p.x_off + (in0 + xr) * p.cols + xc;
-  // Summing: thread (weight rows wr + 16 i, input rows xi + 16 j), i < 4, j < 2; a tile
-  // with at most 16 input rows left skips j = 1 (the same for the whole workgroup).
+  // Summing: thread (weight rows wr + 16 i, input rows xi + 16 j), i < 4 (the components of
+  // a vec4: no local arrays, which llvmpipe keeps in memory), j < 2; a tile with at most 16
+  // input rows left skips j = 1 (the same for the whole workgroup).
   const uint wr = tid % 16u, xi = tid / 16u;
-  const uint n_j = p.n_in - in0 > 16u ? 2u : 1u;
-  float acc[4][2];
-  for (uint i = 0u; i < 4u; ++i) acc[i][0] = acc[i][1] = 0.0;
+  const bool two = p.n_in - in0 > 16u;
+  vec4 acc0 = vec4(0.0), acc1 = vec4(0.0);
 
   for (uint b = 0u; b < nb; ++b) {
     barrier();  // the previous block's tiles are no longer read
     uint code = 0x88888888u;  // codes 8: values 0 (a group past the matrix)
     if (group_live) code = w[gbase + (b * 4u + lt) * 16u + lr];
-    for (uint k = 0u; k < 4u; ++k) {
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
       const uint byte = (code >> (8u * k)) & 0xFFu;
       codes[(4u * lt + k) * kTileW + lg * 16u + lr] = TILE_T(float(int(byte & 0xFu) - 8));
       codes[(16u + 4u * lt + k) * kTileW + lg * 16u + lr] = TILE_T(float(int(byte >> 4u) - 8));
@@ -81,24 +81,35 @@ void main() {
       }
       scales[tid] = d;
     }
-    for (uint q = 0u; q < 4u; ++q) xs[(xc + q) * kXStride + xr] = TILE_T(x_live ? load_x(xbase + b * 32u + q) : 0.0);
+    [[unroll]] for (uint q = 0u; q < 4u; ++q)
+      xs[(xc + q) * kXStride + xr] = TILE_T(x_live ? load_x(xbase + b * 32u + q) : 0.0);
     barrier();
-    for (uint j = 0u; j < 2u; ++j) {
-      if (j >= n_j) break;
-      float s[4] = float[4](0.0, 0.0, 0.0, 0.0);
+    // Per output: s = sum over the block's columns in order of code * x, then acc += d * s;
+    // the same expressions in both branches, so a row's bits do not depend on the branch.
+    vec4 s0 = vec4(0.0), s1 = vec4(0.0);
+    if (two) {
       for (uint c = 0u; c < 32u; ++c) {
-        const float xv = float(xs[c * kXStride + xi + 16u * j]);
-        for (uint i = 0u; i < 4u; ++i) s[i] += float(codes[c * kTileW + wr + 16u * i]) * xv;
+        const uint cw = c * kTileW + wr;
+        const vec4 a = vec4(float(codes[cw]), float(codes[cw + 16u]), float(codes[cw + 32u]), float(codes[cw + 48u]));
+        s0 += a * float(xs[c * kXStride + xi]);
+        s1 += a * float(xs[c * kXStride + xi + 16u]);
       }
-      for (uint i = 0u; i < 4u; ++i) acc[i][j] += scales[wr + 16u * i] * s[i];
+    } else {
+      for (uint c = 0u; c < 32u; ++c) {
+        const uint cw = c * kTileW + wr;
+        const vec4 a = vec4(float(codes[cw]), float(codes[cw + 16u]), float(codes[cw + 32u]), float(codes[cw + 48u]));
+        s0 += a * float(xs[c * kXStride + xi]);
+      }
     }
+    const vec4 d = vec4(scales[wr], scales[wr + 16u], scales[wr + 32u], scales[wr + 48u]);
+    acc0 += d * s0;
+    acc1 += d * s1;
   }
-  for (uint j = 0u; j < n_j; ++j) {
-    const uint t = in0 + xi + 16u * j;
-    if (t >= p.n_in) continue;
-    for (uint i = 0u; i < 4u; ++i) {
-      const uint r = group0 * 16u + wr + 16u * i;
-      if (r < p.rows) y[p.y_off + t * p.y_stride + r] = acc[i][j];
-    }
+  const uint t0 = in0 + xi, r0 = group0 * 16u + wr;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    const uint r = r0 + 16u * i;
+    if (r >= p.rows) continue;
+    if (t0 < p.n_in) y[p.y_off + t0 * p.y_stride + r] = acc0[i];
+    if (t0 + 16u < p.n_in) y[p.y_off + (t0 + 16u) * p.y_stride + r] = acc1[i];
   }
 }

@@ -5,6 +5,7 @@
 // exactly representable value is exact. Products and sums stay float32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 
 #include "f16_round.glsl"
