@@ -12,7 +12,7 @@ namespace ringlm::vulkan {
 using backend::Ref;
 
 namespace {
-constexpr std::uint32_t kGroup = 256;  // every shader's local_size_x
+constexpr std::uint32_t kGroup = 256;  // the local_size_x of every shader but matmul_tiled (64)
 
 std::uint32_t u32(std::uint64_t v, const char* what) {
   if (v > UINT32_MAX) fail_as(ErrorKind::resource_limit, "Vulkan backend: ", what, " (", v, ") exceeds 32 bits");
