@@ -132,7 +132,7 @@ run() {
   for tiled in "0 0" "8 0" "8 1"; do
     read -r rows fp16 <<<"$tiled"
     RINGLM_VULKAN_TILED_MIN_ROWS=$rows RINGLM_VULKAN_FP16=$fp16 R bench --model "$packed" --device vulkan \
-      --sections speed --prefill-tokens "${prefills[0]}" --decode-tokens 16 --ctx $ctx \
+      --sections speed --prefill-tokens "${prefills[0]}" --decode-tokens 16 --growth-tokens 16 --ctx $ctx \
       --json "$out/bench-vulkan-tiled$rows-fp16$fp16.json"
   done
   echo "gpu_bench: done after $((SECONDS - t0)) s"
