@@ -29,4 +29,10 @@ Isa best_isa();
 void force_isa(Isa isa);
 Isa active_isa();
 
+// The AVX-512 VNNI prefill GEMM (q4_prefill_vnni_impl.h, 17+ activation rows) on or off (then
+// the multi-row tile serves every row count); on by default. Both give the same bits; the
+// switch is for A/B timing (RINGLM_Q4_PREFILL=0, src/cli/environment.h) and tests.
+void set_q4_prefill_gemm(bool on);
+bool q4_prefill_gemm();
+
 }  // namespace ringlm::kernels
