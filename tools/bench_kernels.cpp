@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
       opt.huge = val != "0";
     } else if (key == "--only") {
       opt.only = split(val);
-    } else if (key == "--prefill-gemm") {  // 0: the multi-row tile for 17+ rows too (A/B of q4_prefill_vnni_impl.h)
+    } else if (key == "--prefill-gemm") {  // 1: q4_prefill_vnni_impl.h for 17+ rows (default 0: the multi-row tile)
       set_q4_prefill_gemm(val != "0");
     } else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());

@@ -99,7 +99,7 @@ Isa active_isa() { return active().load(std::memory_order_relaxed); }
 
 namespace {
 std::atomic<bool>& prefill_gemm_flag() {
-  static std::atomic<bool> on{true};
+  static std::atomic<bool> on{false};  // see dispatch.h
   return on;
 }
 }  // namespace

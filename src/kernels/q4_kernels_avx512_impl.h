@@ -124,8 +124,9 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
   }
   // A few rows (a verify step, a small batch): the GEMV widened to them (q4_smallm_vnni_impl.h).
   if (x.rows <= kSmallMMaxRows) return q4_matmul_groups_vnni_smallm(w, g0, g1, x, y, ldy);
-  // Prefill: two groups x four rows per register tile, K and rows cache-blocked
-  // (q4_prefill_vnni_impl.h), same bits per row.
+  // Prefill when switched on (dispatch.h set_q4_prefill_gemm; off by default, slower than the
+  // tile on the Zen 5 VM): two groups x four rows per register tile (q4_prefill_vnni_impl.h),
+  // same bits per row.
   if (x.rows >= kPrefillMinRows && q4_prefill_gemm()) return q4_matmul_groups_vnni_prefill(w, g0, g1, x, y, ldy);
   // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
   return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);

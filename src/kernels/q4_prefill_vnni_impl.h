@@ -2,6 +2,12 @@
 // rows), included by q4_kernels_avx512_impl.h inside its anonymous namespace after the tile
 // (q4_tile_vnni_impl.h), whose packed rows (TilePackBlock) it reads.
 //
+// Status: dispatched only when switched on (set_q4_prefill_gemm, RINGLM_Q4_PREFILL=1). On the
+// Zen 5 VM it was 4-9 % slower than the tile in E2B prefill 512 (alternating runs, loaded
+// host, BENCHMARKS.md "Prefill GEMM"); with the weights in cache (bench_kernels, one thread)
+// it was level with the tile within the host's noise. Kept, tested, for other hosts and as
+// the base for the next attempt; what was tried is in docs/kernels.md.
+//
 // What differs from the tile, which serves 2..16 rows (a batched decode step):
 //   * Register tile of 2 groups (32 output rows) x 4 activation rows instead of 1 group x 8
 //     rows: each activation broadcast is loaded once into a register and feeds both groups'

@@ -45,9 +45,10 @@ struct Shape {
   std::size_t m, rows, cols;
 };
 
-// Restores the prefill switch (dispatch.h) whatever a test left it at.
+// Restores the prefill switch (dispatch.h) to what it was.
 struct PrefillSwitchGuard {
-  ~PrefillSwitchGuard() { set_q4_prefill_gemm(true); }
+  bool saved = q4_prefill_gemm();
+  ~PrefillSwitchGuard() { set_q4_prefill_gemm(saved); }
 };
 
 TEST(Q4Prefill, MatchesFloat64AndTheExistingKernelsBitForBit) {

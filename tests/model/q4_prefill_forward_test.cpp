@@ -72,6 +72,7 @@ double kl(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(Q4PrefillForward, PrefillLogitsEqualThoseOfTheTilePath) {
   if (!kernels::isa_available(kernels::Isa::avx512vnni)) GTEST_SKIP() << "no AVX-512 VNNI: the prefill GEMM does not run";
   const kernels::Isa saved = kernels::active_isa();
+  const bool saved_switch = kernels::q4_prefill_gemm();
   kernels::force_isa(kernels::Isa::avx512vnni);
   for (auto act : {kernels::Q4Activations::int8, kernels::Q4Activations::int8x2}) {
     auto m = tiny_q4(act);
@@ -95,4 +96,5 @@ TEST(Q4PrefillForward, PrefillLogitsEqualThoseOfTheTilePath) {
     EXPECT_LT(worst_kl, 1e-12);
   }
   kernels::force_isa(saved);
+  kernels::set_q4_prefill_gemm(saved_switch);
 }
