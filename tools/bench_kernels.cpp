@@ -5,7 +5,7 @@
 //
 //   bench_kernels [--isa all|scalar,avx2,...] [--threads 1,2] [--set-mb 1024] [--min-ms 300]
 //                 [--only bw,pool,gemv,gemm,lmhead,lmacc,quant] [--act int8|int8x2]
-//                 [--gemm-rows 64[,2,4,8,16]] [--gemm-weights cache|dram] [--huge 1|0]
+//                 [--gemm-rows 64[,2,4,8,16]] [--gemm-weights cache|dram] [--huge 1|0] [--prefill-gemm 1|0]
 // --gemm-weights dram: the GEMM's weights rotate over --set-mb like the GEMV's (a batched decode step
 // streams them from DRAM); without it one copy is reused (cache-resident, the dot-port bound).
 #include <algorithm>
@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
       opt.huge = val != "0";
     } else if (key == "--only") {
       opt.only = split(val);
+    } else if (key == "--prefill-gemm") {  // 1: q4_prefill_vnni_impl.h for 17+ rows (default 0: the multi-row tile)
+      set_q4_prefill_gemm(val != "0");
     } else {
       std::fprintf(stderr, "unknown option %s\n", key.c_str());
       return 2;

@@ -37,6 +37,10 @@ void apply_process_environment() {
            kernels::cpu_features().describe(), ")");
     kernels::force_isa(isa);
   }
+  if (const std::string_view p = env("RINGLM_Q4_PREFILL"); !p.empty()) {
+    if (p != "0" && p != "1") fail("RINGLM_Q4_PREFILL=", std::string(p), ": expected 0 or 1");
+    kernels::set_q4_prefill_gemm(p == "1");
+  }
   if (const int n = threads_from_env(); n > 0) kernels::set_default_thread_count(static_cast<std::size_t>(n));
 }
 

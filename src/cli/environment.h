@@ -3,6 +3,7 @@
 // embeds it is never steered by its environment behind its back.
 //   RINGLM_THREADS=N            worker threads when --threads is not given (1..256)
 //   RINGLM_ISA=NAME             force one SIMD path (kernels/dispatch.h), for A/B checks
+//   RINGLM_Q4_PREFILL=0|1       the AVX-512 VNNI q4 prefill GEMM off/on (default off; same bits), for A/B timing
 //   RINGLM_ATTENTION=tiled|reference   the float reference attention (decoder and vision tower), for A/B checks
 //   RINGLM_LM_HEAD_SUBSET=auto|always|never   the guided LM-head subset policy (generator.h)
 //   RINGLM_DEMO_MODEL=DIR       the model used when --model is omitted (demo_model.cpp; else XDG_CACHE_HOME / HOME)
@@ -20,7 +21,7 @@ namespace ringlm::cli {
 // not an integer in 1..256.
 int threads_from_env();
 
-// Applied once by main() before any command runs: RINGLM_ISA (force_isa) and RINGLM_THREADS
+// Applied once by main() before any command runs: RINGLM_ISA (force_isa), RINGLM_Q4_PREFILL and RINGLM_THREADS
 // (the size of the kernels' default thread pool). Throws ringlm::Error for bad values.
 void apply_process_environment();
 

@@ -97,6 +97,15 @@ void force_isa(Isa isa) {
 
 Isa active_isa() { return active().load(std::memory_order_relaxed); }
 
+namespace {
+std::atomic<bool>& prefill_gemm_flag() {
+  static std::atomic<bool> on{false};  // see dispatch.h
+  return on;
+}
+}  // namespace
+void set_q4_prefill_gemm(bool on) { prefill_gemm_flag().store(on, std::memory_order_relaxed); }
+bool q4_prefill_gemm() { return prefill_gemm_flag().load(std::memory_order_relaxed); }
+
 const KernelTable& active_kernels() { return *table_for(active_isa()); }
 
 }  // namespace ringlm::kernels

@@ -29,4 +29,12 @@ Isa best_isa();
 void force_isa(Isa isa);
 Isa active_isa();
 
+// The AVX-512 VNNI prefill GEMM (q4_prefill_vnni_impl.h, 17+ activation rows) on or off (off:
+// the multi-row tile serves every row count). Off by default: on the Zen 5 VM it was 4-9 %
+// slower than the tile in E2B prefill 512 (BENCHMARKS.md, "Prefill GEMM"). Both give the
+// same bits; the switch is for A/B timing (RINGLM_Q4_PREFILL=1, src/cli/environment.h), other
+// hosts and tests.
+void set_q4_prefill_gemm(bool on);
+bool q4_prefill_gemm();
+
 }  // namespace ringlm::kernels

@@ -28,7 +28,7 @@ void ggml_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, fl
   thread_local Q8ActBuffer act;
   const auto cols = static_cast<std::size_t>(w.cols);
   quantize_act(in, static_cast<std::size_t>(n_tokens), cols, cols, act,
-               w.activations == Q4Activations::int8x2);
+               w.activations == Q4Activations::int8x2, &default_thread_pool());
   const auto rows = static_cast<std::size_t>(w.rows);
   if (w.packed) {
     if (*type == GgmlQuant::q4_k) return q4k_matmul(Q4KPacked{w.data, rows, cols}, act.view(), out, rows, &default_thread_pool());

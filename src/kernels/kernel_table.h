@@ -10,6 +10,8 @@
 
 namespace ringlm::kernels {
 
+class ThreadPool;
+
 struct KernelTable {
   // One activation row f32 -> q8 act (see q8_act.h); bit-identical to quantize_act_row_ref.
   // The second plane is written when qs2 is not null.
@@ -31,8 +33,9 @@ struct KernelTable {
   void (*soft_cap)(float* x, std::size_t n, float cap);
   // Packs x (rows >= 2) into the layout q4_matmul_groups reads for several rows, in a buffer
   // of the calling thread kept until its next call; returns it for Q8ActView::tile_pack.
-  // Null where the path reads the rows in place.
-  const void* (*prepack_act)(const Q8ActView& x);
+  // Null where the path reads the rows in place. With a pool (may be null) the tiles are
+  // packed in parallel (each tile by one thread: the same bytes as serially).
+  const void* (*prepack_act)(const Q8ActView& x, ThreadPool* pool);
 };
 
 // The element-wise activations per path (ref_ops.cpp: scalar; activation_kernels_avx2.cpp, activation_kernels_avx512.cpp).
@@ -59,7 +62,7 @@ void quantize_act_row_avx512vnni(const float* x, std::size_t cols, std::int8_t* 
                                  std::int8_t* qs2, float* d2, std::int32_t* bias2);
 void q4_matmul_groups_avx512vnni(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x, float* y,
                                  std::size_t ldy);
-const void* prepack_act_avx512vnni(const Q8ActView& x);
+const void* prepack_act_avx512vnni(const Q8ActView& x, ThreadPool* pool);
 void i8_gemv_f32_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,
                             std::size_t r1, const float* x, float* y);
 void i8_gemv_q8_avx512vnni(const std::int8_t* w, const float* scale, std::size_t cols, std::size_t r0,

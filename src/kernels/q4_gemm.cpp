@@ -19,7 +19,7 @@ void q4_matmul(const Q4Packed& w, const Q8ActView& x, float* y, std::size_t ldy,
   const KernelTable& k = active_kernels();
   if (pool == nullptr) return k.q4_matmul_groups(w, 0, w.groups(), x, y, ldy);
   Q8ActView xs = x;
-  if (x.rows >= 2 && k.prepack_act != nullptr && x.tile_pack == nullptr) xs.tile_pack = k.prepack_act(x);
+  if (x.rows >= 2 && k.prepack_act != nullptr && x.tile_pack == nullptr) xs.tile_pack = k.prepack_act(x, pool);
   auto run = [&](std::size_t g0, std::size_t g1, std::size_t) { k.q4_matmul_groups(w, g0, g1, xs, y, ldy); };
   // Up to kStealMaxRows rows (decode, verify, small batches): balanced by stealing
   // (work_split.h); more rows keep the even split.

@@ -196,8 +196,8 @@ void q4_matmul_groups_amx(const Q4Packed& w, std::size_t g0, std::size_t g1, con
 }
 
 // Below kAmxMinRows rows the VNNI tile runs, and reads the caller's packed rows.
-const void* prepack_act_amx(const Q8ActView& x) {
-  return x.rows < kAmxMinRows ? prepack_act_avx512vnni(x) : nullptr;
+const void* prepack_act_amx(const Q8ActView& x, ThreadPool* pool) {
+  return x.rows < kAmxMinRows ? prepack_act_avx512vnni(x, pool) : nullptr;
 }
 
 }  // namespace

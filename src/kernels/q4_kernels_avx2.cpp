@@ -47,6 +47,9 @@ inline void q4_group_tile(const Q4Packed& w, std::size_t g, const Q8ActView& x, 
     _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 64), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 128), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(cb + 2048 + 192), _MM_HINT_T0);
+    // The fp16 scales sit after all of a group's codes, so the code prefetch reaches them only
+    // near the group's end: their own stream, the same blocks ahead (as the VNNI GEMV, 320832c).
+    _mm_prefetch(reinterpret_cast<const char*>(scales + b * 16) + 2048 / 8, _MM_HINT_T0);
     for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h+7 of the group
       __m256i lo[4], hi[4];
       for (int t = 0; t < 4; ++t) {

@@ -62,6 +62,9 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
     _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 64), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 128), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(cb + kPrefetchBytes + 192), _MM_HINT_T0);
+    // The fp16 scales sit after all of a group's codes, so the code prefetch reaches them only
+    // near the group's end: their own stream, the same blocks ahead (as the VNNI GEMV, 320832c).
+    _mm_prefetch(reinterpret_cast<const char*>(scales + b * 16) + kPrefetchBytes / 8, _MM_HINT_T0);
     __m512i lo[4], hi[4];
     for (int t = 0; t < 4; ++t) {
       const __m512i c = _mm512_loadu_si512(cb + 64 * t);
@@ -88,6 +91,7 @@ inline void q4_group_rows(const std::uint8_t* codes, const std::uint16_t* scales
 #include "kernels/q4_gemv_vnni_impl.h"
 #include "kernels/q4_tile_vnni_impl.h"
 #include "kernels/q4_smallm_vnni_impl.h"
+#include "kernels/q4_prefill_vnni_impl.h"
 #endif
 
 // Output rows of group g for activation rows m0..m0+MT, over blocks [b0, b1); adds to what
@@ -123,6 +127,10 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
   }
   // A few rows (a verify step, a small batch): the GEMV widened to them (q4_smallm_vnni_impl.h).
   if (x.rows <= kSmallMMaxRows) return q4_matmul_groups_vnni_smallm(w, g0, g1, x, y, ldy);
+  // Prefill when switched on (dispatch.h set_q4_prefill_gemm; off by default, slower than the
+  // tile on the Zen 5 VM): two groups x four rows per register tile (q4_prefill_vnni_impl.h),
+  // same bits per row.
+  if (x.rows >= kPrefillMinRows && q4_prefill_gemm()) return q4_matmul_groups_vnni_prefill(w, g0, g1, x, y, ldy);
   // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
   return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);
 #else

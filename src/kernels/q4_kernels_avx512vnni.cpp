@@ -1,8 +1,11 @@
 // AVX-512 kernels with VNNI: u8 x s8 dots of 4 in one vpdpbusd.
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "kernels/dispatch.h"
 #include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
 
 #if defined(__x86_64__)
 #pragma GCC push_options
@@ -34,7 +37,7 @@ void i8_gemv_q8_avx512vnni(const std::int8_t* w, const float* scale, std::size_t
   i8_gemv_q8_avx512(w, scale, cols, r0, r1, x, y);
 }
 
-const void* prepack_act_avx512vnni(const Q8ActView& x) { return prepack_vnni_tiles(x); }
+const void* prepack_act_avx512vnni(const Q8ActView& x, ThreadPool* pool) { return prepack_vnni_tiles(x, pool); }
 
 const KernelTable kAvx512VnniKernels = {
     quantize_act_row_avx512,

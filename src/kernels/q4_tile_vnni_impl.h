@@ -148,22 +148,32 @@ inline void q4_group_tile_vnni_n(int rows, const Q4Packed& w, std::size_t g, std
 
 // All rows of x, tile after tile (tile t at blocks [t * nb, (t + 1) * nb)), into `pack`
 // (per thread, grown once to the largest rows x cols seen: no allocation per call after).
-inline const TilePackBlock* tile_pack_all(const Q8ActView& x, std::vector<TilePackBlock>& pack) {
+// With a pool (prefill) the tiles are split over its threads; each tile is written by one
+// thread with the same bytes as the serial loop.
+inline const TilePackBlock* tile_pack_all(const Q8ActView& x, std::vector<TilePackBlock>& pack,
+                                          ThreadPool* pool = nullptr) {
   const std::size_t nb = x.cols / 32;
   const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
   if (pack.size() < tiles * nb) pack.resize(tiles * nb);
-  for (std::size_t t = 0; t < tiles; ++t) {
-    const std::size_t m0 = t * kVnniTileRows;
-    const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
-    tile_pack(x, m0, mt, pack.data() + t * nb);
-  }
-  return pack.data();
+  TilePackBlock* out = pack.data();
+  auto run = [&](std::size_t t0, std::size_t t1, std::size_t) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      const std::size_t m0 = t * kVnniTileRows;
+      const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
+      tile_pack(x, m0, mt, out + t * nb);
+    }
+  };
+  // Two tiles or fewer (a batched decode step) cost less than the pool's hand-off.
+  if (pool != nullptr && pool->size() > 1 && tiles > 2) pool->parallel_for(tiles, std::move(run));
+  else run(0, tiles, 0);
+  return out;
 }
 
-// KernelTable::prepack_act: packed once on the pool's calling thread, read by every share.
-inline const void* prepack_vnni_tiles(const Q8ActView& x) {
+// KernelTable::prepack_act: packed once before the pool call (by the pool's threads when
+// given one), read by every share.
+inline const void* prepack_vnni_tiles(const Q8ActView& x, ThreadPool* pool) {
   thread_local std::vector<TilePackBlock> caller_pack;
-  return x.rows >= 2 ? tile_pack_all(x, caller_pack) : nullptr;
+  return x.rows >= 2 ? tile_pack_all(x, caller_pack, pool) : nullptr;
 }
 
 // Groups [g0, g1) times all x.rows (>= 2) activation rows.

@@ -32,7 +32,7 @@ void apply_row_factors(const WeightMatrix& w, std::size_t g0, std::size_t g1, in
 void q4_weight_matmul(const WeightMatrix& w, const float* in, int n_tokens, float* out) {
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(w.cols),
-               static_cast<std::size_t>(w.cols), act, w.activations == Q4Activations::int8x2);
+               static_cast<std::size_t>(w.cols), act, w.activations == Q4Activations::int8x2, &default_thread_pool());
   const Q4Packed packed = packed_view(w);
   q4_matmul(packed, act.view(), out, static_cast<std::size_t>(w.rows), &default_thread_pool());
   apply_row_factors(w, 0, packed.groups(), n_tokens, out);
@@ -53,10 +53,11 @@ void q4_weight_matmul_shared(const WeightMatrix* const* ws, float* const* outs, 
   }
   thread_local Q8ActBuffer act;
   quantize_act(in, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(ws[0]->cols),
-               static_cast<std::size_t>(ws[0]->cols), act, ws[0]->activations == Q4Activations::int8x2);
+               static_cast<std::size_t>(ws[0]->cols), act, ws[0]->activations == Q4Activations::int8x2,
+               &default_thread_pool());
   Q8ActView x = act.view();
   const KernelTable& k = active_kernels();
-  if (n_tokens >= 2 && k.prepack_act != nullptr) x.tile_pack = k.prepack_act(x);  // see Q8ActView::tile_pack
+  if (n_tokens >= 2 && k.prepack_act != nullptr) x.tile_pack = k.prepack_act(x, &default_thread_pool());  // see Q8ActView::tile_pack
   // Groups [g0, g1) of the concatenation, cut at matrix boundaries.
   auto run = [&](std::size_t g0, std::size_t g1, std::size_t) {
     for (std::size_t i = 0; i < count && g0 < g1; ++i) {

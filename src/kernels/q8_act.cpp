@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/dispatch.h"
 #include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
 #include "util/error.h"
 
 namespace ringlm::kernels {
@@ -70,19 +72,29 @@ void quantize_act_row_ref(const float* x, std::size_t cols, std::int8_t* qs, flo
 }
 
 void quantize_act(const float* x, std::size_t rows, std::size_t cols, std::size_t ldx, Q8ActBuffer& out,
-                  bool two_planes) {
+                  bool two_planes, ThreadPool* pool) {
   if (ldx < cols) fail("quantize_act: row stride ", ldx, " < cols ", cols);
-  out.resize(rows, cols, two_planes);
+  out.resize(rows, cols, two_planes);  // on the calling thread: the shares only write rows
   const KernelTable& k = active_kernels();
   const std::size_t nb = cols / 32;
-  for (std::size_t m = 0; m < rows; ++m) {
-    if (two_planes)
-      k.quantize_act_row(x + m * ldx, cols, out.qs() + m * cols, out.d() + m * nb, out.bias() + m * nb,
-                         out.qs2() + m * cols, out.d2() + m * nb, out.bias2() + m * nb);
-    else
-      k.quantize_act_row(x + m * ldx, cols, out.qs() + m * cols, out.d() + m * nb, out.bias() + m * nb, nullptr,
-                         nullptr, nullptr);
-  }
+  std::int8_t* qs = out.qs();
+  float* d = out.d();
+  std::int32_t* bias = out.bias();
+  std::int8_t* qs2 = out.qs2();
+  float* d2 = out.d2();
+  std::int32_t* bias2 = out.bias2();
+  auto run = [&](std::size_t m0, std::size_t m1, std::size_t) {
+    for (std::size_t m = m0; m < m1; ++m) {
+      if (two_planes)
+        k.quantize_act_row(x + m * ldx, cols, qs + m * cols, d + m * nb, bias + m * nb, qs2 + m * cols, d2 + m * nb,
+                           bias2 + m * nb);
+      else
+        k.quantize_act_row(x + m * ldx, cols, qs + m * cols, d + m * nb, bias + m * nb, nullptr, nullptr, nullptr);
+    }
+  };
+  // A decode step's few rows cost less than the pool's hand-off (~0.35 us per 1536-wide row).
+  if (pool != nullptr && pool->size() > 1 && rows >= kQuantizeActParallelRows) pool->parallel_for(rows, std::move(run));
+  else run(0, rows, 0);
 }
 
 }  // namespace ringlm::kernels

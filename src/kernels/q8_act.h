@@ -20,6 +20,8 @@
 
 namespace ringlm::kernels {
 
+class ThreadPool;
+
 struct Q8ActView {
   const std::int8_t* qs = nullptr;     // [rows][cols]
   const float* d = nullptr;            // [rows][cols/32]
@@ -67,8 +69,11 @@ void quantize_act_row_ref(const float* x, std::size_t cols, std::int8_t* qs, flo
                           std::int8_t* qs2 = nullptr, float* d2 = nullptr, std::int32_t* bias2 = nullptr);
 
 // Quantizes x [rows, cols] (row stride ldx floats) into out (resized, two planes if asked)
-// with the active ISA. Bit-identical to quantize_act_row_ref on every path.
+// with the active ISA. Bit-identical to quantize_act_row_ref on every path. With a pool and
+// at least kQuantizeActParallelRows rows (prefill), the rows are split over its threads;
+// each row is quantized alone, so the bytes are those of the serial call.
+constexpr std::size_t kQuantizeActParallelRows = 16;
 void quantize_act(const float* x, std::size_t rows, std::size_t cols, std::size_t ldx, Q8ActBuffer& out,
-                  bool two_planes = false);
+                  bool two_planes = false, ThreadPool* pool = nullptr);
 
 }  // namespace ringlm::kernels

@@ -105,15 +105,22 @@ void ForwardPass::embed(int rows) {
     const float proj_scale = 1.0f / std::sqrt(static_cast<float>(H));
     const float tok_scale = std::sqrt(static_cast<float>(P));
     const float mix = 1.0f / std::sqrt(2.0f);
-    gather_rows(w_.embed_tokens_ple, s_.ids.data(), rows, 0, LP, tok_scale, s_.ple_tok.data());
-    for (int t = 0; t < rows; ++t)
-      for (int l = 0; l < cfg_.num_layers; ++l) {
-        float* ctx = s_.ple_all.data() + row_offset(t, LP) + static_cast<std::size_t>(l) * P;
-        const float* tok = s_.ple_tok.data() + row_offset(t, LP) + static_cast<std::size_t>(l) * P;
-        scale_inplace(ctx, P, proj_scale);
-        rms_norm(ctx, w_.ple_projection_norm.data(), P, eps, ctx);
-        for (int j = 0; j < P; ++j) ctx[j] = (ctx[j] + tok[j]) * mix;
-      }
+    // Row by row and each row alone, so a prefill chunk's rows are split over the threads
+    // (E2B: 35 x 256 table values, norms and mixes per row) with the serial loop's bits.
+    auto ple_rows = [&](std::int64_t t0, std::int64_t t1) {
+      const int b = static_cast<int>(t0), e = static_cast<int>(t1);
+      gather_rows(w_.embed_tokens_ple, s_.ids.data() + b, e - b, 0, LP, tok_scale, s_.ple_tok.data() + row_offset(b, LP));
+      for (int t = b; t < e; ++t)
+        for (int l = 0; l < cfg_.num_layers; ++l) {
+          float* ctx = s_.ple_all.data() + row_offset(t, LP) + static_cast<std::size_t>(l) * P;
+          const float* tok = s_.ple_tok.data() + row_offset(t, LP) + static_cast<std::size_t>(l) * P;
+          scale_inplace(ctx, P, proj_scale);
+          rms_norm(ctx, w_.ple_projection_norm.data(), P, eps, ctx);
+          for (int j = 0; j < P; ++j) ctx[j] = (ctx[j] + tok[j]) * mix;
+        }
+    };
+    if (pool && rows > 1) pool->run(rows, ple_rows);
+    else ple_rows(0, rows);
   }
 
   // The rows are copied out: give the table pages back (see Model::release_gather_pages).

@@ -59,7 +59,7 @@ TEST(Q4SmallM, GroupRangesMatchFloat64AndTheRowAloneOnEveryPath) {
           for (std::size_t g1 = g0 + 1; g1 <= w.groups(); ++g1) {
             std::vector<float> y(m * rows, -777.0f);
             Q8ActView xs = v;
-            if (k.prepack_act != nullptr && (g0 + g1) % 2 == 0) xs.tile_pack = k.prepack_act(v);  // both ways in
+            if (k.prepack_act != nullptr && (g0 + g1) % 2 == 0) xs.tile_pack = k.prepack_act(v, nullptr);  // both ways in
             k.q4_matmul_groups(w, g0, g1, xs, y.data(), rows);
             ASSERT_TRUE(same_groups(y, alone, m, rows, g0, g1))
                 << isa_name(isa) << (two ? " two planes" : " one plane") << " m=" << m << " groups [" << g0 << ", "
