@@ -19,7 +19,8 @@ inline constexpr bool kAddressSanitizer = false;
 
 // A megabyte of adversarial JSON: the linear parser takes ~0.2 s in release and several times
 // that at -O0 under ASan; the quadratic one took 80 s in release (issue #28). The bound
-// separates the two in both builds.
+// separates the two in both builds. Measured as the thread's CPU time (cpu_time.h), so time
+// spent waiting for a core on a loaded host does not count.
 inline constexpr double kParseBoundSeconds = kAddressSanitizer ? 20.0 : 2.0;
 
 }  // namespace ringlm::testing

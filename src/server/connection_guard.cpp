@@ -295,8 +295,12 @@ class ConnectionTable {
     return &e;
   }
 
+  // `since` is when the current phase began: a connection that stays idle (admitted, then
+  // Idle again at the top of its loop) keeps its admission time, so idle connections are
+  // evicted in the order they were admitted, not in the order their threads got to run.
   void set_phase(Entry* e, Phase p) {
     std::lock_guard lock(mu_);
+    if (e->phase == p) return;
     e->phase = p;
     e->since = Clock::now();
   }
@@ -309,6 +313,13 @@ class ConnectionTable {
   int size() const {
     std::lock_guard lock(mu_);
     return static_cast<int>(entries_.size());
+  }
+
+  int count(Phase p) const {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& e : entries_) n += !e.evicted && e.phase == p;
+    return n;
   }
 
  private:
@@ -378,6 +389,8 @@ GuardedServer::GuardedServer(ConnectionLimits limits)
 GuardedServer::~GuardedServer() = default;
 
 int GuardedServer::open_connections() const { return table_->size(); }
+
+int GuardedServer::heads_in_progress() const { return table_->count(Phase::Head); }
 
 void GuardedServer::refuse(int fd, int status, const std::string& code, const std::string& message, bool linger) {
   // Counted first: a client that reads this answer and asks /metrics at once must see it.

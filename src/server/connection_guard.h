@@ -52,6 +52,9 @@ class GuardedServer : public httplib::Server {
   // Called with the status of every request refused by this layer (not seen by httplib's logger).
   void set_refusal_observer(std::function<void(int status)> f) { on_refused_ = std::move(f); }
   int open_connections() const;
+  // Connections whose request head has begun to arrive and is not complete (read-only; lets
+  // tests wait for a state instead of sleeping).
+  int heads_in_progress() const;
   const ConnectionLimits& limits() const { return limits_; }
 
  private:

@@ -546,6 +546,9 @@ int HttpServer::start() {
   return port;
 }
 
+int HttpServer::open_connections() const { return http_->open_connections(); }
+int HttpServer::heads_in_progress() const { return http_->heads_in_progress(); }
+
 void HttpServer::wait() {
   if (listener_.joinable()) listener_.join();
 }

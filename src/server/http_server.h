@@ -84,6 +84,9 @@ class HttpServer {
 
   Scheduler& scheduler() { return *scheduler_; }
   Metrics& metrics() { return metrics_; }
+  // Open connections, and those in the middle of a request head (connection_guard.h).
+  int open_connections() const;
+  int heads_in_progress() const;
 
  private:
   void install_routes();

@@ -46,11 +46,19 @@ void Job::fail(int status, std::string message, std::string param, std::string c
   cv_.notify_all();
 }
 
+// A finished run: the result, or an error (status != 0).
+struct Scheduler::Outcome {
+  GenerationResult result;
+  int status = 0;
+  std::string message, param, code;
+};
+
 Scheduler::Scheduler(Backend& backend, int queue_limit, Metrics& metrics)
     : backend_(backend), metrics_(metrics), queue_limit_(queue_limit < 0 ? 0 : queue_limit) {
   const int n = backend.slots();
   if (n < 1) fail("backend reports ", n, " slots; at least 1 is needed");
   running_.resize(static_cast<std::size_t>(n));
+  free_slots_ = n;  // free from the start, whether or not the workers have begun to wait
   workers_.reserve(static_cast<std::size_t>(n));
   for (int slot = 0; slot < n; ++slot) workers_.emplace_back([this, slot] { worker_loop(slot); });
 }
@@ -70,8 +78,10 @@ Scheduler::~Scheduler() {
 
 void Scheduler::check_room_locked() {
   if (draining_ || stopping_) throw ApiError(503, "server is shutting down", "", "shutting_down");
-  // Jobs that an idle worker will pick up at once do not count against the queue.
-  if (static_cast<int>(queue_.size()) + reserved_ >= queue_limit_ + idle_workers_) {
+  // Jobs that a free slot takes at once do not count against the queue. The count of free
+  // slots is kept under this lock; counting workers parked in their wait instead (as before)
+  // refused jobs while a worker was between its answer and its wait, or not yet started.
+  if (static_cast<int>(queue_.size()) + reserved_ >= queue_limit_ + free_slots_) {
     metrics_.count_rejected_queue_full();
     throw ApiError(429, "server is busy: all " + std::to_string(slots()) + " slots are in use and " +
                             std::to_string(queue_limit_) + " requests are already waiting",
@@ -79,13 +89,29 @@ void Scheduler::check_room_locked() {
   }
 }
 
+void Scheduler::dispatch_locked() {
+  if (stopping_) return;
+  bool handed = false;
+  for (std::size_t slot = 0; slot < running_.size() && free_slots_ > 0 && !queue_.empty(); ++slot) {
+    if (running_[slot]) continue;
+    running_[slot] = std::move(queue_.front());
+    queue_.pop_front();
+    --free_slots_;
+    ++active_;
+    handed = true;
+  }
+  // Each worker waits for its own slot: wake them all (a handful) rather than one that may
+  // not be the one given the job.
+  if (handed) work_cv_.notify_all();
+}
+
 void Scheduler::submit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lock(mu_);
     check_room_locked();
     queue_.push_back(job);
+    dispatch_locked();
   }
-  work_cv_.notify_one();
 }
 
 Scheduler::Reservation Scheduler::reserve() {
@@ -121,8 +147,8 @@ void Scheduler::submit(const std::shared_ptr<Job>& job, Reservation&& r) {
     r.s_ = nullptr;
     if (draining_ || stopping_) throw ApiError(503, "server is shutting down", "", "shutting_down");
     queue_.push_back(job);
+    dispatch_locked();
   }
-  work_cv_.notify_one();
 }
 
 void Scheduler::begin_drain() { draining_ = true; }
@@ -144,36 +170,46 @@ int Scheduler::queue_depth() const {
 }
 
 void Scheduler::worker_loop(int slot) {
+  const auto i = static_cast<std::size_t>(slot);
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock lock(mu_);
-      ++idle_workers_;
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      --idle_workers_;
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_[static_cast<std::size_t>(slot)] = job;
-      ++active_;
+    work_cv_.wait(lock, [&] { return stopping_ || running_[i]; });
+    std::shared_ptr<Job> job = running_[i];
+    Outcome out;
+    if (stopping_) {
+      if (!job) return;
+      out.status = 503;  // handed out but not begun: it never runs
+      out.message = "server is shutting down";
+    } else {
+      lock.unlock();
+      out = run(slot, *job);
+      lock.lock();
     }
-    run(slot, *job);
-    {
-      std::lock_guard lock(mu_);
-      running_[static_cast<std::size_t>(slot)].reset();
-      --active_;
+    // Free the slot (and give it the next queued job) before the answer goes out: a client
+    // that has its answer and asks again at once must find the slot free, not get a 429.
+    running_[i].reset();
+    ++free_slots_;
+    --active_;
+    dispatch_locked();
+    // Delivered under this lock, so that wait_idle() sees no moment where every slot is
+    // free but an answer is still undelivered. Job's lock nests inside this one, never the
+    // other way round (a Job never calls into the scheduler).
+    if (out.status != 0) {
+      job->fail(out.status, std::move(out.message), std::move(out.param), std::move(out.code));
+    } else {
+      job->finish(std::move(out.result));
     }
     idle_cv_.notify_all();
+    if (stopping_ && !running_[i]) return;
   }
 }
 
-void Scheduler::run(int slot, Job& job) {
+Scheduler::Outcome Scheduler::run(int slot, Job& job) {
+  Outcome out;
   if (job.cancelled()) {  // the client left while it waited
     metrics_.count_cancelled();
-    GenerationResult r;
-    r.finish = engine::FinishReason::Cancelled;
-    job.finish(std::move(r));
-    return;
+    out.result.finish = engine::FinishReason::Cancelled;
+    return out;
   }
   bool first = true;
   auto last = Job::Clock::now();
@@ -189,16 +225,20 @@ void Scheduler::run(int slot, Job& job) {
     return job.push(ev);
   };
   try {
-    GenerationResult r = backend_.generate(slot, job.prompt(), job.params(), on_token);
-    metrics_.add_tokens(r.prompt_tokens, r.completion_tokens);
-    if (r.finish == engine::FinishReason::Cancelled) metrics_.count_cancelled();
-    job.finish(std::move(r));
+    out.result = backend_.generate(slot, job.prompt(), job.params(), on_token);
+    metrics_.add_tokens(out.result.prompt_tokens, out.result.completion_tokens);
+    if (out.result.finish == engine::FinishReason::Cancelled) metrics_.count_cancelled();
   } catch (const Error& e) {
     const ApiError a = ApiError::from(e, "generation failed: ");  // the kind decides the status
-    job.fail(a.status(), a.what(), a.param(), a.code());
+    out.status = a.status();
+    out.message = a.what();
+    out.param = a.param();
+    out.code = a.code();
   } catch (const std::exception& e) {
-    job.fail(500, std::string("generation failed: ") + e.what());
+    out.status = 500;
+    out.message = std::string("generation failed: ") + e.what();
   }
+  return out;
 }
 
 }  // namespace ringlm::server

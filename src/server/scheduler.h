@@ -1,6 +1,9 @@
 // Runs generation jobs on a fixed set of slots: one worker thread per Backend slot, fed from a
 // bounded FIFO queue. HTTP threads submit a Job and read its token events as they come; a
 // cancelled job (client gone, server shutting down) stops at its next token and frees its slot.
+// Slots are handed out under the scheduler's lock, never by a worker waking up: a job meets a
+// free slot at once (in submit(), or when a running job ends), and a job's slot is free again
+// before its answer is delivered, so a client that has its answer can count on the slot.
 #pragma once
 
 #include <atomic>
@@ -106,12 +109,14 @@ class Scheduler {
 
   int slots() const { return static_cast<int>(workers_.size()); }
   int queue_depth() const;
-  int active() const { return active_.load(); }
+  int active() const { return active_.load(); }  // slots holding a job (handed out, not yet answered)
 
  private:
+  struct Outcome;            // how a run ended, delivered to its Job once the slot is free
   void check_room_locked();  // throws 503/429 as submit()
+  void dispatch_locked();    // gives queued jobs to free slots, oldest job first
   void worker_loop(int slot);
-  void run(int slot, Job& job);
+  Outcome run(int slot, Job& job);
 
   Backend& backend_;
   Metrics& metrics_;
@@ -121,8 +126,8 @@ class Scheduler {
   std::condition_variable work_cv_;   // a job arrived or stopping
   std::condition_variable idle_cv_;   // a job finished
   std::deque<std::shared_ptr<Job>> queue_;
-  std::vector<std::shared_ptr<Job>> running_;  // per slot, null when idle
-  int idle_workers_ = 0;
+  std::vector<std::shared_ptr<Job>> running_;  // per slot, null when free; set when handed out
+  int free_slots_ = 0;  // null entries of running_
   int reserved_ = 0;  // places held by Reservations
   bool stopping_ = false;
   std::atomic<bool> draining_{false};

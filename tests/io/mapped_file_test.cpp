@@ -14,7 +14,8 @@
 namespace fs = std::filesystem;
 
 TEST(MappedFile, MapsContentsAndChecksRanges) {
-  fs::path p = fs::temp_directory_path() / "ringlm_mapped_file_test.bin";
+  // The pid keeps two runs at once (two build trees, or ctest runs side by side) apart.
+  fs::path p = fs::temp_directory_path() / ("ringlm_mapped_file_test_" + std::to_string(::getpid()) + ".bin");
   { std::ofstream(p, std::ios::binary) << "0123456789"; }
   ringlm::io::MappedFile f(p);
   ASSERT_EQ(f.size(), 10u);

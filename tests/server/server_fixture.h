@@ -123,11 +123,15 @@ class ServerTest : public ::testing::Test {
     return got;
   }
 
+  // Polls `pred` until it holds or `timeout_ms` of wall time pass. The default is generous: it
+  // costs nothing when the state comes, and a loaded CI host (ctest -j2 on 2 cores, or ASan)
+  // can take seconds to get there.
   template <typename Pred>
-  static bool eventually(Pred pred, int timeout_ms = 5000) {
-    for (int i = 0; i < timeout_ms / 10; ++i) {
+  static bool eventually(Pred pred, int timeout_ms = 20000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
       if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return pred();
   }
