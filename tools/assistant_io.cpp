@@ -2,7 +2,9 @@
 // (model/assistant.h) on inputs read from a file and writes its outputs, for comparison with
 // the float64 numpy reference.
 //
-//   assistant_io ASSISTANT_DIR IN OUT
+//   assistant_io [--weights stored|q4_0] [--activations f32|int8|int8x2] ASSISTANT IN OUT
+// ASSISTANT: a checkpoint directory or a gemma4-assistant .gguf file; the options are
+// model::AssistantOptions (default: stored, f32, the float reference path).
 // IN (little-endian): int64 position p; int32 n_sliding, n_full; float32 x[2 * backbone];
 //   float32 K then V of the sliding cache [n_sliding][head_dim] (one KV head, positions
 //   p - n_sliding .. p - 1), then K then V of the full cache [n_full][global_head_dim]
@@ -61,8 +63,20 @@ int round(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   if (argc > 1 && std::string(argv[1]) == "--round") return round(argc, argv);
-  if (argc != 4) fail("usage: assistant_io ASSISTANT_DIR IN OUT");
-  auto m = model::AssistantModel::load(argv[1]);
+  model::AssistantOptions opt;
+  while (argc > 2 && std::string(argv[1]).starts_with("--")) {
+    const std::string flag = argv[1], v = argv[2];
+    if (flag == "--weights" && (v == "stored" || v == "q4_0"))
+      opt.weights = v == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
+    else if (flag == "--activations" && (v == "f32" || v == "int8" || v == "int8x2"))
+      opt.activations = v == "f32" ? kernels::Q4Activations::f32
+                        : v == "int8" ? kernels::Q4Activations::int8 : kernels::Q4Activations::int8x2;
+    else
+      fail("assistant_io: bad option ", flag, " ", v);
+    argc -= 2, argv += 2;
+  }
+  if (argc != 4) fail("usage: assistant_io [--weights W] [--activations A] ASSISTANT IN OUT");
+  auto m = model::AssistantModel::load(argv[1], opt);
   const model::AssistantConfig& c = m->config();
   std::ifstream in(argv[2], std::ios::binary);
   std::int64_t p = 0;
