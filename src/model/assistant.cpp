@@ -12,7 +12,6 @@
 #include "io/gguf_reader.h"
 #include "io/safetensors.h"
 #include "kernels/attention.h"
-#include "kernels/dequant_ggml.h"
 #include "model/assistant_gguf.h"
 #include "model/q4_weights.h"
 #include "util/error.h"
@@ -53,11 +52,11 @@ class Binder {
     return *v;
   }
   // Float matrices (any checkpoint) or ggml block matrices (a GGUF file; the reader admits
-  // only types ringlm computes with, and converts them at load: convert_matrices()).
+  // only types ringlm computes with; convert_matrices() converts them at load).
   kernels::WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
     const io::TensorView& v = view(name, {rows, cols});
-    const bool block = kernels::block_format(v.dtype).block_elems > 1;
-    if (v.dtype != io::DType::F32 && v.dtype != io::DType::F16 && v.dtype != io::DType::BF16 && !block)
+    // (Integer tables are never matrices; any other dtype a source gives is float or blocks.)
+    if (v.dtype == io::DType::I8 || v.dtype == io::DType::I32 || v.dtype == io::DType::I64)
       fail_model_file(v.file, ": tensor ", shown(name), ": dtype ", io::dtype_name(v.dtype),
                       " (expected F32, F16, BF16 or a GGUF block type)");
     kernels::WeightMatrix w;
