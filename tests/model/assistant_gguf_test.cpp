@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "io/gguf_gemma4.h"
 #include "io/gguf_writer.h"
 #include "io/safetensors.h"
 #include "model/assistant.h"
@@ -202,6 +203,38 @@ TEST(AssistantGguf, BrokenFilesNameTheFileAndTheTensor) {
   w.write(other);
   e = load_error(other);
   EXPECT_NE(e.find("general.architecture is 'gemma4'; expected 'gemma4-assistant'"), std::string::npos) << e;
+}
+
+// A source whose one tensor claims another dtype (a hostile file's integer "matrix").
+class Retyping : public io::TensorSource {
+ public:
+  Retyping(std::unique_ptr<io::TensorSource> s, const std::string& name, io::DType t) : s_(std::move(s)), name_(name) {
+    view_ = *s_->find(name);
+    view_.dtype = t;
+  }
+  const io::TensorView* find(std::string_view n) const override { return n == name_ ? &view_ : s_->find(n); }
+  std::vector<std::string> names() const override { return s_->names(); }
+  std::string describe() const override { return s_->describe(); }
+
+ private:
+  std::unique_ptr<io::TensorSource> s_;
+  std::string name_;
+  io::TensorView view_;
+};
+
+TEST(AssistantGguf, AnIntegerMatrixIsRefusedByName) {
+  const fs::path p = tiny_gguf("int-matrix", io::DType::F32);
+  auto file = std::make_shared<const io::GgufFile>(p);
+  auto src = std::make_unique<io::GgufTensorSource>(file, model::assistant_canonical_name, model::kAssistantGgufArch, true);
+  Retyping bad(std::move(src), "layers.2.mlp.gate_proj.weight", io::DType::I32);
+  std::string e;
+  try {
+    model::AssistantModel::from_source(model::assistant_gguf_config(*file), std::make_unique<Retyping>(std::move(bad)),
+                                       {});
+  } catch (const Error& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("layers.2.mlp.gate_proj.weight: dtype I32"), std::string::npos) << e;
 }
 
 TEST(AssistantGguf, NamesMapBothWays) {
