@@ -2,7 +2,10 @@
 // (model/assistant.h) on inputs read from a file and writes its outputs, for comparison with
 // the float64 numpy reference.
 //
-//   assistant_io ASSISTANT_DIR IN OUT
+//   assistant_io [--weights stored|q4_0] [--activations f32|int8|int8x2] [--time N] ASSISTANT IN OUT
+// ASSISTANT: a checkpoint directory or a gemma4-assistant .gguf file; the options are
+// model::AssistantOptions (default: stored, f32, the float reference path). --time N also
+// runs the step N more times and prints the median ms per step to stderr (a timing aid).
 // IN (little-endian): int64 position p; int32 n_sliding, n_full; float32 x[2 * backbone];
 //   float32 K then V of the sliding cache [n_sliding][head_dim] (one KV head, positions
 //   p - n_sliding .. p - 1), then K then V of the full cache [n_full][global_head_dim]
@@ -15,6 +18,7 @@
 // tokens from (t, position n, the target's final-normed hidden row n - 1, the target's KV).
 // OUT: int32 t, int32 drafts[K], float32 logits[K][vocab] (the assistant's, per step).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "engine/assistant_drafter.h"
+#include "kernels/thread_pool.h"
 #include "model/assistant.h"
 #include "util/error.h"
 
@@ -61,8 +66,23 @@ int round(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   if (argc > 1 && std::string(argv[1]) == "--round") return round(argc, argv);
-  if (argc != 4) fail("usage: assistant_io ASSISTANT_DIR IN OUT");
-  auto m = model::AssistantModel::load(argv[1]);
+  model::AssistantOptions opt;
+  int time_steps = 0;
+  while (argc > 2 && std::string(argv[1]).starts_with("--")) {
+    const std::string flag = argv[1], v = argv[2];
+    if (flag == "--weights" && (v == "stored" || v == "q4_0"))
+      opt.weights = v == "q4_0" ? model::WeightFormat::q4_0 : model::WeightFormat::stored;
+    else if (flag == "--activations" && (v == "f32" || v == "int8" || v == "int8x2"))
+      opt.activations = v == "f32" ? kernels::Q4Activations::f32
+                        : v == "int8" ? kernels::Q4Activations::int8 : kernels::Q4Activations::int8x2;
+    else if (flag == "--time")
+      time_steps = std::max(0, std::atoi(v.c_str()));
+    else
+      fail("assistant_io: bad option ", flag, " ", v);
+    argc -= 2, argv += 2;
+  }
+  if (argc != 4) fail("usage: assistant_io [--weights W] [--activations A] ASSISTANT IN OUT");
+  auto m = model::AssistantModel::load(argv[1], opt);
   const model::AssistantConfig& c = m->config();
   std::ifstream in(argv[2], std::ios::binary);
   std::int64_t p = 0;
@@ -79,8 +99,19 @@ int main(int argc, char** argv) try {
   for (int i = 0; i < nf; ++i) pf[std::size_t(i)] = i;
   kernels::KvSlots sliding{ks.data(), vs.data(), ps.data(), ns, 1, dS};
   kernels::KvSlots full{kf.data(), vf.data(), pf.data(), nf, 1, dF};
-  model::AssistantStep step(m, nullptr);
+  kernels::ParallelFor pool(kernels::default_thread_count());
+  model::AssistantStep step(m, &pool);
   step.run(x, p, sliding, full);
+  if (time_steps > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < time_steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step.run(x, p, sliding, full);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "assistant step: median %.3f ms over %d (min %.3f)\n", ms[ms.size() / 2], time_steps, ms[0]);
+  }
   std::ofstream out(argv[3], std::ios::binary);
   out.write(reinterpret_cast<const char*>(step.logits().data()), std::streamsize(4 * step.logits().size()));
   out.write(reinterpret_cast<const char*>(step.h_next().data()), std::streamsize(4 * step.h_next().size()));

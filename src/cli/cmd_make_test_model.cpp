@@ -15,16 +15,18 @@ RINGLM_COMMAND(make_test_model) {
   auto opt = std::make_shared<Options>();
   auto& spec = opt->spec;
   auto* sub = app.add_subcommand("make-test-model", "Write a random-weight Gemma 4 checkpoint (HF layout)");
-  sub->footer("Example:\n  ringlm make-test-model /tmp/tiny --preset tiny --seed 1\n  ringlm make-test-model /tmp/tiny-assistant --assistant --preset tiny");
-  sub->add_option("out", opt->out, "Output directory")->required();
+  sub->footer("Example:\n  ringlm make-test-model /tmp/tiny --preset tiny --seed 1\n  ringlm make-test-model /tmp/tiny-assistant --assistant --preset tiny\n"
+              "  ringlm make-test-model /tmp/tiny-assistant.gguf --assistant --preset tiny --dtype q4_0");
+  sub->add_option("out", opt->out, "Output directory (with --assistant: or a .gguf file)")->required();
   sub->add_option("--preset", spec.preset,
                   "tiny | tiny-gqa | demo | e2b | e4b; with --assistant: tiny | tiny-dense | demo | e2b")
       ->capture_default_str();
   sub->add_flag("--assistant", spec.assistant,
                 "Write a Gemma 4 assistant (multi-token-prediction drafter, docs/speculative.md) instead: tiny fits "
-                "the tiny model, e2b has the E2B assistant's shapes");
+                "the tiny model, e2b has the E2B assistant's shapes; OUT ending in .gguf writes one gemma4-assistant GGUF "
+                "file (--dtype f32|f16|bf16|q8_0|q4_0)");
   sub->add_option("--seed", spec.seed, "Random seed")->capture_default_str();
-  sub->add_option("--dtype", spec.dtype, "bf16 | f16 | f32")->capture_default_str();
+  sub->add_option("--dtype", spec.dtype, "bf16 | f16 | f32 (a GGUF assistant also q8_0 | q4_0)")->capture_default_str();
   sub->add_option("--shards", spec.shards, "Number of safetensors shards")->capture_default_str();
   sub->add_flag("--flat-config", spec.flat, "Text config at the top level of config.json (text-only layout)");
   sub->add_option("--prefix", spec.prefix, "Tensor name prefix")->capture_default_str();

@@ -181,8 +181,9 @@ void DraftFlags::add_to(CLI::App* app) {
   app->add_option("--draft", draft,
                   "Speculative decoding: none, ngram (prompt lookup: drafts spans the prompt or reply already "
                   "holds, verified in one batched pass), auto (ngram, paused while its drafts are mostly "
-                  "rejected), assistant[:PATH] (the Gemma 4 assistant drafter checkpoint at PATH; without "
-                  "PATH: MODEL/assistant or the sibling MODEL-assistant); the output is identical either way "
+                  "rejected), assistant[:PATH] (the Gemma 4 assistant drafter checkpoint at PATH: a directory or "
+                  "a gemma4-assistant .gguf file; without PATH: MODEL/assistant or the sibling MODEL-assistant, "
+                  "either + .gguf); the output is identical either way "
                   "(default: none)");
   app->add_option("--draft-max", draft_max, "Most drafted tokens verified per step, 1..16 (default: 4)")
       ->check(CLI::Range(1, engine::kMaxDraftTokens));

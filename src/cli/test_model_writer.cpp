@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -29,6 +30,20 @@ void write_assistant(const std::filesystem::path& out, const TestModelSpec& spec
   model::testing::TestAssistantOptions o;
   o.preset = spec.preset;
   o.seed = spec.seed;
+  if (out.extension() == ".gguf") {  // one gemma4-assistant GGUF file (model/assistant_gguf.h)
+    const std::map<std::string, io::DType> types = {{"f32", io::DType::F32}, {"f16", io::DType::F16},
+                                                    {"bf16", io::DType::BF16}, {"q8_0", io::DType::Q8_0},
+                                                    {"q4_0", io::DType::Q4_0}};
+    const auto it = types.find(spec.dtype);
+    if (it == types.end())
+      fail("make-test-model --assistant OUT.gguf: --dtype must be f32, f16, bf16, q8_0 or q4_0, got '", spec.dtype, "'");
+    const auto t0 = std::chrono::steady_clock::now();
+    model::testing::write_test_assistant_gguf(out, o, it->second);
+    std::fprintf(stderr, "make-test-model: wrote assistant %s (%s, %s, seed %llu) in %.1f s\n", out.c_str(),
+                 o.preset.c_str(), spec.dtype.c_str(), static_cast<unsigned long long>(o.seed),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return;
+  }
   if (spec.dtype == "bf16") o.dtype = io::DType::BF16;
   else if (spec.dtype == "f16") o.dtype = io::DType::F16;
   else if (spec.dtype == "f32") o.dtype = io::DType::F32;

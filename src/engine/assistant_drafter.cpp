@@ -64,10 +64,13 @@ std::filesystem::path find_assistant_dir(const std::filesystem::path& model_path
   std::string looked;
   for (const fs::path& d : tried) {
     if (fs::is_regular_file(d / "config.json")) return d;
-    looked += (looked.empty() ? "" : ", ") + (d / "config.json").string();
+    fs::path gguf = d;
+    gguf += ".gguf";  // MODEL/assistant.gguf, MODEL-assistant.gguf (model/assistant_gguf.h)
+    if (fs::is_regular_file(gguf)) return gguf;
+    looked += (looked.empty() ? "" : ", ") + (d / "config.json").string() + ", " + gguf.string();
   }
   fail("--draft assistant: no assistant checkpoint found next to the model ", model_path.string(), " (looked for ",
-       looked, "); give its directory as --draft assistant:PATH");
+       looked, "); give its directory or .gguf file as --draft assistant:PATH");
 }
 
 std::shared_ptr<const model::AssistantModel> load_assistant(const Engine& engine, std::string_view path) {
@@ -78,13 +81,17 @@ std::shared_ptr<const model::AssistantModel> load_assistant(const Engine& engine
   // drafter per request.
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<const model::AssistantModel>> loaded;
-  const std::string key = fs::weakly_canonical(dir).string();
+  // The assistant's matrices run as the target's do (its --weights and --activations).
+  const model::ModelOptions& target = engine.model()->options();
+  const model::AssistantOptions options{target.weights, target.activations};
+  const std::string key = fs::weakly_canonical(dir).string() + "|" + std::to_string(static_cast<int>(options.weights)) +
+                          "|" + std::to_string(static_cast<int>(options.activations));
   std::shared_ptr<const model::AssistantModel> a;
   {
     std::lock_guard<std::mutex> lock(mu);
     a = loaded[key].lock();
     if (!a) {
-      a = model::AssistantModel::load(dir);
+      a = model::AssistantModel::load(dir, options);
       loaded[key] = a;
     }
   }

@@ -65,12 +65,13 @@ class AssistantDrafter final : public Drafter {
 
 // The assistant checkpoint for a target model at `model_path` when --draft assistant names
 // none: MODEL_DIR/assistant, then the sibling MODEL_DIR-assistant (a GGUF file's: its stem
-// + "-assistant" in the same directory), the first holding a config.json. Throws
-// ringlm::Error listing where it looked.
+// + "-assistant" in the same directory), the first holding a config.json, or that path +
+// ".gguf" (a gemma4-assistant GGUF file). Throws ringlm::Error listing where it looked.
 std::filesystem::path find_assistant_dir(const std::filesystem::path& model_path);
 
 // Loads the assistant at `path` (empty: find_assistant_dir(engine's model)) once per process
-// while in use (later calls share it), and checks it fits the engine's model. Thread-safe.
+// while in use (later calls share it), and checks it fits the engine's model. Its matrices
+// run as the model's do (AssistantOptions from its --weights / --activations). Thread-safe.
 // Throws ringlm::Error naming the file and the mismatch.
 std::shared_ptr<const model::AssistantModel> load_assistant(const Engine& engine, std::string_view path);
 

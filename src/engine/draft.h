@@ -51,7 +51,7 @@ struct DraftParams {
   // external: makes each sequence's drafter (a drafter defined outside the engine: tests,
   // embedders). Not reachable from the command line.
   std::function<std::unique_ptr<Drafter>()> make_external;
-  // assistant: the checkpoint directory; empty: found next to the target model
+  // assistant: the checkpoint directory or .gguf file; empty: found next to the target model
   // (engine/assistant_drafter.h, find_assistant_dir).
   std::string assistant_path;
 };

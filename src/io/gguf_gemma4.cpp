@@ -13,12 +13,22 @@ namespace ringlm::io {
 
 // ---------------------------------------------------------------------------------------
 
-GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name)
+namespace {
+
+void require_arch(const GgufFile& f, std::string_view want) {
+  const auto arch = f.get_string("general.architecture");
+  if (arch != want)
+    fail_unsupported(f.path(), ": general.architecture is '", arch, "'; expected '", want, "'",
+                     want == "gemma4" ? " (ringlm reads only 'gemma4' model GGUF files)" : "");
+}
+
+}  // namespace
+
+GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name,
+                                   std::string_view arch, bool integer_tables)
     : file_(std::move(file)) {
   const GgufFile& f = *file_;
-  const auto arch = f.get_string("general.architecture");
-  if (arch != "gemma4")
-    fail_unsupported(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
+  require_arch(f, arch);
   for (const auto& t : f.tensors()) {
     auto canonical = canonical_name(t.name);
     if (!canonical) {
@@ -26,7 +36,9 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const G
       continue;
     }
     const GgmlTypeInfo& info = t.type_info();
-    if (!info.dtype)
+    std::optional<DType> dtype = info.dtype;
+    if (integer_tables && (t.type == 26 || t.type == 27)) dtype = t.type == 26 ? DType::I32 : DType::I64;
+    if (!dtype)
       fail_unsupported(f.path(), ": tensor '", t.name, "' has type ", info.name,
            ", which ringlm does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
            "Q6_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; docs/gguf.md)");
@@ -35,7 +47,7 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const G
            "' both map to '", *canonical, "'");
     TensorView v;
     v.name = *canonical;
-    v.dtype = *info.dtype;
+    v.dtype = *dtype;
     v.shape.assign(t.ne.rbegin(), t.ne.rend());  // ggml {in, out} -> PyTorch [out, in]
     v.data = t.data;
     v.nbytes = t.nbytes;
@@ -47,8 +59,9 @@ GgufTensorSource::GgufTensorSource(std::shared_ptr<const GgufFile> file, const G
 }
 
 std::unique_ptr<GgufTensorSource> GgufTensorSource::open(const std::filesystem::path& path,
-                                                         const GgufNameMap& canonical_name) {
-  return std::make_unique<GgufTensorSource>(std::make_shared<GgufFile>(path), canonical_name);
+                                                         const GgufNameMap& canonical_name, std::string_view arch,
+                                                         bool integer_tables) {
+  return std::make_unique<GgufTensorSource>(std::make_shared<GgufFile>(path), canonical_name, arch, integer_tables);
 }
 
 const TensorView* GgufTensorSource::find(std::string_view name) const {
@@ -130,11 +143,9 @@ double partial_rotary_factor(const GgufFile& f, std::int64_t head_dim) {
 
 }  // namespace
 
-nlohmann::json gemma4_text_config(const GgufFile& f) {
-  const auto arch = f.get_string("general.architecture");
-  if (arch != "gemma4")
-    fail_unsupported(f.path(), ": general.architecture is '", arch, "'; ringlm reads only 'gemma4' GGUF files");
-  const std::string p = "gemma4.";
+nlohmann::json gemma4_text_config(const GgufFile& f, std::string_view arch) {
+  require_arch(f, arch);
+  const std::string p = std::string(arch) + ".";
   const std::int64_t n_layer = positive(f, p + "block_count", f.get_int(p + "block_count"), 1024);
   const std::int64_t hidden = positive(f, p + "embedding_length", f.get_int(p + "embedding_length"));
 
@@ -144,7 +155,8 @@ nlohmann::json gemma4_text_config(const GgufFile& f) {
   const std::int64_t n_kv_head = positive(f, p + "attention.head_count_kv",
                                           uniform(f, p + "attention.head_count_kv", per_layer_ints(f, p + "attention.head_count_kv", n_layer)));
   const std::int64_t shared = f.get_int_or(p + "attention.shared_kv_layers", 0);
-  if (shared < 0 || shared >= n_layer)
+  // A model owns the KV of its first layers; the assistant (another arch) owns none.
+  if (shared < 0 || shared > n_layer || (shared == n_layer && arch == "gemma4"))
     fail_model_file(f.path(), ": metadata key '", p, "attention.shared_kv_layers' is ", shared, " for ", n_layer, " layers");
 
   // Gemma 4 doubles the MLP width of the KV-shared layers (use_double_wide_mlp); any other
@@ -253,8 +265,8 @@ std::vector<float> gemma4_rope_freqs(const nlohmann::json& c) {
   return ff;
 }
 
-void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& c) {
-  const std::string p = "gemma4.";
+void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& c, std::string_view arch) {
+  const std::string p = std::string(arch) + ".";
   const auto n_layer = cfg<std::int64_t>(c, "num_hidden_layers");
   const auto shared = c.value("num_kv_shared_layers", std::int64_t{0});
   const auto ffn = cfg<std::int64_t>(c, "intermediate_size");
@@ -277,7 +289,7 @@ void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& c) {
     if (rp.contains("sliding_attention")) theta_swa = rp["sliding_attention"].value("rope_theta", theta_swa);
   }
   auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
-  w.add_string("general.architecture", "gemma4");
+  w.add_string("general.architecture", arch);
   w.add_u32(p + "context_length", u32(c.value("max_position_embeddings", std::int64_t{131072})));
   w.add_u32(p + "embedding_length", u32(cfg<std::int64_t>(c, "hidden_size")));
   w.add_u32(p + "block_count", u32(n_layer));

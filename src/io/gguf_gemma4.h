@@ -28,11 +28,15 @@ using GgufNameMap = std::function<std::optional<std::string>(std::string_view)>;
 
 class GgufTensorSource : public TensorSource {
  public:
-  // Requires general.architecture == "gemma4" and only tensor types ringlm computes with;
-  // throws ringlm::Error naming the file and tensor otherwise. Tensors are found under
-  // canonical_name(GGUF name); those it maps to nullopt are listed in unmapped().
-  GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name);
-  static std::unique_ptr<GgufTensorSource> open(const std::filesystem::path& path, const GgufNameMap& canonical_name);
+  // Requires general.architecture == arch ("gemma4", or "gemma4-assistant" for the drafter,
+  // model/assistant_gguf.h) and only tensor types ringlm computes with; throws ringlm::Error
+  // naming the file and tensor otherwise. integer_tables also admits I32 / I64 tensors (the
+  // assistant's token ordering; never a matrix). Tensors are found under canonical_name(GGUF
+  // name); those it maps to nullopt are listed in unmapped().
+  GgufTensorSource(std::shared_ptr<const GgufFile> file, const GgufNameMap& canonical_name,
+                   std::string_view arch = "gemma4", bool integer_tables = false);
+  static std::unique_ptr<GgufTensorSource> open(const std::filesystem::path& path, const GgufNameMap& canonical_name,
+                                                std::string_view arch = "gemma4", bool integer_tables = false);
 
   const TensorView* find(std::string_view name) const override;
   std::vector<std::string> names() const override;
@@ -53,14 +57,15 @@ class GgufTensorSource : public TensorSource {
 
 // The model configuration of a gemma4 GGUF file as a Hugging Face Gemma4TextConfig JSON
 // object (the `text_config` of config.json). Throws ringlm::Error naming the file and key
-// for missing or inconsistent metadata.
-nlohmann::json gemma4_text_config(const GgufFile& file);
+// for missing or inconsistent metadata. `arch` is general.architecture and the key prefix;
+// under "gemma4-assistant" every layer may be KV-shared (the drafter reads the target's KV).
+nlohmann::json gemma4_text_config(const GgufFile& file, std::string_view arch = "gemma4");
 
 class GgufWriter;
 // The inverse for writing: the `gemma4.*` metadata llama.cpp's converter writes for this
 // text config (general.architecture included), and the rope_freqs tensor values that
 // encode its partial rotary factor (empty if the full layers rotate completely).
-void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& text_config);
+void gemma4_write_metadata(GgufWriter& w, const nlohmann::json& text_config, std::string_view arch = "gemma4");
 std::vector<float> gemma4_rope_freqs(const nlohmann::json& text_config);
 
 }  // namespace ringlm::io

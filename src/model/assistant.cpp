@@ -9,8 +9,11 @@
 #include <sstream>
 
 #include "io/config_fields.h"
+#include "io/gguf_reader.h"
 #include "io/safetensors.h"
 #include "kernels/attention.h"
+#include "model/assistant_gguf.h"
+#include "model/q4_weights.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -32,20 +35,30 @@ std::string shape_string(const std::vector<std::int64_t>& s) {
 // name, never half-loaded).
 class Binder {
  public:
-  explicit Binder(const io::TensorSource& src) : src_(src) {}
+  using Display = std::function<std::string(const std::string&)>;
+  Binder(const io::TensorSource& src, Display display) : src_(src), display_(std::move(display)) {}
+
+  // The tensor's name as its file spells it (a GGUF file: llama.cpp's names).
+  std::string shown(const std::string& name) const { return display_ ? display_(name) : name; }
 
   const io::TensorView& view(const std::string& name, std::vector<std::int64_t> shape) {
     const io::TensorView* v = src_.find(name);
-    if (!v) fail_model_file(src_.describe(), ": missing tensor ", name, " (expected shape ", shape_string(shape), ")");
+    if (!v)
+      fail_model_file(src_.describe(), ": missing tensor ", shown(name), " (expected shape ", shape_string(shape), ")");
     if (v->shape != shape)
-      fail_model_file(v->file, ": tensor ", name, ": shape ", shape_string(v->shape), ", expected ", shape_string(shape));
+      fail_model_file(v->file, ": tensor ", shown(name), ": shape ", shape_string(v->shape), ", expected ",
+                      shape_string(shape));
     used_.insert(name);
     return *v;
   }
+  // Float matrices (any checkpoint) or ggml block matrices (a GGUF file; the reader admits
+  // only types ringlm computes with; convert_matrices() converts them at load).
   kernels::WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
     const io::TensorView& v = view(name, {rows, cols});
-    if (v.dtype != io::DType::F32 && v.dtype != io::DType::F16 && v.dtype != io::DType::BF16)
-      fail_model_file(v.file, ": tensor ", name, ": dtype ", io::dtype_name(v.dtype), " (expected F32, F16 or BF16)");
+    // (Integer tables are never matrices; any other dtype a source gives is float or blocks.)
+    if (v.dtype == io::DType::I8 || v.dtype == io::DType::I32 || v.dtype == io::DType::I64)
+      fail_model_file(v.file, ": tensor ", shown(name), ": dtype ", io::dtype_name(v.dtype),
+                      " (expected F32, F16, BF16 or a GGUF block type)");
     kernels::WeightMatrix w;
     w.dtype = v.dtype;
     w.data = v.data;
@@ -64,9 +77,10 @@ class Binder {
         std::memcpy(&b, v.data + 2 * i, 2);
         out[i] = v.dtype == io::DType::BF16 ? bf16_to_f32(b) : fp16_to_f32(b);
       } else {
-        fail_model_file(v.file, ": tensor ", name, ": dtype ", io::dtype_name(v.dtype), " (expected F32, F16 or BF16)");
+        fail_model_file(v.file, ": tensor ", shown(name), ": dtype ", io::dtype_name(v.dtype),
+                        " (expected F32, F16 or BF16)");
       }
-      if (!std::isfinite(out[i])) fail_model_file(v.file, ": tensor ", name, ": element ", i, " is not finite");
+      if (!std::isfinite(out[i])) fail_model_file(v.file, ": tensor ", shown(name), ": element ", i, " is not finite");
     }
     return out;
   }
@@ -74,12 +88,13 @@ class Binder {
   void refuse_unused(const std::set<std::string>& skip) const {
     for (const std::string& n : src_.names())
       if (!used_.contains(n) && !skip.contains(n))
-        fail_model_file(src_.describe(), ": tensor ", n,
+        fail_model_file(src_.describe(), ": tensor ", shown(n),
                         " is not part of the Gemma 4 assistant layout this version reads (docs/speculative.md)");
   }
 
  private:
   const io::TensorSource& src_;
+  Display display_;
   std::set<std::string> used_;
 };
 
@@ -154,31 +169,41 @@ AssistantConfig parse_assistant_config(const std::string& text, const std::strin
   return c;
 }
 
-std::shared_ptr<const AssistantModel> AssistantModel::load(const std::filesystem::path& dir) {
-  if (dir.extension() == ".gguf" || std::filesystem::is_regular_file(dir))
-    fail_unsupported(dir.string(), ": a GGUF (llama.cpp gemma4-assistant) assistant is not supported yet; give the "
-                     "Hugging Face checkpoint directory (config.json + model.safetensors)");
-  const auto cfg_path = dir / "config.json";
+std::shared_ptr<const AssistantModel> AssistantModel::load(const std::filesystem::path& path,
+                                                          const AssistantOptions& options) {
+  if (std::filesystem::is_regular_file(path)) {
+    if (io::is_gguf_file(path)) return load_assistant_gguf(path, options);
+    fail_model_file(path.string(), ": not a GGUF file (no GGUF magic); give a gemma4-assistant GGUF file or the "
+                    "Hugging Face checkpoint directory (config.json + model.safetensors)");
+  }
+  const auto cfg_path = path / "config.json";
   std::ifstream in(cfg_path, std::ios::binary);
   if (!in) fail_io(cfg_path.string(), ": cannot open");
   std::ostringstream text;
   text << in.rdbuf();
+  AssistantConfig config = parse_assistant_config(text.str(), cfg_path.string());
+  return from_source(std::move(config), io::open_safetensors_dir(path), options);
+}
+
+std::shared_ptr<const AssistantModel> AssistantModel::from_source(
+    AssistantConfig config, std::unique_ptr<io::TensorSource> source, const AssistantOptions& options,
+    const std::function<std::string(const std::string&)>& display, const std::set<std::string>& extra_skip) {
   auto m = std::shared_ptr<AssistantModel>(new AssistantModel());
-  m->config_ = parse_assistant_config(text.str(), cfg_path.string());
-  m->source_ = io::open_safetensors_dir(dir);
+  m->config_ = std::move(config);
+  m->source_ = std::move(source);
   const AssistantConfig& c = m->config_;
   const ModelConfig& t = c.text;
   const std::int64_t H = t.hidden_size, B = c.backbone_hidden, V = t.vocab_size;
-  Binder b(*m->source_);
+  Binder b(*m->source_, display);
   m->embed = m->source_->find("lm_head.weight") ? b.matrix("lm_head.weight", V, H) : b.matrix("embed_tokens.weight", V, H);
   if (m->source_->find("lm_head.weight") && m->source_->find("embed_tokens.weight")) b.view("embed_tokens.weight", {V, H});
   m->final_norm = b.vec("norm.weight", H);
   m->pre_projection = b.matrix("pre_projection.weight", H, 2 * B);
   m->post_projection = b.matrix("post_projection.weight", B, H);
   if (c.ordered_embeddings) {
+    const std::string ord = "masked_embedding.token_ordering";
     m->centroids = b.matrix("masked_embedding.centroids.weight", c.num_centroids, H);
-    m->token_ordering = read_ordering(b.view("masked_embedding.token_ordering", {V}), "masked_embedding.token_ordering",
-                                      static_cast<int>(V));
+    m->token_ordering = read_ordering(b.view(ord, {V}), b.shown(ord), static_cast<int>(V));
   }
   for (int l = 0; l < t.num_layers; ++l) {
     const LayerConfig& L = t.layers[static_cast<std::size_t>(l)];
@@ -201,11 +226,39 @@ std::shared_ptr<const AssistantModel> AssistantModel::load(const std::filesystem
   // Older exports may still carry unused K/V projections of the (all KV-shared) layers, and a
   // checkpoint without the centroid head may carry its tensors: both are ignored.
   std::set<std::string> skip = {"masked_embedding.centroids.weight", "masked_embedding.token_ordering"};
+  skip.insert(extra_skip.begin(), extra_skip.end());
   for (int l = 0; l < t.num_layers; ++l)
     for (const char* n : {"self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.k_norm.weight"})
       skip.insert("layers." + std::to_string(l) + "." + n);
   b.refuse_unused(skip);
+  m->convert_matrices(options);
   return m;
+}
+
+// The target's load-time conversions (model.cpp, Model::from_source) over the assistant's
+// matrices, so they run on the same kernels: GGUF blocks -> the kernels' layouts, block
+// types without a kernel -> Q8_0, and with WeightFormat::q4_0 float matrices -> q4_0. The
+// centroid head reads candidate rows of the tied table (matmul_row_list), which the int8
+// kernels cannot do, so that table stays as stored and runs on the float path; the dense
+// head multiplies the whole table and is converted like the rest.
+void AssistantModel::convert_matrices(const AssistantOptions& options) {
+  const bool row_head = config_.ordered_embeddings;
+  auto each = [this, row_head](const std::function<void(kernels::WeightMatrix&)>& fn) {
+    for (AssistantLayerWeights& w : layers)
+      for (kernels::WeightMatrix* x : {&w.q_proj, &w.o_proj, &w.gate_proj, &w.up_proj, &w.down_proj}) fn(*x);
+    fn(pre_projection);
+    fn(post_projection);
+    if (centroids.rows > 0) fn(centroids);
+    if (!row_head) fn(embed);
+  };
+  auto keep = [this](std::vector<kernels::Q4PackedBuffer> bufs) {
+    for (auto& x : bufs) converted_.push_back(std::move(x));
+  };
+  keep(repack_gguf_blocks(each));
+  if (options.activations != kernels::Q4Activations::f32) keep(convert_slow_gguf_blocks(each));
+  if (options.weights == WeightFormat::q4_0) keep(quantize_weights_q4_0(each));
+  each([&](kernels::WeightMatrix& w) { w.activations = options.activations; });
+  if (row_head) embed.activations = kernels::Q4Activations::f32;
 }
 
 int AssistantModel::target_kv_layer(const ModelConfig& target, AttentionKind kind) {

@@ -14,7 +14,8 @@
 //   f    = norm(a);  logits = embed . f  (tied; or the centroid head);  h_next = post_projection(f)
 // Every draft step of one round uses the same position p (the KV stays the target's).
 //
-//   auto a = model::AssistantModel::load(dir);          // config.json + model.safetensors
+//   auto a = model::AssistantModel::load(path, opts);   // a directory (config.json +
+//                                                       // model.safetensors) or a .gguf file
 //   model::AssistantStep step(a, pool);                 // scratch, allocated once
 //   step.run(x, p, sliding_kv, full_kv);                // x: [2B], as above
 //   step.logits(); step.h_next(); step.argmax();
@@ -22,15 +23,19 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "io/tensor.h"
 #include "kernels/ref_matmul.h"
+#include "kernels/q4_packed.h"
 #include "kernels/ref_ops.h"
 #include "model/config.h"
+#include "model/model.h"
 
 namespace ringlm::model {
 
@@ -56,12 +61,31 @@ struct AssistantLayerWeights {
   float layer_scalar = 1.0f;
 };
 
+// How the assistant's matrices run: the target's own choices (ModelOptions), so a drafter
+// runs on the kernels its target runs on. The defaults are the float reference path.
+struct AssistantOptions {
+  // q4_0: float matrices are quantized to q4_0 at load (as the target's, q4_weights.h) and
+  // run on the w4a8 kernels. Either way GGUF block matrices (Q4_0, Q8_0, K-quants) are
+  // repacked into the kernels' layouts, exactly as the target's GGUF matrices are.
+  WeightFormat weights = WeightFormat::stored;
+  kernels::Q4Activations activations = kernels::Q4Activations::f32;
+};
+
 class AssistantModel {
  public:
-  // DIR/config.json and DIR/model.safetensors (or sharded). A GGUF file is refused (not
-  // supported yet). Throws ringlm::Error naming the file and tensor on a missing tensor, a
-  // wrong shape or dtype, or a token ordering that is not a permutation of the vocabulary.
-  static std::shared_ptr<const AssistantModel> load(const std::filesystem::path& dir);
+  // PATH/config.json and PATH/model.safetensors (or sharded), or PATH a GGUF file
+  // (model/assistant_gguf.h). Throws ringlm::Error naming the file and tensor on a missing
+  // tensor, a wrong shape or dtype, or a token ordering that is not a permutation of the
+  // vocabulary.
+  static std::shared_ptr<const AssistantModel> load(const std::filesystem::path& path,
+                                                    const AssistantOptions& options = {});
+  // Binds an already parsed config and opened source (canonical names: those of the
+  // safetensors checkpoint without "model."), then converts the matrices per `options`.
+  // `display` names a tensor in messages as the file spells it (null: the canonical name);
+  // `skip`: canonical names the source may have that are not weights (ignored).
+  static std::shared_ptr<const AssistantModel> from_source(
+      AssistantConfig config, std::unique_ptr<io::TensorSource> source, const AssistantOptions& options,
+      const std::function<std::string(const std::string&)>& display = nullptr, const std::set<std::string>& skip = {});
 
   const AssistantConfig& config() const { return config_; }
   // Throws ringlm::Error unless this assistant fits `target` (hidden size, vocabulary, head
@@ -77,8 +101,10 @@ class AssistantModel {
   std::vector<AssistantLayerWeights> layers;
 
  private:
+  void convert_matrices(const AssistantOptions& options);
   AssistantConfig config_;
   std::unique_ptr<io::TensorSource> source_;
+  std::vector<kernels::Q4PackedBuffer> converted_;  // owns the repacked / quantized copies
 };
 
 // One assistant step's scratch and outputs, sized at construction; run() allocates nothing.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf_tokenizer.h"
+#include "io/gguf_writer.h"
 #include "io/tensor.h"
 #include "kernels/q4_lattice.h"
 #include "model/model.h"
@@ -40,6 +41,15 @@ struct GgufExportResult {
   // (kernels/q4_lattice.h); lattice - exact = blocks whose scale the f16 d could not hold.
   kernels::Q4LatticeStats q4;
 };
+
+// llama.cpp's general.file_type (llama_ftype) of a file whose matrices are all `matrix_type`.
+std::uint32_t llama_file_type(io::DType matrix_type);
+
+// Adds `tensor` as `gguf_name` to `w` as export_gemma4_gguf writes every tensor: vectors
+// F32, matrices converted to `matrix_type` (F16 where a row is not whole blocks, counted in
+// result.fallback_f16), lazily at w.write(), so `tensor` must stay valid until then.
+void add_gguf_tensor(io::GgufWriter& w, const std::string& gguf_name, const io::TensorView& tensor, io::DType matrix_type,
+                     GgufExportResult& result);
 
 // Writes `source` (canonical names) with `text_config` (Hugging Face Gemma4TextConfig JSON)
 // and, if given, the tokenizer as a gemma4 GGUF file llama.cpp's format rules accept.

@@ -180,21 +180,28 @@ void to_q8_0(kernels::WeightMatrix& w, std::vector<kernels::Q4PackedBuffer>& own
 
 // The linear layers (model/tensor_manifest.h): embed_tokens keeps its stored rows; the LM
 // head, when tied, is a copy of its WeightMatrix and gets its own quantized data.
-void for_each_linear(ModelWeights& weights, const std::function<void(kernels::WeightMatrix&)>& fn) {
-  for_each_matrix(weights, MatrixSet::linear, fn);
+MatrixVisitor linear_of(ModelWeights& weights) {
+  return [&weights](const std::function<void(kernels::WeightMatrix&)>& fn) {
+    for_each_matrix(weights, MatrixSet::linear, fn);
+  };
 }
 
 }  // namespace
 
 std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info_out,
                                                         RepackTypes types) {
+  return repack_gguf_blocks(linear_of(weights), info_out, types);
+}
+
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(const MatrixVisitor& each, QuantizedWeightsInfo* info_out,
+                                                        RepackTypes types) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
   std::uint64_t n = 0;
-  for_each_linear(weights, [&](kernels::WeightMatrix& w) { n += w.dtype != io::DType::F32 && !w.packed; });
+  each([&](kernels::WeightMatrix& w) { n += w.dtype != io::DType::F32 && !w.packed; });
   ProgressStage progress("repacking GGUF blocks", n, "matrices");
-  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+  each([&](kernels::WeightMatrix& w) {
     progress.add(w.dtype != io::DType::F32 && !w.packed);
     repack_one(w, owned, info);
     if (types == RepackTypes::q4_0_only) return;
@@ -217,10 +224,14 @@ std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, Q
 }
 
 std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(ModelWeights& weights, SlowBlocksInfo* info_out) {
+  return convert_slow_gguf_blocks(linear_of(weights), info_out);
+}
+
+std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(const MatrixVisitor& each, SlowBlocksInfo* info_out) {
   std::vector<kernels::Q4PackedBuffer> owned;
   SlowBlocksInfo info;
   QuantizedWeightsInfo packed;
-  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+  each([&](kernels::WeightMatrix& w) {
     if (!slow_block_type(w.dtype) || w.cols % static_cast<std::int64_t>(kernels::kQBlock) != 0) return;
     const std::string name = io::dtype_name(w.dtype);
     if (info.types.find(name) == std::string::npos) info.types += (info.types.empty() ? "" : ", ") + name;
@@ -271,13 +282,17 @@ std::vector<kernels::Q4PackedBuffer> copy_packed_to_memory(
 }
 
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info_out) {
+  return quantize_weights_q4_0(linear_of(weights), info_out);
+}
+
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(const MatrixVisitor& each, QuantizedWeightsInfo* info_out) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<kernels::Q4PackedBuffer> owned;
   QuantizedWeightsInfo info;
   std::uint64_t n = 0;
-  for_each_linear(weights, [&](kernels::WeightMatrix&) { ++n; });
+  each([&](kernels::WeightMatrix&) { ++n; });
   ProgressStage progress("quantizing weights to q4_0", n, "matrices");
-  for_each_linear(weights, [&](kernels::WeightMatrix& w) {
+  each([&](kernels::WeightMatrix& w) {
     progress.add(1);
     if (plain_q4_0(w))
       repack_one(w, owned, info);  // already q4_0: regroup, do not re-quantize

@@ -32,6 +32,11 @@ struct QuantizedWeightsInfo {
 // the q4_0 copies, not the bf16 originals (the tied embedding's rows fault back in on use).
 std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr);
 
+// The matrices another model holds (the assistant drafter, model/assistant.h), for the same
+// load-time conversions below: each(fn) calls fn on every matrix to convert.
+using MatrixVisitor = std::function<void(const std::function<void(kernels::WeightMatrix&)>&)>;
+std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(const MatrixVisitor& each, QuantizedWeightsInfo* info = nullptr);
+
 // Plain ggml Q4_0, Q4_K, Q6_K, Q8_0, IQ4_XS, Q3_K and Q5_K matrices (as a GGUF file stores
 // them) among the same matrices -> the kernels' 16-row layouts, in place: Q4_0 -> q4p16
 // (kernels/q4_packed.h, w4a8 kernels), Q4_K -> q4kp16, Q6_K -> q6kp16, Q8_0 -> q8p16, IQ4_XS ->
@@ -45,6 +50,8 @@ std::vector<kernels::Q4PackedBuffer> quantize_weights_q4_0(ModelWeights& weights
 // RepackTypes::q4_0_only leaves every other type as stored (a device model uploads those).
 enum class RepackTypes { all, q4_0_only };
 std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(ModelWeights& weights, QuantizedWeightsInfo* info = nullptr,
+                                                        RepackTypes types = RepackTypes::all);
+std::vector<kernels::Q4PackedBuffer> repack_gguf_blocks(const MatrixVisitor& each, QuantizedWeightsInfo* info = nullptr,
                                                         RepackTypes types = RepackTypes::all);
 
 // The q4p16 matrices of a converted directory (already packed, read from its file mapping)
@@ -72,5 +79,6 @@ struct SlowBlocksInfo {
 // Costs memory (8.5 bits a weight) and adds Q8_0's rounding; without it these matrices run on
 // the float path, decoding every row at every use (exact: the model's `--activations f32`).
 std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(ModelWeights& weights, SlowBlocksInfo* info = nullptr);
+std::vector<kernels::Q4PackedBuffer> convert_slow_gguf_blocks(const MatrixVisitor& each, SlowBlocksInfo* info = nullptr);
 
 }  // namespace ringlm::model

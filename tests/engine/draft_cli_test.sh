@@ -4,15 +4,20 @@
 # drafts really run (--stats counts them), and a bad --draft is a usage error naming it.
 # --draft assistant[:PATH] (a random demo-sized assistant): the same reply for run and
 # extract --parallel 3, found as MODEL/assistant without PATH, and a missing or
-# mismatched assistant is an error naming the path / the mismatch.
+# mismatched assistant is an error naming the path / the mismatch. The same assistant as a
+# gemma4-assistant GGUF file (q4_0 and q8_0, on the target's kernels): --draft
+# assistant:FILE.gguf gives the same reply (run, guided, extract), MODEL/assistant.gguf is found
+# without PATH, and a truncated file is an error naming it.
 set -euo pipefail
 mkdir -p "$RINGLM_TMP" && cd "$RINGLM_TMP"
-rm -rf model rows.jsonl out-*.jsonl asst tiny-asst
+rm -rf model rows.jsonl out-*.jsonl asst tiny-asst asst-*.gguf cut.gguf
 "$RINGLM" make-test-model model --preset demo --seed 5 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 "$RINGLM" make-test-model asst --assistant --preset demo --seed 2 2>/dev/null
 "$RINGLM" make-test-model tiny-asst --assistant --preset tiny --seed 2 2>/dev/null
+"$RINGLM" make-test-model asst-q4.gguf --assistant --preset demo --seed 2 --dtype q4_0 2>/dev/null
+"$RINGLM" make-test-model asst-q8.gguf --assistant --preset demo --seed 2 --dtype q8_0 2>/dev/null
 prompt="Order AB-1042 for Ana Lee arrived broken. Order AB-1042 for Ana Lee arrived broken. Order AB-1042"
-for d in none ngram auto assistant:asst; do
+for d in none ngram auto assistant:asst assistant:asst-q4.gguf assistant:asst-q8.gguf; do
   "$RINGLM" run --model model --prompt "$prompt" --max-tokens 40 --draft $d --draft-max 5 --stats >run-$d.txt 2>run-$d.log
   "$RINGLM" run --model model --prompt "$prompt" --max-tokens 60 --draft $d \
     --json-schema "$RINGLM_SOURCE_DIR/examples/ticket.schema.json" >guided-$d.txt 2>guided-$d.log || true
@@ -22,6 +27,18 @@ cmp run-none.txt run-auto.txt || { echo "FAIL: run --draft auto changed the repl
 cmp run-none.txt run-assistant:asst.txt || { echo "FAIL: run --draft assistant changed the reply"; exit 1; }
 cmp guided-none.txt guided-assistant:asst.txt || { echo "FAIL: a guided run --draft assistant changed the reply"; exit 1; }
 grep -q "drafted tokens" run-assistant:asst.log || { echo "FAIL: --draft assistant never drafted"; cat run-assistant:asst.log; exit 1; }
+for q in q4 q8; do
+  cmp run-none.txt run-assistant:asst-$q.gguf.txt || { echo "FAIL: run --draft assistant:asst-$q.gguf changed the reply"; exit 1; }
+  cmp guided-none.txt guided-assistant:asst-$q.gguf.txt ||
+    { echo "FAIL: a guided run --draft assistant:asst-$q.gguf changed the reply"; exit 1; }
+  grep -q "drafted tokens" run-assistant:asst-$q.gguf.log ||
+    { echo "FAIL: --draft assistant:asst-$q.gguf never drafted"; cat run-assistant:asst-$q.gguf.log; exit 1; }
+done
+head -c 100000 asst-q4.gguf >cut.gguf
+if "$RINGLM" run --model model --prompt hi --max-tokens 4 --draft assistant:cut.gguf 2>cut.log; then
+  echo "FAIL: a truncated assistant GGUF ran"; exit 1
+fi
+grep -q "cut.gguf" cut.log || { echo "FAIL: the truncated-file error does not name the file"; cat cut.log; exit 1; }
 # Without PATH: MODEL/assistant.
 if "$RINGLM" run --model model --prompt hi --max-tokens 4 --draft assistant 2>noasst.log; then
   echo "FAIL: --draft assistant without an assistant next to the model ran"; exit 1
@@ -31,6 +48,11 @@ cp -r asst model/assistant
 "$RINGLM" run --model model --prompt "$prompt" --max-tokens 40 --draft assistant --draft-max 5 >run-default.txt 2>/dev/null
 cmp run-none.txt run-default.txt || { echo "FAIL: run --draft assistant (MODEL/assistant) changed the reply"; exit 1; }
 rm -rf model/assistant
+cp asst-q4.gguf model/assistant.gguf
+"$RINGLM" run --model model --prompt "$prompt" --max-tokens 40 --draft assistant --draft-max 5 --stats >run-default-gguf.txt 2>run-default-gguf.log
+cmp run-none.txt run-default-gguf.txt || { echo "FAIL: run --draft assistant (MODEL/assistant.gguf) changed the reply"; exit 1; }
+grep -q "drafted tokens" run-default-gguf.log || { echo "FAIL: MODEL/assistant.gguf never drafted"; exit 1; }
+rm -f model/assistant.gguf
 if "$RINGLM" run --model model --prompt hi --draft assistant:tiny-asst 2>mismatch.log; then echo "FAIL: a mismatched assistant ran"; exit 1; fi
 grep -q "tiny-asst/config.json" mismatch.log && grep -q "vocab_size" mismatch.log ||
   { echo "FAIL: the mismatch error does not name the file and field"; cat mismatch.log; exit 1; }
@@ -45,7 +67,7 @@ with open("rows.jsonl", "w") as f:
         text = f"Customer Bo Chen says order AB-{2000 + i} is late; order AB-{2000 + i} was paid." * (1 + i % 2)
         f.write(json.dumps({"id": f"r{i}", "text": text}) + "\n")
 PY
-for d in none ngram assistant:asst; do
+for d in none ngram assistant:asst assistant:asst-q4.gguf; do
   "$RINGLM" extract --model model --schema "$RINGLM_SOURCE_DIR/examples/ticket.schema.json" --input rows.jsonl \
     --max-tokens 80 --no-progress --parallel 3 --draft $d --output out-$d.jsonl 2>extract-$d.log
 done
@@ -58,7 +80,7 @@ def load(p):
         recs[r["id"]] = {k: v for k, v in r.items() if k not in ("ms", "seconds", "elapsed_ms", "time_ms")}
     return recs
 a = load("out-none.jsonl")
-for other in ("out-ngram.jsonl", "out-assistant:asst.jsonl"):
+for other in ("out-ngram.jsonl", "out-assistant:asst.jsonl", "out-assistant:asst-q4.gguf.jsonl"):
     b = load(other)
     assert a.keys() == b.keys() and len(a) == 6, (other, sorted(a), sorted(b))
     for k in a:

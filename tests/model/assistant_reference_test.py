@@ -8,7 +8,15 @@ sliding one longer than the window, so the window mask matters).
 
 Per draw: logits cosine >= 0.99999 (issue #33's acceptance), same argmax, h_next cosine >=
 0.99999. A self-check first makes sure the comparison can fail: the reference with the
-layer scalars dropped must not pass."""
+layer scalars dropped must not pass.
+
+The same for the assistant loaded from a GGUF file (`make-test-model OUT.gguf --assistant
+--dtype f32|f16|bf16|q8_0|q4_0`, model/assistant_gguf.h), the reference reading the file with
+the independent tests/io/gguf_py.py (names and metadata mapped here from docs/speculative.md,
+weights dequantized in float64): on the float path (stored, f32 activations) every dtype
+within 0.99999; q8_0 / q4_0 on the target's kernels (q4_0 weights, int8x2 activations: the
+repacked blocks on the int8-activation kernels) within KERNEL_COS, with the same argmax unless
+the reference's top two are within a rounding margin."""
 import json
 import os
 import struct
@@ -147,6 +155,111 @@ for preset in ("tiny", "tiny-dense"):
             bl, bh = reference(cfg, w, x, p, sl, fu, use_scalar=False)
             if cos(gl, bl) >= 0.99999 and cos(gh, bh) >= 0.99999:
                 failures.append("self-check: a reference without layer scalars also passed")
+
+
+# The GGUF assistant. Names as docs/speculative.md's table gives them, written here from it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+import gguf_py as g  # noqa: E402
+
+g.TYPES.setdefault(26, ("I32", 1, 4))  # the token ordering (read raw here, never decoded)
+ARCH = "gemma4-assistant"
+KERNEL_COS = 0.99999  # measured on the tiny assistants: >= 0.99999988 (int8x2 activations)
+GLOBAL_NAMES = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+                "nextn.pre_projection.weight": "pre_projection.weight",
+                "nextn.post_projection.weight": "post_projection.weight",
+                "masked_embd_centroids.weight": "masked_embedding.centroids.weight",
+                "masked_embd_ordering": "masked_embedding.token_ordering"}
+LAYER_NAMES = {"attn_norm.weight": "input_layernorm.weight", "attn_q.weight": "self_attn.q_proj.weight",
+               "attn_q_norm.weight": "self_attn.q_norm.weight", "attn_output.weight": "self_attn.o_proj.weight",
+               "post_attention_norm.weight": "post_attention_layernorm.weight",
+               "ffn_norm.weight": "pre_feedforward_layernorm.weight", "ffn_gate.weight": "mlp.gate_proj.weight",
+               "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight",
+               "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
+               "layer_output_scale.weight": "layer_scalar"}
+
+
+def load_gguf(path):
+    meta, tensors = g.read_gguf(path)
+    assert meta["general.architecture"] == ARCH, meta["general.architecture"]
+    w = {}
+    for name, (t, ne, raw) in tensors.items():
+        if name == "rope_freqs.weight":
+            continue
+        if name.startswith("blk."):
+            _, l, rest = name.split(".", 2)
+            hf = f"model.layers.{l}.{LAYER_NAMES[rest]}"
+        else:
+            hf = GLOBAL_NAMES[name]
+        if t == 26:
+            w[hf] = np.frombuffer(raw, "<i4").astype(np.int64)
+        else:
+            w[hf] = g.decode(t, raw, int(np.prod(ne)))[0].reshape(tuple(reversed(ne)))
+    p = ARCH + "."
+    ordered = "masked_embd_centroids.weight" in tensors
+    text = {"num_attention_heads": meta[p + "attention.head_count"], "sliding_window": meta[p + "attention.sliding_window"],
+            "layer_types": ["sliding_attention" if b else "full_attention" for b in meta[p + "attention.sliding_window_pattern"]],
+            "head_dim": meta[p + "attention.key_length_swa"], "global_head_dim": meta[p + "attention.key_length"],
+            "vocab_size": tensors["token_embd.weight"][1][1]}
+    cfg = {"text_config": text, "backbone_hidden_size": meta[p + "embedding_length_out"], "use_ordered_embeddings": ordered}
+    if ordered:
+        cfg["num_centroids"] = tensors["masked_embd_centroids.weight"][1][1]
+        cfg["centroid_intermediate_top_k"] = meta[p + "masked_embedding.top_k"]
+    return cfg, w
+
+
+def run_tool(model, path, flags=()):
+    out = os.path.join(TMP, "out.bin")
+    r = subprocess.run([TOOL, *flags, model, path, out], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"assistant_io {' '.join(flags)} {model} failed: {r.stderr}")
+    return np.fromfile(out, "<f4").astype(np.float64), int(r.stdout)
+
+
+KERNELS = ("--weights", "q4_0", "--activations", "int8x2")
+for preset, dtype in (("tiny", "f32"), ("tiny", "f16"), ("tiny", "bf16"), ("tiny", "q8_0"), ("tiny", "q4_0"),
+                      ("tiny-dense", "q8_0"), ("tiny-dense", "q4_0")):
+    seed = int(rng.integers(1, 1 << 30))
+    model = os.path.join(TMP, f"{preset}-{dtype}.gguf")
+    subprocess.run([RINGLM, "make-test-model", model, "--assistant", "--preset", preset, "--dtype", dtype,
+                    "--seed", str(seed)], check=True, capture_output=True)
+    cfg, w = load_gguf(model)
+    if dtype == "f32":  # the converter's names and metadata: the same seed's safetensors checkpoint
+        st = os.path.join(TMP, f"{preset}-st")
+        subprocess.run([RINGLM, "make-test-model", st, "--assistant", "--preset", preset, "--dtype", "f32",
+                        "--seed", str(seed)], check=True, capture_output=True)
+        scfg, sw = load(st)
+        same = set(sw) == set(w) and all(np.array_equal(sw[k], w[k]) for k in sw)
+        for k in ("backbone_hidden_size", "use_ordered_embeddings", "num_centroids", "centroid_intermediate_top_k"):
+            same = same and scfg[k] == cfg[k]
+        same = same and all(scfg["text_config"][k] == v for k, v in cfg["text_config"].items())
+        print(f"gguf {preset} f32: tensors and config equal the safetensors checkpoint's: {same}")
+        if not same:
+            failures.append(f"gguf {preset} f32 != safetensors")
+    vocab = cfg["text_config"]["vocab_size"]
+    quantized = dtype in ("q8_0", "q4_0")
+    for i in range(3):
+        path, x, p, sl, fu = draw(cfg, rng)
+        wl, wh = reference(cfg, w, x, p, sl, fu)
+        modes = [("float", ())] + ([("kernels", KERNELS)] if quantized else [])
+        outs = {}
+        for mode, flags in modes:
+            got, am = run_tool(model, path, flags)
+            outs[mode] = got
+            gl, gh = got[:vocab], got[vocab:]
+            c_l, c_h = cos(gl, wl), cos(gh, wh)
+            floor = 0.99999 if mode == "float" else KERNEL_COS
+            top = np.sort(wl)[-2:]
+            # A near-tie may flip under the kernels' rounding: the drafted token's reference logit
+            # must then be within 1e-2 * the logits' spread of the reference's best.
+            tie_ok = mode == "kernels" and wl.max() - wl[gl.argmax()] <= 1e-2 * wl.std()
+            ok = c_l >= floor and c_h >= floor and ((gl.argmax() == wl.argmax() and am == wl.argmax()) or tie_ok)
+            print(f"gguf {preset} {dtype} {mode} draw {i}: p={p} logits cos {c_l:.9f} h_next cos {c_h:.9f} argmax "
+                  f"{gl.argmax()}/{wl.argmax()} (top-2 gap {top[1] - top[0]:.3g}) max|diff| {np.abs(gl - wl).max():.2e}"
+                  f"{'' if ok else '  FAIL'}")
+            if not ok:
+                failures.append((preset, dtype, mode, i))
+        if quantized and np.array_equal(outs["float"], outs["kernels"]):
+            failures.append(f"self-check: {preset} {dtype}: the kernel path gave the float path's bits (not run?)")
 
 
 # One whole drafting round of engine::AssistantDrafter (tools/assistant_io --round) on the

@@ -7,7 +7,9 @@
 #include <numeric>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "io/safetensors_writer.h"
+#include "model/assistant_gguf.h"
 #include "util/error.h"
 #include "util/float16.h"
 
@@ -172,6 +174,31 @@ void write_test_assistant(const std::filesystem::path& out, const TestAssistantO
       done += m;
     }
   });
+}
+
+void write_test_assistant_gguf(const std::filesystem::path& out, const TestAssistantOptions& options,
+                               io::DType matrix_type) {
+  if (matrix_type != io::DType::F32 && matrix_type != io::DType::F16 && matrix_type != io::DType::BF16 &&
+      matrix_type != io::DType::Q8_0 && matrix_type != io::DType::Q4_0)
+    fail("make-test-model --assistant: a GGUF assistant's dtype must be f32, f16, bf16, q8_0 or q4_0");
+  TestAssistantOptions o = options;
+  const bool is_float = matrix_type == io::DType::F16 || matrix_type == io::DType::BF16;
+  o.dtype = is_float ? matrix_type : io::DType::F32;  // quantized from float32 weights
+  std::filesystem::path tmp = out;
+  tmp += ".safetensors.tmp";  // not OUT.tmp: the GGUF writer's own temporary file
+  std::filesystem::remove_all(tmp);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{tmp};
+  write_test_assistant(tmp, o);
+  std::ifstream in(tmp / "config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  const auto source = io::open_safetensors_dir(tmp);
+  export_assistant_gguf(*source, config, out, matrix_type);
 }
 
 }  // namespace ringlm::model::testing

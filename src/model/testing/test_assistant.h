@@ -23,4 +23,10 @@ struct TestAssistantOptions {
 // Writes config.json and model.safetensors.
 void write_test_assistant(const std::filesystem::path& out_dir, const TestAssistantOptions& options);
 
+// Writes the same assistant as one gemma4-assistant GGUF file (model/assistant_gguf.h) whose
+// matrices are `matrix_type` (F32, F16, BF16, Q8_0 or Q4_0; quantized types are made from
+// float32 weights). Goes through a safetensors checkpoint in OUT.safetensors.tmp, removed afterwards.
+void write_test_assistant_gguf(const std::filesystem::path& out_file, const TestAssistantOptions& options,
+                               io::DType matrix_type);
+
 }  // namespace ringlm::model::testing
