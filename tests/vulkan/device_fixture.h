@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,15 @@ inline std::shared_ptr<backend::Device> shared_device(std::string& why) {
   std::string var##_why;                                                       \
   std::shared_ptr<backend::Device> var = shared_device(var##_why);             \
   if (!var) GTEST_SKIP() << "no Vulkan device: " << var##_why
+
+// Normally distributed test data; the seed makes each test's inputs fixed but independent.
+inline std::vector<float> randn(std::size_t n, unsigned seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
 
 template <class T>
 backend::BufferId upload(backend::Device& dev, const std::vector<T>& v, backend::Memory m = backend::Memory::device) {

@@ -57,14 +57,6 @@ std::vector<std::uint8_t> random_blocks(const Case& c, int rows, unsigned seed) 
   return bytes;
 }
 
-std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 }  // namespace
 
 TEST(VulkanGgmlMatmul, EveryBlockTypeMatchesFloat64AndTheCpuKernel) {

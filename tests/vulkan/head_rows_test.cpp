@@ -29,14 +29,6 @@ using backend::WeightLayout;
 
 namespace {
 
-std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<std::uint8_t> v(n);

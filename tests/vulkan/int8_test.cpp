@@ -31,14 +31,6 @@ using backend::WeightLayout;
 
 namespace {
 
-std::vector<float> randn(std::size_t n, unsigned seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 std::vector<float> run(backend::Device& dev, const backend::Weight& w, backend::BufferId in, int n) {
   const auto out = dev.create_buffer(4ull * w.rows * n, Memory::device, "out");
   dev.begin_step();

@@ -20,14 +20,6 @@ using backend::Ref;
 
 namespace {
 
-std::vector<float> randn(std::size_t n, unsigned seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 // |got - want| <= tol * (1 + |want|), element by element, with the first failure named.
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol, const char* what) {
   ASSERT_EQ(got.size(), want.size());

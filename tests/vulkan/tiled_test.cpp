@@ -25,14 +25,6 @@ using backend::WeightLayout;
 
 namespace {
 
-std::vector<float> randn(std::size_t n, unsigned seed, float sd = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 // A q4p16 matrix on the device and its rows dequantized on the host (the q4_0 values).
 struct Matrix {
   backend::Weight w;
