@@ -40,8 +40,6 @@ namespace {
 // it is answered 503 at once instead of waiting in a queue.
 thread_local bool t_overflow = false;
 
-// A head that has been arriving for longer than this may be evicted to make room.
-constexpr auto kSlowHead = std::chrono::milliseconds(1000);
 // Waits are cut into slices so that a stopping server is noticed promptly.
 constexpr auto kSlice = std::chrono::milliseconds(200);
 // Threads beyond max_connections: evicted connections still hold theirs for a moment.
@@ -260,8 +258,8 @@ struct Entry {
 // shutdown, removes the entry and closes the descriptor.
 class ConnectionTable {
  public:
-  ConnectionTable(int max_total, int max_per_client, double rate_per_client)
-      : max_total_(max_total), max_per_client_(max_per_client), rate_(rate_per_client) {}
+  ConnectionTable(int max_total, int max_per_client, double rate_per_client, std::chrono::milliseconds slow_head)
+      : max_total_(max_total), max_per_client_(max_per_client), rate_(rate_per_client), slow_head_(slow_head) {}
 
   // Registers a connection, evicting an idle (or slow-head) one if a cap is reached. Returns
   // nullptr and sets `why` when there is no room.
@@ -324,13 +322,13 @@ class ConnectionTable {
 
  private:
   // Shuts down the connection that has waited longest without sending a request (or has been
-  // sending its head for longer than kSlowHead), optionally only among `client`'s.
+  // sending its head for longer than slow_head_), optionally only among `client`'s.
   bool evict_one(const std::string* client) {
     const auto now = Clock::now();
     Entry* victim = nullptr;
     for (auto& e : entries_) {
       if (e.evicted || (client && e.client != *client)) continue;
-      const bool evictable = e.phase == Phase::Idle || (e.phase == Phase::Head && now - e.since > kSlowHead);
+      const bool evictable = e.phase == Phase::Idle || (e.phase == Phase::Head && now - e.since > slow_head_);
       if (!evictable) continue;
       // Idle connections go before slow heads, older before newer.
       if (!victim || (e.phase == Phase::Idle && victim->phase != Phase::Idle) ||
@@ -372,6 +370,7 @@ class ConnectionTable {
   };
   int max_total_, max_per_client_;
   double rate_;
+  std::chrono::milliseconds slow_head_;
   std::map<std::string, Bucket> buckets_;
   mutable std::mutex mu_;
   std::list<Entry> entries_;
@@ -380,7 +379,7 @@ class ConnectionTable {
 GuardedServer::GuardedServer(ConnectionLimits limits)
     : limits_(limits),
       table_(std::make_unique<ConnectionTable>(limits.max_connections, limits.max_connections_per_client,
-                                               limits.connection_rate_per_client)) {
+                                               limits.connection_rate_per_client, limits.slow_head)) {
   set_payload_max_length(limits_.framing.max_body);
   const std::size_t threads = static_cast<std::size_t>(limits_.max_connections) + kReserveThreads;
   new_task_queue = [threads] { return new ConnectionThreads(threads); };

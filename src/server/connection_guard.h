@@ -30,6 +30,9 @@ struct ConnectionLimits {
   int max_connections = 256;                        // open connections; more get 503
   int max_connections_per_client = 64;              // per client IP address; more get 503
   double connection_rate_per_client = 100;          // new connections per second per client IP (burst 2x)
+  // A head that has been arriving for longer than this may be evicted to make room for a new
+  // connection past a cap (a fresher one is not: the new connection gets 503 instead).
+  std::chrono::milliseconds slow_head{1000};
 };
 
 class ConnectionTable;

@@ -82,6 +82,7 @@ ConnectionLimits connection_limits(const ServerOptions& o) {
   l.max_connections = std::max(1, o.max_connections);
   l.max_connections_per_client = std::max(1, o.max_connections_per_client);
   l.connection_rate_per_client = o.connection_rate_per_client;
+  l.slow_head = o.slow_head;
   return l;
 }
 

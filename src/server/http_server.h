@@ -48,6 +48,7 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{5000};     // an idle keep-alive connection is closed after this
   std::chrono::milliseconds body_timeout{30000};    // a request body must arrive in this (408)
   std::chrono::milliseconds shutdown_grace{10000};  // in-flight requests get this long on stop()
+  std::chrono::milliseconds slow_head{1000};        // past a connection cap, heads older than this may be evicted
   std::string api_key;              // non-empty: every /v1 route needs "Authorization: Bearer <key>"
   // Without api_key, Host names served besides loopback names, IP literals and `host`
   // (DNS rebinding protection, browser_guard.h); "*" = any.

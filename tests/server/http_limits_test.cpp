@@ -262,6 +262,9 @@ TEST_F(HttpLimitsTest, SlowHeadGets408AndIdleConnectionIsClosed) {
 TEST_F(HttpLimitsTest, IdleConnectionsAreEvictedForNewOnesAndBusyHeadsGet503) {
   ServerOptions so;
   so.max_connections = 4;
+  // The heads below must stay "fresh" (not evictable) however long a loaded host takes
+  // between seeing them and the extra connection's admission.
+  so.slow_head = std::chrono::seconds(60);
   start({}, so);
   std::vector<int> idle;
   // Each registered before the next connects: the server's threads register connections in
@@ -296,9 +299,29 @@ TEST_F(HttpLimitsTest, IdleConnectionsAreEvictedForNewOnesAndBusyHeadsGet503) {
   for (int fd : heads) close(fd);
 }
 
+TEST_F(HttpLimitsTest, HeadsOlderThanTheSlowHeadLimitMakeRoom) {
+  ServerOptions so;
+  so.max_connections = 4;
+  so.slow_head = std::chrono::milliseconds(200);
+  start({}, so);
+  std::vector<int> heads;
+  for (int i = 0; i < 4; ++i) {
+    heads.push_back(connect_raw());
+    send_str(heads.back(), "GET /health HTTP/1.1\r\n");
+  }
+  ASSERT_TRUE(eventually([&] { return server_->heads_in_progress() == 4; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // every head is now "slow"
+  // Past the cap, a slow head is evicted instead of the new connection being refused (with
+  // fresh heads the same request gets 503: IdleConnectionsAreEvictedForNewOnesAndBusyHeadsGet503).
+  HttpReply ok = request("GET", "/health");
+  EXPECT_EQ(ok.status, 200);
+  for (int fd : heads) close(fd);
+}
+
 TEST_F(HttpLimitsTest, ConnectionsPerClientAreCapped) {
   ServerOptions so;
   so.max_connections_per_client = 2;
+  so.slow_head = std::chrono::seconds(60);  // fresh heads however slow the host
   start({}, so);
   std::vector<int> heads;
   for (int i = 0; i < 2; ++i) {
