@@ -189,7 +189,14 @@ try {
 
   // Extraction playground: two rows against the ticket schema.
   await page.setViewport({ width: 1000, height: 720 });
-  await page.click('#tab-extract');
+  // The tab's handler is attached by the page's script after load: click until the panel shows
+  // (one click right after a reload could land before it, and the panel stayed hidden).
+  await page.waitForSelector('#tab-extract', { visible: true, timeout: 10000 });
+  for (let i = 0; i < 50 && await page.$eval('#extract', (el) => el.hidden); ++i) {
+    await page.click('#tab-extract');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.waitForSelector('#run-extract', { visible: true, timeout: 10000 });
   await page.select('#schema-preset', 'ticket');
   await page.$eval('#rows', (el) => {
     el.value = '{"id":"a","text":"Order AB-1234 never arrived, please refund. - Dana"}\n' +
