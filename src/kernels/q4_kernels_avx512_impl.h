@@ -131,6 +131,9 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
   // tile on the Zen 5 VM): two groups x four rows per register tile (q4_prefill_vnni_impl.h),
   // same bits per row.
   if (x.rows >= kPrefillMinRows && q4_prefill_gemm()) return q4_matmul_groups_vnni_prefill(w, g0, g1, x, y, ldy);
+  // A verify-sized step of two planes: two groups share each activation broadcast
+  // (q4_matmul_groups_vnni_pairs), same bits per row.
+  if (x.rows <= kPairMaxRows && x.qs2 != nullptr) return q4_matmul_groups_vnni_pairs(w, g0, g1, x, y, ldy);
   // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
   return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);
 #else

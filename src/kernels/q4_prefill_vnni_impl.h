@@ -56,6 +56,7 @@ inline void q4_prefill_rows(const std::uint8_t* const codes[NG], const std::uint
         _mm_prefetch(c + 192, RINGLM_TILE_PREFETCH_HINT);
         _mm_prefetch(reinterpret_cast<const char*>(scales[g] + b * 16) + kTilePrefetchBytes / 8,
                      RINGLM_TILE_PREFETCH_HINT);
+
       }
     }
     // s1: plane 1 (one plane: its low-nibble half), s2: plane 2 (one plane: high-nibble half).
@@ -156,8 +157,18 @@ inline void q4_prefill_tile_n(int rows, const Q4Packed& w, std::size_t g, std::s
     q4_prefill_tile_n<NG, R - 1>(rows, w, g, b0, b1, accumulate, two_planes, pk, r0, m0, prefetch, y, ldy);
 }
 
+// Rows of the register tile that starts at packed row r0 of a tile of mt rows: 4 at a time,
+// except 5 rows (one register tile) and 6 (3 + 3: a lone last row or pair of rows has only
+// 4-8 dot chains per group pair, 8 deep: latency-bound). Each row's result does not depend on
+// the split.
+inline int prefill_register_rows(int mt, int r0) {
+  if (mt == 5) return 5;  // one pass: 20 chains + 10 accumulators fit (a 6-row pass spilled)
+  if (mt == 6) return 3;
+  return mt - r0 < kPrefillRows ? mt - r0 : kPrefillRows;
+}
+
 // Groups [g0, g1) times all x.rows activation rows (any count; dispatched from
-// kPrefillMinRows on).
+// kPrefillMinRows on, and for verify-sized steps: q4_kernels_avx512_impl.h).
 inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                           float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
@@ -177,15 +188,57 @@ inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std
           const std::size_t m0 = t * kVnniTileRows;
           const int mt = static_cast<int>(x.rows - m0 < kVnniTileRows ? x.rows - m0 : kVnniTileRows);
           const TilePackBlock* pk = pack + t * nb;
-          for (int r0 = 0; r0 < mt; r0 += kPrefillRows) {
-            const int rows = mt - r0 < kPrefillRows ? mt - r0 : kPrefillRows;
+          for (int r0 = 0; r0 < mt; r0 += prefill_register_rows(mt, r0)) {
+            const int rows = prefill_register_rows(mt, r0);
             const bool prefetch = t == p0 && r0 == 0;
             if (pair)
-              q4_prefill_tile_n<2, kPrefillRows>(rows, w, g, b0, b1, accumulate, two, pk, r0, m0, prefetch, y, ldy);
+              q4_prefill_tile_n<2, kPrefillRows + 1>(rows, w, g, b0, b1, accumulate, two, pk, r0, m0, prefetch, y, ldy);
             else
-              q4_prefill_tile_n<1, kPrefillRows>(rows, w, g, b0, b1, accumulate, two, pk, r0, m0, prefetch, y, ldy);
+              q4_prefill_tile_n<1, kPrefillRows + 1>(rows, w, g, b0, b1, accumulate, two, pk, r0, m0, prefetch, y, ldy);
           }
         }
+      }
+    }
+  }
+}
+
+// A verify-sized step (kSmallMMaxRows + 1 .. kVnniTileRows rows, one packed tile) on the same
+// register tiles, two planes (issue #33): group pair after group pair, so the weights stream
+// in order as they do in the GEMV. The tile's loads bound it there: GCC gives each of its
+// vpdpbusd its own vpbroadcastd, and this CPU issues two vector loads a cycle
+// (tools/bench_dot_ports: 12 dots + 18 broadcast loads take 9 cycles), so its 64 dots per
+// group and block at 4 rows waited on ~85 loads; here each broadcast feeds both groups.
+// Up to 5 rows run as one register tile (20 chains + 10 accumulators); 6-8 rows as 3 + 3,
+// 4 + 3, 4 + 4, over K chunks of kPairKChunk blocks so that the second register tile
+// re-reads the pair's codes from L1. Every row is bit-identical to the tile (same integer
+// block sums, same float steps in block order; a float store and reload is exact).
+constexpr std::size_t kPairKChunk = 64;
+// Most rows the pair form takes (two planes); more run the tile. RINGLM_PAIR_MAX_ROWS=0 in an
+// A/B build of bench_kernels sends them all back to the tile.
+#ifdef RINGLM_PAIR_MAX_ROWS
+constexpr std::size_t kPairMaxRows = RINGLM_PAIR_MAX_ROWS;
+#else
+constexpr std::size_t kPairMaxRows = 8;
+#endif
+inline void q4_matmul_groups_vnni_pairs(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
+                                        float* y, std::size_t ldy) {
+  const std::size_t nb = w.blocks_per_row();
+  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
+  const TilePackBlock* pk =
+      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+  const bool two = x.qs2 != nullptr;
+  const int mt = static_cast<int>(x.rows);
+  const std::size_t kchunk = prefill_register_rows(mt, 0) == mt ? nb : kPairKChunk;
+  for (std::size_t g = g0; g < g1; g += 2) {
+    const bool pair = g + 1 < g1;
+    for (std::size_t b0 = 0; b0 < nb; b0 += kchunk) {
+      const std::size_t b1 = b0 + kchunk < nb ? b0 + kchunk : nb;
+      for (int r0 = 0; r0 < mt; r0 += prefill_register_rows(mt, r0)) {
+        const int rows = prefill_register_rows(mt, r0);
+        if (pair)
+          q4_prefill_tile_n<2, kPrefillRows + 1>(rows, w, g, b0, b1, b0 != 0, two, pk, r0, 0, r0 == 0, y, ldy);
+        else
+          q4_prefill_tile_n<1, kPrefillRows + 1>(rows, w, g, b0, b1, b0 != 0, two, pk, r0, 0, r0 == 0, y, ldy);
       }
     }
   }

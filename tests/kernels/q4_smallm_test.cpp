@@ -1,5 +1,6 @@
-// The small-M q4 product (2..3 activation rows: speculative verify steps, small batches;
-// q4_smallm_vnni_impl.h on AVX-512 VNNI, the tile elsewhere) called through the kernel table
+// The small-M q4 products (2..8 activation rows: speculative verify steps, small batches;
+// on AVX-512 VNNI q4_smallm_vnni_impl.h for 2..3 rows and, with two planes, the group-pair
+// form q4_matmul_groups_vnni_pairs for 4..8; the tile elsewhere) called through the kernel table
 // on group ranges of every start and length, as the thread pool cuts them: each output
 // within float64's tolerance of the exact value and bit-identical to the same row computed
 // alone (the decode GEMV), one and two planes, on every path this CPU has.
@@ -35,12 +36,14 @@ TEST(Q4SmallM, GroupRangesMatchFloat64AndTheRowAloneOnEveryPath) {
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
   IsaGuard guard;
-  const std::size_t rows = 75, cols = 1056, nb = cols / 32;  // 5 groups, the last 11 rows of 16
+  // 5 groups (the last 11 rows of 16; odd group ranges leave the pair form a lone group) and
+  // 65 blocks: the pair form's K chunk (64 blocks, 6..8 rows) ends one block before the end.
+  const std::size_t rows = 75, cols = 2080, nb = cols / 32;
   const auto blocks = testing::random_q4_blocks(rows, cols, rng);
   Q4PackedBuffer wbuf(rows, cols);
   q4_pack(blocks.data(), rows, cols, wbuf.data());
   const Q4Packed w = wbuf.view();
-  for (std::size_t m : {2, 3, 4}) {
+  for (std::size_t m : {2, 3, 4, 5, 6, 7, 8}) {
     const auto x = testing::random_activations(m, cols, rng);
     for (bool two : {false, true}) {
       Q8ActBuffer act, one_act;
