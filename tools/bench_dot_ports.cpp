@@ -39,6 +39,44 @@ void adds(long n) {
                      : "+r"(x));
 }
 RINGLM_LOOP(dots_zmm, RINGLM_D12("zmm"))
+alignas(64) int g_act[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+// Twelve dots each with its own vpbroadcastd from memory (what GCC makes of the tile), and
+// the same plus 6 more broadcast loads: do the vector loads, not the dots, bound the tile?
+#define RINGLM_B1(i) "vpbroadcastd " #i "*4(%0), %%zmm" #i "\n\t"
+#define RINGLM_B1D(i) RINGLM_B1(i) "vpdpbusd %%zmm" #i ", %%zmm31, %%zmm" #i "\n\t"
+void dots_zmm_bcast_each(long n) {
+  for (long i = 0; i < n; ++i)
+    __asm__ volatile(RINGLM_B1D(0) RINGLM_B1D(1) RINGLM_B1D(2) RINGLM_B1D(3) RINGLM_B1D(4) RINGLM_B1D(5) RINGLM_B1D(6)
+                         RINGLM_B1D(7) RINGLM_B1D(8) RINGLM_B1D(9) RINGLM_B1D(10) RINGLM_B1D(11) ::"r"(g_act)
+                     : RINGLM_CLOBBER, "memory");
+}
+void dots_zmm_bcast_each_more(long n) {
+  for (long i = 0; i < n; ++i)
+    __asm__ volatile(RINGLM_B1D(0) RINGLM_B1D(1) RINGLM_B1D(2) RINGLM_B1D(3) RINGLM_B1D(4) RINGLM_B1D(5) RINGLM_B1D(6)
+                         RINGLM_B1D(7) RINGLM_B1D(8) RINGLM_B1D(9) RINGLM_B1D(10) RINGLM_B1D(11)
+                         "vpbroadcastd 4(%0), %%zmm12\n\tvpbroadcastd 8(%0), %%zmm13\n\tvpbroadcastd 12(%0), %%zmm14\n\t"
+                         "vpbroadcastd 16(%0), %%zmm12\n\tvpbroadcastd 20(%0), %%zmm13\n\tvpbroadcastd 24(%0), %%zmm14\n\t"
+                         ::"r"(g_act)
+                     : RINGLM_CLOBBER, "memory");
+}
+// The tile's form: each dot reads its activation bytes as a {1to16} broadcast memory operand.
+#define RINGLM_DM(i) "vpdpbusd " #i "*4(%0)%{1to16%}, %%zmm31, %%zmm" #i "\n\t"
+#define RINGLM_DM12                                                                                   \
+  RINGLM_DM(0) RINGLM_DM(1) RINGLM_DM(2) RINGLM_DM(3) RINGLM_DM(4) RINGLM_DM(5) RINGLM_DM(6) RINGLM_DM(7) \
+      RINGLM_DM(8) RINGLM_DM(9) RINGLM_DM(10) RINGLM_DM(11)
+void dots_zmm_bcast_mem(long n) {
+  for (long i = 0; i < n; ++i) __asm__ volatile(RINGLM_DM12 ::"r"(g_act) : RINGLM_CLOBBER, "memory");
+}
+// A broadcast loaded once into a register (vpbroadcastd from memory) feeding two dots each:
+// the shape of a two-group form that shares each activation broadcast.
+#define RINGLM_BD(i, a, b) "vpbroadcastd " #i "*4(%0), %%zmm30\n\t" \
+  "vpdpbusd %%zmm30, %%zmm31, %%zmm" #a "\n\tvpdpbusd %%zmm30, %%zmm29, %%zmm" #b "\n\t"
+void dots_zmm_bcast_reg(long n) {
+  for (long i = 0; i < n; ++i)
+    __asm__ volatile(RINGLM_BD(0, 0, 1) RINGLM_BD(1, 2, 3) RINGLM_BD(2, 4, 5) RINGLM_BD(3, 6, 7) RINGLM_BD(4, 8, 9)
+                         RINGLM_BD(5, 10, 11) ::"r"(g_act)
+                     : RINGLM_CLOBBER, "memory");
+}
 RINGLM_LOOP(dots_ymm, RINGLM_D12("ymm"))
 RINGLM_LOOP(dots_fma3, RINGLM_D12("zmm") "vfmadd231ps %%zmm29, %%zmm29, %%zmm12\n\t"
                                          "vfmadd231ps %%zmm29, %%zmm29, %%zmm13\n\t"
@@ -71,6 +109,10 @@ int main() {
   const Test tests[] = {
       {"12 zmm vpdpbusd", dots_zmm},
       {"12 ymm vpdpbusd", dots_ymm},
+      {"12 zmm vpdpbusd, {1to16} memory operand", dots_zmm_bcast_mem},
+      {"12 zmm vpdpbusd + 6 vpbroadcastd from memory", dots_zmm_bcast_reg},
+      {"12 zmm vpdpbusd, each after its own vpbroadcastd from memory", dots_zmm_bcast_each},
+      {"12 zmm vpdpbusd + 18 vpbroadcastd from memory", dots_zmm_bcast_each_more},
       {"12 zmm vpdpbusd + 3 vfmadd231ps", dots_fma3},
       {"12 zmm vpdpbusd + vmulps + vfmadd231ps", dots_mul_fma},
       {"12 zmm vpdpbusd + 3 vpaddd", dots_add3},
