@@ -125,15 +125,16 @@ void q4_matmul_groups_avx512(const Q4Packed& w, std::size_t g0, std::size_t g1, 
     else q4_gemv_vnni<false>(w, g0, g1, x, y);
     return;
   }
-  // A few rows (a verify step, a small batch): the GEMV widened to them (q4_smallm_vnni_impl.h).
+  // A verify step or a small batch, 3..8 rows: two groups per register tile sharing each
+  // activation broadcast, group pair after group pair (q4_matmul_groups_vnni_pairs), same bits
+  // per row; which counts: pair_form_takes.
+  if (pair_form_takes(x.rows, x.qs2 != nullptr)) return q4_matmul_groups_vnni_pairs(w, g0, g1, x, y, ldy);
+  // 2 rows (and 3 of one plane): the GEMV widened to them (q4_smallm_vnni_impl.h).
   if (x.rows <= kSmallMMaxRows) return q4_matmul_groups_vnni_smallm(w, g0, g1, x, y, ldy);
   // Prefill when switched on (dispatch.h set_q4_prefill_gemm; off by default, slower than the
   // tile on the Zen 5 VM): two groups x four rows per register tile (q4_prefill_vnni_impl.h),
   // same bits per row.
   if (x.rows >= kPrefillMinRows && q4_prefill_gemm()) return q4_matmul_groups_vnni_prefill(w, g0, g1, x, y, ldy);
-  // A verify-sized step of two planes: two groups share each activation broadcast
-  // (q4_matmul_groups_vnni_pairs), same bits per row.
-  if (x.rows <= kPairMaxRows && x.qs2 != nullptr) return q4_matmul_groups_vnni_pairs(w, g0, g1, x, y, ldy);
   // Several rows: the packed-activation tile (q4_tile_vnni_impl.h), same bits per row.
   return q4_matmul_groups_vnni_tiles(w, g0, g1, x, y, ldy);
 #else

@@ -202,24 +202,30 @@ inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std
   }
 }
 
-// A verify-sized step (kSmallMMaxRows + 1 .. kVnniTileRows rows, one packed tile) on the same
-// register tiles, two planes (issue #33): group pair after group pair, so the weights stream
+// A verify-sized step (3..kVnniTileRows rows, one packed tile: pair_form_takes below) on the
+// same register tiles (issue #33): group pair after group pair, so the weights stream
 // in order as they do in the GEMV. The tile's loads bound it there: GCC gives each of its
 // vpdpbusd its own vpbroadcastd, and this CPU issues two vector loads a cycle
 // (tools/bench_dot_ports: 12 dots + 18 broadcast loads take 9 cycles), so its 64 dots per
 // group and block at 4 rows waited on ~85 loads; here each broadcast feeds both groups.
-// Up to 5 rows run as one register tile (20 chains + 10 accumulators); 6-8 rows as 3 + 3,
+// Up to 5 rows run as one register tile (two planes: 20 chains + 10 accumulators); 6-8 rows as 3 + 3,
 // 4 + 3, 4 + 4, over K chunks of kPairKChunk blocks so that the second register tile
 // re-reads the pair's codes from L1. Every row is bit-identical to the tile (same integer
 // block sums, same float steps in block order; a float store and reload is exact).
 constexpr std::size_t kPairKChunk = 64;
-// Most rows the pair form takes (two planes); more run the tile. RINGLM_PAIR_MAX_ROWS=0 in an
-// A/B build of bench_kernels sends them all back to the tile.
-#ifdef RINGLM_PAIR_MAX_ROWS
-constexpr std::size_t kPairMaxRows = RINGLM_PAIR_MAX_ROWS;
-#else
-constexpr std::size_t kPairMaxRows = 8;
+// Which row counts the pair form takes (bench_kernels --only gemm --gemm-weights dram, 2
+// threads, alternating with the previous dispatch, loaded host; BENCHMARKS.md "Verify step:
+// group-pair form"): two planes 3..8 rows (3 rows 5-10 % faster than the small-M form, 4 rows
+// 15-30 % faster than the tile, 5 rows 3-16 %, 8 rows ~5 %); one plane 4..5 (10-20 % faster;
+// at 8 rows the tile's 8 chains per row pair won). Others run the small-M form or the tile.
+// RINGLM_PAIR_FORM=0 in an A/B build of bench_kernels turns the pair form off.
+#ifndef RINGLM_PAIR_FORM
+#define RINGLM_PAIR_FORM 1
 #endif
+inline bool pair_form_takes(std::size_t rows, bool two_planes) {
+  if (!RINGLM_PAIR_FORM) return false;
+  return two_planes ? rows >= 3 && rows <= 8 : rows >= 4 && rows <= 5;
+}
 inline void q4_matmul_groups_vnni_pairs(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                         float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();

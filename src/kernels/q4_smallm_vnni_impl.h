@@ -25,7 +25,9 @@
 // already keep the dot port busy (two planes: 64 vpdpbusd per group and block), and the
 // bench (bench_kernels --only gemm --gemm-rows 2,3,4,5 --gemm-weights dram, 2 threads, two
 // planes, loaded host) had this form 0-10 % slower there, against 12-22 % faster at 2 rows
-// and ~5 % at 3; 4 rows and more run the tile.
+// and ~5 % at 3; 4 rows and more run the tile. Since then the group-pair form
+// (q4_prefill_vnni_impl.h, pair_form_takes) took 3 rows of two planes as well: this form now
+// serves 2 rows, and 3 rows of one plane.
 constexpr std::size_t kSmallMMaxRows = 3;
 
 // kGroups consecutive groups from g, all blocks, the M packed rows of pk; writes the valid
