@@ -42,21 +42,25 @@ constexpr int kPrefillRows = 4;
 template <int NG, int R, bool kTwoPlanes>
 inline void q4_prefill_rows(const std::uint8_t* const codes[NG], const std::uint16_t* const scales[NG],
                             std::size_t b0, std::size_t b1, const TilePackBlock* pk, int r0, bool prefetch,
-                            __m512 acc[NG][R]) {
+                            __m512 acc[NG][R], std::size_t pair_nb = 0) {
   const __m512i mask = _mm512_set1_epi8(0x0f);
   for (std::size_t b = b0; b < b1; ++b) {
     const TilePackBlock& p = pk[b];
     if (prefetch) {
 #pragma GCC unroll 2
       for (int g = 0; g < NG; ++g) {
-        const char* c = reinterpret_cast<const char*>(codes[g] + b * 256) + kTilePrefetchBytes;
+        const std::size_t off = b * 256 + kTilePrefetchBytes, soff = b * 32 + kTilePrefetchBytes / 8;
+        const char* c = reinterpret_cast<const char*>(codes[g]) + off;
+        const char* sc = reinterpret_cast<const char*>(scales[g]) + soff;
+        if (pair_nb != 0) {  // past this group's end: the same place in the group two ahead
+          if (off >= pair_nb * 256) c += pair_nb * 320;
+          if (soff >= pair_nb * 32) sc += pair_nb * 544;
+        }
         _mm_prefetch(c, RINGLM_TILE_PREFETCH_HINT);
         _mm_prefetch(c + 64, RINGLM_TILE_PREFETCH_HINT);
         _mm_prefetch(c + 128, RINGLM_TILE_PREFETCH_HINT);
         _mm_prefetch(c + 192, RINGLM_TILE_PREFETCH_HINT);
-        _mm_prefetch(reinterpret_cast<const char*>(scales[g] + b * 16) + kTilePrefetchBytes / 8,
-                     RINGLM_TILE_PREFETCH_HINT);
-
+        _mm_prefetch(sc, RINGLM_TILE_PREFETCH_HINT);
       }
     }
     // s1: plane 1 (one plane: its low-nibble half), s2: plane 2 (one plane: high-nibble half).
@@ -126,7 +130,7 @@ inline void q4_prefill_rows(const std::uint8_t* const codes[NG], const std::uint
 template <int NG, int R>
 inline void q4_prefill_tile(const Q4Packed& w, std::size_t g, std::size_t b0, std::size_t b1, bool accumulate,
                             bool two_planes, const TilePackBlock* pk, int r0, std::size_t m0, bool prefetch, float* y,
-                            std::size_t ldy) {
+                            std::size_t ldy, std::size_t pair_nb = 0) {
   const std::uint8_t* codes[NG];
   const std::uint16_t* scales[NG];
   __mmask16 keep[NG];
@@ -140,8 +144,8 @@ inline void q4_prefill_tile(const Q4Packed& w, std::size_t g, std::size_t b0, st
     for (int i = 0; i < R; ++i)
       acc[j][i] = accumulate ? _mm512_maskz_loadu_ps(keep[j], y + (m0 + r0 + i) * ldy + n0) : _mm512_setzero_ps();
   }
-  if (two_planes) q4_prefill_rows<NG, R, true>(codes, scales, b0, b1, pk, r0, prefetch, acc);
-  else q4_prefill_rows<NG, R, false>(codes, scales, b0, b1, pk, r0, prefetch, acc);
+  if (two_planes) q4_prefill_rows<NG, R, true>(codes, scales, b0, b1, pk, r0, prefetch, acc, pair_nb);
+  else q4_prefill_rows<NG, R, false>(codes, scales, b0, b1, pk, r0, prefetch, acc, pair_nb);
   for (int j = 0; j < NG; ++j)
     for (int i = 0; i < R; ++i)
       _mm512_mask_storeu_ps(y + (m0 + r0 + i) * ldy + (g + j) * kQ4GroupRows, keep[j], acc[j][i]);
@@ -151,10 +155,11 @@ inline void q4_prefill_tile(const Q4Packed& w, std::size_t g, std::size_t b0, st
 template <int NG, int R>
 inline void q4_prefill_tile_n(int rows, const Q4Packed& w, std::size_t g, std::size_t b0, std::size_t b1,
                               bool accumulate, bool two_planes, const TilePackBlock* pk, int r0, std::size_t m0,
-                              bool prefetch, float* y, std::size_t ldy) {
-  if (rows == R) return q4_prefill_tile<NG, R>(w, g, b0, b1, accumulate, two_planes, pk, r0, m0, prefetch, y, ldy);
+                              bool prefetch, float* y, std::size_t ldy, std::size_t pair_nb = 0) {
+  if (rows == R)
+    return q4_prefill_tile<NG, R>(w, g, b0, b1, accumulate, two_planes, pk, r0, m0, prefetch, y, ldy, pair_nb);
   if constexpr (R > 1)
-    q4_prefill_tile_n<NG, R - 1>(rows, w, g, b0, b1, accumulate, two_planes, pk, r0, m0, prefetch, y, ldy);
+    q4_prefill_tile_n<NG, R - 1>(rows, w, g, b0, b1, accumulate, two_planes, pk, r0, m0, prefetch, y, ldy, pair_nb);
 }
 
 // Rows of the register tile that starts at packed row r0 of a tile of mt rows: 4 at a time,
@@ -213,6 +218,16 @@ inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std
 // re-reads the pair's codes from L1. Every row is bit-identical to the tile (same integer
 // block sums, same float steps in block order; a float store and reload is exact).
 constexpr std::size_t kPairKChunk = 64;
+// The pair's prefetch (pair_nb in q4_prefill_rows): a group pair reads groups g and g + 1 side
+// by side, so the tile's "16 KB ahead in the same stream" lands, past a group's end, in the
+// group the other stream is reading (short K: g + 1 only ~2.5 KB ahead of its reader) or in
+// the wrong place; remapped, it lands at the same offset of the group two ahead, the one this
+// stream reads next. bench_kernels --gemm-weights dram, 5 rows, 2 alternating rounds: 10-16 %
+// faster on every E2B shape but the wide down (~3 %); 4 rows: down 15 % faster, gate/up and the
+// per-layer projection ~7 % slower. RINGLM_PAIR_PF_REMAP=0 keeps the tile's addresses.
+#ifndef RINGLM_PAIR_PF_REMAP
+#define RINGLM_PAIR_PF_REMAP 1
+#endif
 // Which row counts the pair form takes (bench_kernels --only gemm --gemm-weights dram, 2
 // threads, alternating with the previous dispatch, loaded host; BENCHMARKS.md "Verify step:
 // group-pair form"): two planes 3..8 rows (3 rows 5-10 % faster than the small-M form, 4 rows
@@ -242,7 +257,8 @@ inline void q4_matmul_groups_vnni_pairs(const Q4Packed& w, std::size_t g0, std::
       for (int r0 = 0; r0 < mt; r0 += prefill_register_rows(mt, r0)) {
         const int rows = prefill_register_rows(mt, r0);
         if (pair)
-          q4_prefill_tile_n<2, kPrefillRows + 1>(rows, w, g, b0, b1, b0 != 0, two, pk, r0, 0, r0 == 0, y, ldy);
+          q4_prefill_tile_n<2, kPrefillRows + 1>(rows, w, g, b0, b1, b0 != 0, two, pk, r0, 0, r0 == 0, y, ldy,
+                                                 RINGLM_PAIR_PF_REMAP ? nb : 0);
         else
           q4_prefill_tile_n<1, kPrefillRows + 1>(rows, w, g, b0, b1, b0 != 0, two, pk, r0, 0, r0 == 0, y, ldy);
       }
