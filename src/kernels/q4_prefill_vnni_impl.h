@@ -30,6 +30,15 @@ constexpr std::size_t kPrefillMinRows = 17;
 // Blocks per K chunk and tiles (8 rows each) per row panel; see above.
 constexpr std::size_t kPrefillKChunk = 32;
 constexpr std::size_t kPrefillPanelTiles = 8;
+// Prefetch distance of the verify driver's pair streams (q4_matmul_groups_vnni_pairs): two
+// streams a thread, so half the tile's 16 KB. bench_kernels --gemm-weights dram, 3-8 rows, two
+// sittings of two rounds: 8 KB 5-12 % faster than 16 KB on the short-K shapes (q+k+v, gate/up,
+// per-layer), level on down; 4 and 6 KB level with 8 KB, 24 and 32 KB slower.
+#ifndef RINGLM_PAIR_PREFETCH_BYTES
+#define RINGLM_PAIR_PREFETCH_BYTES 8192
+#endif
+constexpr std::size_t kPairPrefetchBytes = RINGLM_PAIR_PREFETCH_BYTES;
+
 // Activation rows per register tile (half a TilePackBlock).
 constexpr int kPrefillRows = 4;
 
@@ -49,7 +58,8 @@ inline void q4_prefill_rows(const std::uint8_t* const codes[NG], const std::uint
     if (prefetch) {
 #pragma GCC unroll 2
       for (int g = 0; g < NG; ++g) {
-        const std::size_t off = b * 256 + kTilePrefetchBytes, soff = b * 32 + kTilePrefetchBytes / 8;
+        const std::size_t dist = pair_nb != 0 ? kPairPrefetchBytes : kTilePrefetchBytes;
+        const std::size_t off = b * 256 + dist, soff = b * 32 + dist / 8;
         const char* c = reinterpret_cast<const char*>(codes[g]) + off;
         const char* sc = reinterpret_cast<const char*>(scales[g]) + soff;
         if (pair_nb != 0) {  // past this group's end: the same place in the group two ahead
