@@ -183,7 +183,7 @@ inline int prefill_register_rows(int mt, int r0) {
 }
 
 // Groups [g0, g1) times all x.rows activation rows (any count; dispatched from
-// kPrefillMinRows on, and for verify-sized steps: q4_kernels_avx512_impl.h).
+// kPrefillMinRows on when switched on; verify-sized steps run q4_matmul_groups_vnni_pairs).
 inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                           float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
@@ -240,9 +240,10 @@ constexpr std::size_t kPairKChunk = 64;
 #endif
 // Which row counts the pair form takes (bench_kernels --only gemm --gemm-weights dram, 2
 // threads, alternating with the previous dispatch, loaded host; BENCHMARKS.md "Verify step:
-// group-pair form"): two planes 3..8 rows (3 rows 5-10 % faster than the small-M form, 4 rows
-// 15-30 % faster than the tile, 5 rows 3-16 %, 8 rows ~5 %); one plane 4..5 (10-20 % faster;
-// at 8 rows the tile's 8 chains per row pair won). Others run the small-M form or the tile.
+// group-pair form"): two planes 3..8 rows (3 rows 5-15 % faster than the small-M form; against
+// the tile 4 rows 6-20 %, 5 rows 14-22 %, 6-7 rows 5-20 %, 8 rows 0-7 %); one plane 4..5
+// (10-20 % faster; at 8 rows the tile's 8 chains per row pair won). Others run the small-M
+// form or the tile.
 // RINGLM_PAIR_FORM=0 in an A/B build of bench_kernels turns the pair form off.
 #ifndef RINGLM_PAIR_FORM
 #define RINGLM_PAIR_FORM 1
