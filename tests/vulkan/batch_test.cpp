@@ -5,9 +5,11 @@
 // cache's export/import on the device give the logits of recomputing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <string>
 #include <unistd.h>
 
 #include "device_fixture.h"
@@ -175,14 +177,21 @@ TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThresh
   std::vector<BatchItem> gi;
   for (int i = 0; i < kSeqs; ++i) gi.push_back({&gpu[i], prompts[i], pos[i], LogitsMode::Last});
   gb.run(gi);
+  // Each part lists the rows whose bits differ (the lone session's tokens go on either way).
+  std::string differ;
+  auto same = [&](std::span<const float> batched, std::span<const float> lone, const std::string& what) {
+    if (!std::equal(batched.begin(), batched.end(), lone.begin(), lone.end())) differ += " [" + what + "]";
+  };
   std::int32_t next[kSeqs];
   std::int64_t at[kSeqs];
   for (int i = 0; i < kSeqs; ++i) {
     const auto lone = copy(alone[i].prefill(prompts[i], pos[i], LogitsMode::Last));
-    ASSERT_EQ(copy(gb.logits(i)), lone) << "prompt of " << lengths[i] << " rows in a step of nine prompts";
+    same(gb.logits(i), lone, "prompt of " + std::to_string(lengths[i]) + " rows");
     next[i] = static_cast<std::int32_t>(argmax(lone));
     at[i] = lengths[i];
   }
+  EXPECT_EQ(differ, "") << "a step of nine prompts differs from each prompt alone";
+  differ.clear();
   // Nine one-row decode items per step.
   for (int step = 0; step < 6; ++step) {
     gi.clear();
@@ -190,11 +199,13 @@ TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThresh
     gb.run(gi);
     for (int i = 0; i < kSeqs; ++i) {
       const auto lone = copy(alone[i].decode(next[i], at[i]));
-      ASSERT_EQ(copy(gb.logits(i)), lone) << "sequence " << i << " decode step " << step << " of nine";
+      same(gb.logits(i), lone, "sequence " + std::to_string(i) + " step " + std::to_string(step));
       next[i] = static_cast<std::int32_t>(argmax(lone));
       ++at[i];
     }
   }
+  EXPECT_EQ(differ, "") << "nine decode items differ from each decoding alone";
+  differ.clear();
   // A mixed step: eight decode rows, a 40-row prompt chunk and a 5-row chunk.
   Session late_long(m.gpu), late_short(m.gpu), alone_long(m.gpu), alone_short(m.gpu);
   const auto long_ids = random_ids(40, V, 40), short_ids = random_ids(5, V, 41);
@@ -204,17 +215,17 @@ TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThresh
   gi.push_back({&late_long, long_ids, long_pos, LogitsMode::Last});
   gi.push_back({&late_short, short_ids, short_pos, LogitsMode::Last});
   gb.run(gi);
-  for (int i = 0; i < 8; ++i)
-    EXPECT_EQ(copy(gb.logits(i)), copy(alone[i].decode(next[i], at[i]))) << "decode row " << i << " of a mixed step";
-  EXPECT_EQ(copy(gb.logits(8)), copy(alone_long.prefill(long_ids, long_pos, LogitsMode::Last)))
-      << "40-row chunk in a mixed step";
-  EXPECT_EQ(copy(gb.logits(9)), copy(alone_short.prefill(short_ids, short_pos, LogitsMode::Last)))
-      << "5-row chunk in a mixed step";
-  // Nine deferred heads in one device pass, each as its session's own head.
   for (int i = 0; i < 8; ++i) {
-    next[i] = static_cast<std::int32_t>(argmax(gb.logits(i)));
+    const auto lone = copy(alone[i].decode(next[i], at[i]));
+    same(gb.logits(i), lone, "decode row " + std::to_string(i));
+    next[i] = static_cast<std::int32_t>(argmax(lone));
     ++at[i];
   }
+  same(gb.logits(8), copy(alone_long.prefill(long_ids, long_pos, LogitsMode::Last)), "40-row chunk");
+  same(gb.logits(9), copy(alone_short.prefill(short_ids, short_pos, LogitsMode::Last)), "5-row chunk");
+  EXPECT_EQ(differ, "") << "a mixed step differs from each row alone";
+  differ.clear();
+  // Nine deferred heads in one device pass, each as its session's own head.
   gi.clear();
   for (int i = 0; i < kSeqs; ++i) gi.push_back({&gpu[i], {&next[i], 1}, {&at[i], 1}, LogitsMode::Hidden});
   gb.run(gi);
@@ -224,8 +235,8 @@ TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThresh
     hidden.push_back(&gpu[i]);
   }
   gb.head_logits(hidden);
-  for (int i = 0; i < kSeqs; ++i)
-    EXPECT_EQ(copy(gb.head_row(i)), copy(alone[i].head_logits())) << "deferred head " << i << " of nine";
+  for (int i = 0; i < kSeqs; ++i) same(gb.head_row(i), copy(alone[i].head_logits()), "head " + std::to_string(i));
+  EXPECT_EQ(differ, "") << "nine deferred heads in one pass differ from each session's own head";
 }
 
 TEST(VulkanBatch, SnapshotPrefixCopyAndKvExportImportGiveTheRecomputedLogits) {
