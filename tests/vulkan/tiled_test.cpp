@@ -1,8 +1,8 @@
-// The tiled q4p16 matmul (shaders/matmul_tiled.glsl: a matmul of at least
-// VulkanDevice::tiled_min_rows() input rows) on random blocks: against float64 over the
+// The tiled q4p16 matmul (shaders/matmul_tiled.glsl: the rows of a matmul's row groups of at
+// least VulkanDevice::tiled_min_rows() rows) on random blocks: against float64 over the
 // dequantized weights and against the row shader (matmul.comp) at shapes with partial
 // groups, partial 64-row tiles and partial 32-row input tiles; the threshold picks the
-// shader; a row's bits do not depend on the other rows of the step (tile position, output
+// shader per row group, each group's rows as if run alone; a row's bits do not depend on the other rows of the step (tile position, output
 // stride, offsets); the binary16 tiles (RINGLM_VULKAN_FP16=1, where the device has
 // shaderFloat16) within their documented bound (docs/backends.md).
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 
 #include "device_fixture.h"
 #include "kernels/q4_formats.h"
@@ -138,6 +139,61 @@ TEST(VulkanTiled, MatchesFloat64AndTheRowShaderAtRaggedShapes) {
     }
     dev->destroy_buffer(m.w.buf);
   }
+}
+
+// Row groups (one per sequence of a batched step): each group's rows have the bits of that
+// group run alone, on both sides of the threshold, with an output stride (a split weight's
+// part); a step of one-row groups gives the row shader's bits however many it holds.
+TEST(VulkanTiled, EachRowGroupPicksItsShaderAsIfAlone) {
+  RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
+  Switches sw(dev.get());
+  ASSERT_NE(sw.vk, nullptr);
+  sw.vk->set_tiled_min_rows(8);
+  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  sw.vk->set_fp16(false);
+  const int rows = 80, cols = 256;
+  const Matrix m = make(*dev, rows, cols, 21);
+  // Groups under, at and over the threshold, in mixed order; runs of both kinds.
+  const std::vector<int> groups = {1, 1, 20, 3, 8, 9, 1, 7, 33, 1};
+  int n = 0;
+  for (int g : groups) n += g;
+  const std::vector<float> x = randn(static_cast<std::size_t>(n) * cols, 22);
+  const auto in = upload(*dev, x);
+  const std::int64_t stride = rows + 5;
+  const auto out = dev->create_buffer(4ull * stride * n, Memory::device, "out");
+  dev->fill_words(out, 0x7FC00000u);
+  dev->begin_step();
+  dev->matmul(m.w, {in, 0}, std::span<const int>(groups), {out, 0}, stride);
+  dev->end_step();
+  const std::vector<float> all = download<float>(*dev, out, static_cast<std::size_t>(stride) * n);
+  int first = 0;
+  for (int g : groups) {
+    const std::vector<float> alone = run(*dev, m.w, in, static_cast<std::uint64_t>(first) * cols, g);
+    for (int t = 0; t < g; ++t)
+      ASSERT_EQ(std::memcmp(&all[static_cast<std::size_t>(first + t) * stride], &alone[static_cast<std::size_t>(t) * rows],
+                            4 * rows), 0)
+          << "row " << t << " of a group of " << g << " at input row " << first;
+    first += g;
+  }
+  // Forty one-row groups in one step: the row shader's bits (the tiled shader's differ).
+  const std::vector<int> ones(40, 1);
+  sw.vk->set_tiled_min_rows(0);
+  const std::vector<float> row_shader = run(*dev, m.w, in, 0, 40);
+  sw.vk->set_tiled_min_rows(8);
+  EXPECT_GT(count_differ(run(*dev, m.w, in, 0, 40), row_shader), 0) << "40 rows as one group did not run tiled";
+  dev->begin_step();
+  dev->matmul(m.w, {in, 0}, std::span<const int>(ones), {out, 0}, rows);
+  dev->end_step();
+  EXPECT_EQ(count_differ(download<float>(*dev, out, 40ull * rows), row_shader), 0)
+      << "40 one-row groups did not all run the row shader";
+  // A group of no rows is a caller's error, not an empty dispatch.
+  const int bad[] = {3, 0};
+  dev->begin_step();
+  EXPECT_THROW(dev->matmul(m.w, {in, 0}, std::span<const int>(bad), {out, 0}, rows), Error);
+  dev->abandon_step();
+  dev->destroy_buffer(out);
+  dev->destroy_buffer(in);
+  dev->destroy_buffer(m.w.buf);
 }
 
 TEST(VulkanTiled, ThresholdPicksTheShaderAndRowsDoNotDependOnTheStep) {
