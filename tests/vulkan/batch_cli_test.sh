@@ -5,6 +5,10 @@
 # per step; the guided rows' subset LM head on the device, one step per row, between the
 # batched steps); `serve --slots 8` on the device answers eight concurrent greedy requests
 # with the text and the token logprobs (to the last bit of the float) each gives alone.
+# A row's bits depend on the size of the chunk that ran it (>= 8 rows: the tiled matmul), so
+# the serve prompts are chosen to run in the same chunks alone and together: each is over 8
+# tokens after the <bos> a reused slot shares, no two share a first word, and the prefix
+# cache is off (a cached 16-token block would start a prompt's last chunk elsewhere).
 # Passes without running anything where the machine has no Vulkan device (says so).
 set -euo pipefail
 unset RINGLM_VULKAN_TILED_MIN_ROWS RINGLM_VULKAN_FP16 RINGLM_VULKAN_INT8 RINGLM_VULKAN_STEP_REUSE
@@ -41,7 +45,7 @@ PY
 
 log=serve.log
 : >"$log"
-"$RINGLM" serve --model model --device vulkan --slots 8 --host 127.0.0.1 --port 0 2>"$log" &
+"$RINGLM" serve --model model --device vulkan --slots 8 --prefix-cache-mb 0 --host 127.0.0.1 --port 0 2>"$log" &
 pid=$!
 trap 'kill -9 $pid 2>/dev/null || true' EXIT
 port=""
@@ -61,7 +65,7 @@ def ask(prompt):
     c = json.load(urllib.request.urlopen(req, timeout=300))["choices"][0]
     return c["text"], c["logprobs"]["token_logprobs"], c["logprobs"]["top_logprobs"]
 prompts = ["the quick brown fox", "a list of colours: red,", "once upon a time", "dear customer, we",
-           "1, 2, 3,", "the weather today is", "error: file not found", "my favourite food is"]
+           "1, 2, 3, 4, 5,", "weather report for today:", "error: file not found", "my favourite food is"]
 alone = [ask(p) for p in prompts]
 together = [None] * len(prompts)
 def worker(i): together[i] = ask(prompts[i])
