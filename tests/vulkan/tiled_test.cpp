@@ -274,15 +274,18 @@ TEST(VulkanTiled, Fp16TilesWithinTheirBound) {
 // Not run by ctest (DISABLED_): the tiled and row shaders on one E2B-sized q4_0 matrix
 // (1536 x 6144, the MLP down projection's shape), 64 input rows, best of 3 steps each:
 //   build/tests/test_vulkan --gtest_also_run_disabled_tests --gtest_filter='VulkanTiled.DISABLED_*'
+// Input rows 8, 16, 32, 64: a batch of one-row decode items runs the row shader (each item
+// is its own row group), a prompt chunk of as many rows the tiled one; the ratio is what
+// choosing per sequence costs batched decode (BENCHMARKS.md).
 TEST(VulkanTiled, DISABLED_SpeedAtAnE2bShape) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  const int rows = 1536, cols = 6144, n = 64;
+  const int rows = 1536, cols = 6144, max_n = 64;
   const Matrix m = make(*dev, rows, cols, 7);
-  const auto in = upload(*dev, randn(static_cast<std::size_t>(n) * cols, 8));
-  const auto out = dev->create_buffer(4ull * rows * n, Memory::device, "out");
-  auto best_ms = [&](int min_rows, bool fp16) {
+  const auto in = upload(*dev, randn(static_cast<std::size_t>(max_n) * cols, 8));
+  const auto out = dev->create_buffer(4ull * rows * max_n, Memory::device, "out");
+  auto best_ms = [&](int n, int min_rows, bool fp16) {
     sw.vk->set_tiled_min_rows(min_rows);
     sw.vk->set_fp16(fp16);
     double best = 1e30;
@@ -295,9 +298,12 @@ TEST(VulkanTiled, DISABLED_SpeedAtAnE2bShape) {
     }
     return best;
   };
-  const double row = best_ms(0, false), tiled = best_ms(8, false), f16 = best_ms(8, true);
-  std::printf("%s, %d x %d q4_0, %d input rows: row shader %.1f ms, tiled %.1f ms (%.2fx), tiled fp16%s %.1f ms\n",
-              dev->info().name.c_str(), rows, cols, n, row, tiled, row / tiled, sw.vk->fp16() ? "" : " (unavailable)",
-              f16);
+  for (int n : {8, 16, 32, 64}) {
+    const double row = best_ms(n, 0, false), tiled = best_ms(n, 8, false), f16 = n == 64 ? best_ms(n, 8, true) : 0.0;
+    std::printf("%s, %d x %d q4_0, %d input rows: row shader %.1f ms, tiled %.1f ms (%.2fx)", dev->info().name.c_str(),
+                rows, cols, n, row, tiled, row / tiled);
+    if (n == 64) std::printf(", tiled fp16%s %.1f ms", sw.vk->fp16() ? "" : " (unavailable)", f16);
+    std::printf("\n");
+  }
   for (auto b : {in, out, m.w.buf}) dev->destroy_buffer(b);
 }
