@@ -127,7 +127,7 @@ run() {
     RINGLM_VULKAN_INT8=$int8 R bench --model "$packed" --device vulkan --activations int8 --sections speed \
       --prefill-tokens "${prefills[0]}" --decode-tokens 128 --ctx $ctx --json "$out/bench-vulkan-int8-$int8.json"
   done
-  # The tiled q4_0 matmul (prefill steps of >= 8 rows; the default) against the row shader
+  # The tiled q4_0 matmul (prompt chunks of >= 8 rows; the default) against the row shader
   # alone (RINGLM_VULKAN_TILED_MIN_ROWS=0), and with binary16 tiles: the A/B of one run.
   for tiled in "0 0" "8 0" "8 1"; do
     read -r rows fp16 <<<"$tiled"

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -128,7 +129,17 @@ class Device {
   // out[t * out_stride + r] = sum_c in[t][c] * W[r][c] (float32 accumulation), t < n_rows;
   // `in` has row stride w.cols. out_stride >= w.rows (a row range of a wider output: the
   // parts of a split matrix); the four-operand form writes rows of w.rows.
-  virtual void matmul(const Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) = 0;
+  // The rows come in consecutive groups of groups[i] >= 1 rows (n_rows is their sum): one
+  // group per sequence of a batched step. A device may choose its kernel, and so the order
+  // of a row's float32 sums, by the size of the row's own group, never by the other groups
+  // or the step's total: a row's value depends only on its input and its group's size, so a
+  // sequence batched with others keeps the bits of the same rows run alone (VulkanDevice:
+  // a group of >= tiled_min_rows() rows runs the tiled q4_0 matmul; docs/backends.md).
+  virtual void matmul(const Weight& w, Ref in, std::span<const int> groups, Ref out, std::int64_t out_stride) = 0;
+  // One group of n_rows rows (one sequence's chunk, or rows whose bits need match nothing else).
+  void matmul(const Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) {
+    if (n_rows > 0) matmul(w, in, std::span<const int>(&n_rows, 1), out, out_stride);
+  }
   void matmul(const Weight& w, Ref in, int n_rows, Ref out) { matmul(w, in, n_rows, out, w.rows); }
   // The same product over a list of rows of one input vector (the subset LM head of guided
   // decoding): `ids` holds int32 words, the count n first, then n row numbers of the whole

@@ -24,6 +24,7 @@ struct DeviceForward::Phase {
   std::uint64_t rope_s = 0, rope_f = 0;      // words in in_f_
   std::uint64_t pos = 0, ring = 0, full = 0;  // words in in_i_
   std::uint64_t ple = 0;                      // words in ple_all_ of row 0
+  std::span<const int> groups;                // the rows of each segment that has any (matmul groups)
   int first(const DeviceSegment& s) const { return late ? s.late_first : s.first_row; }
   int count(const DeviceSegment& s) const { return late ? s.late_n : s.n; }
 };
@@ -63,6 +64,8 @@ DeviceForward::DeviceForward(const Model& model, int max_rows, int max_logits_ro
     for (const LayerConfig& L : cfg.layers) n_caches_ += L.owns_kv ? 1 : 0;
     host_i_.resize((6 + static_cast<std::size_t>(n_caches_)) * static_cast<std::size_t>(max_rows));
     ids_.resize(static_cast<std::size_t>(max_rows));
+    for (std::vector<int>* g : {&groups_early_, &groups_late_, &groups_head_}) g->reserve(static_cast<std::size_t>(max_rows));
+    ones_.assign(static_cast<std::size_t>(std::max(max_rows, max_logits_rows)), 1);
     pos_.resize(static_cast<std::size_t>(max_rows));
     in_f_ = dev_.create_buffer(4 * host_f_.size(), Memory::host, "step inputs");
     in_i_ = dev_.create_buffer(4 * host_i_.size(), Memory::host, "step positions");
@@ -114,6 +117,7 @@ void DeviceForward::prepare_inputs(std::span<DeviceSegment> segs, int rows) {
   const bool skips = cfg.num_kv_shared_layers > 0;
   int late = 0;
   any_drop_ = false;
+  groups_late_.clear();
   for (DeviceSegment& s : segs) {
     kv::KvCache& cache = *s.cache;
     int ring = 0;  // every sliding layer of a session has a ring of the same size (Session)
@@ -132,6 +136,7 @@ void DeviceForward::prepare_inputs(std::span<DeviceSegment> segs, int rows) {
     s.late_first = late;
     s.late_n = s.n - drop;
     late += s.late_n;
+    if (s.late_n > 0) groups_late_.push_back(s.late_n);
   }
   // Per segment and cache, the slots attention scans (a full cache: up to its highest used
   // slot), read by the shader from here so that the recorded step does not change as it grows.
@@ -176,6 +181,14 @@ void DeviceForward::run(std::span<DeviceSegment> segs, float* logits) {
   if (rows > max_rows_ || head_rows > max_logits_rows_)
     fail_as(ErrorKind::internal, "device step of ", rows, " rows (", head_rows, " with logits); room for ", max_rows_,
             " (", max_logits_rows_, ")");
+  // The matmuls' row groups (one per segment, so each segment's rows run the shader its own
+  // rows choose): all rows, then after the prompt-row skip (prepare_inputs), the LM head's.
+  groups_early_.clear();
+  groups_head_.clear();
+  for (const DeviceSegment& s : segs) {
+    groups_early_.push_back(s.n);
+    if (s.run_head && s.n > s.first_logits_row) groups_head_.push_back(s.n - s.first_logits_row);
+  }
   if (rows == 0) return;
   prepare_inputs(segs, rows);
   try {
@@ -199,7 +212,9 @@ void DeviceForward::head(const float* rows, int n, float* logits) {
   dev_.write(head_, 0, rows, 4 * at(n, cfg.hidden_size));
   try {
     dev_.begin_step();
-    device_matmul(dev_, dw_.lm_head, {head_, 0}, n, {logits_, 0});
+    // Each row is one session's head (BatchForward::head_logits): a group of its own.
+    device_matmul(dev_, dw_.lm_head, {head_, 0}, std::span<const int>(ones_.data(), static_cast<std::size_t>(n)),
+                  {logits_, 0});
     if (cfg.final_logit_softcapping > 0)
       dev_.soft_cap({logits_, 0}, at(n, cfg.vocab_size), static_cast<float>(cfg.final_logit_softcapping));
     dev_.end_step();
@@ -230,22 +245,23 @@ void DeviceForward::record(std::span<DeviceSegment> segs, int rows, int head_row
   dev_.begin_step();
   dev_.copy({in_f_, 0}, {h_, 0}, at(rows, H));
   if (P > 0) {  // per-layer inputs: the scaled, normed projection plus the token rows, mixed
-    device_matmul(dev_, dw_.ple_model_projection, {h_, 0}, rows, {ple_all_, 0});
+    device_matmul(dev_, dw_.ple_model_projection, {h_, 0}, groups_early_, {ple_all_, 0});
     dev_.scale({ple_all_, 0}, at(rows, LP), 1.0f / std::sqrt(static_cast<float>(H)));
     dev_.rms_norm({ple_all_, 0}, dw_.ple_projection_norm, P, rows * L, eps, {ple_all_, 0});
     dev_.add({ple_all_, 0}, {in_f_, off_ple_tok_}, at(rows, LP));
     dev_.scale({ple_all_, 0}, at(rows, LP), 1.0f / std::sqrt(2.0f));
   }
-  Phase ph{false, rows, off_rope_[0], off_rope_[1], 0, at(1, M), at(2, M), 0};
+  Phase ph{false, rows, off_rope_[0], off_rope_[1], 0, at(1, M), at(2, M), 0, groups_early_};
   const int first_shared = cfg.num_kv_shared_layers > 0 ? cfg.first_shared_layer() : L;
   for (int l = 0; l < L; ++l) {
     if (l == first_shared) {  // only the rows that want logits go on
       Phase late = ph;
       late.late = true;
       late.rows = 0;
+      late.groups = groups_late_;
       for (const DeviceSegment& s : segs) late.rows += s.late_n;
       if (any_drop_) {
-        late = {true, late.rows, off_rope_[2], off_rope_[3], at(3, M), at(4, M), at(5, M), at(M, LP)};
+        late = {true, late.rows, off_rope_[2], off_rope_[3], at(3, M), at(4, M), at(5, M), at(M, LP), groups_late_};
         if (late.rows > 0) compact_rows(segs, late.rows);
       }
       ph = late;
@@ -266,7 +282,7 @@ void DeviceForward::record(std::span<DeviceSegment> segs, int rows, int head_row
     dev_.rms_norm({h_, at(from, H)}, dw_.final_norm, H, want, eps, {head_, at(s.head_row, H)});
   }
   if (head_rows > 0) {
-    device_matmul(dev_, dw_.lm_head, {head_, 0}, head_rows, {logits_, 0});
+    device_matmul(dev_, dw_.lm_head, {head_, 0}, groups_head_, {logits_, 0});
     if (cfg.final_logit_softcapping > 0)
       dev_.soft_cap({logits_, 0}, at(head_rows, cfg.vocab_size), static_cast<float>(cfg.final_logit_softcapping));
   }
@@ -284,12 +300,12 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
   const Ref q{q_, 0}, k{k_, 0}, v{v_, 0};
 
   dev_.rms_norm({h_, 0}, lw.input_norm, H, rows, eps, {a_, 0});
-  device_matmul(dev_, lw.q_proj, {a_, 0}, rows, q);
+  device_matmul(dev_, lw.q_proj, {a_, 0}, ph.groups, q);
   dev_.rms_norm(q, lw.q_norm, d, rows * nh, eps, q);
   dev_.rope(q, d, rows * nh, nh, rope);
   if (L.owns_kv) {
-    device_matmul(dev_, lw.k_proj, {a_, 0}, rows, k);
-    device_matmul(dev_, lw.v_proj, {a_, 0}, rows, v);
+    device_matmul(dev_, lw.k_proj, {a_, 0}, ph.groups, k);
+    device_matmul(dev_, lw.v_proj, {a_, 0}, ph.groups, v);
     dev_.rms_norm(k, lw.k_norm, d, rows * nkv, eps, k);
     dev_.rope(k, d, rows * nkv, nkv, rope);
     dev_.rms_norm(v, {}, d, rows * nkv, eps, v);
@@ -308,7 +324,7 @@ void DeviceForward::attention_block(int l, const Phase& ph, std::span<const Devi
     dev_.attend(q.at(at(first, nh * d)), n, positions, nh, kv, kv.n_slots, sliding ? cfg.sliding_window : 0, 1.0f,
                 {attn_, at(first, nh * d)}, static_cast<std::int64_t>(scan_word));
   }
-  device_matmul(dev_, lw.o_proj, {attn_, 0}, rows, {o_, 0});
+  device_matmul(dev_, lw.o_proj, {attn_, 0}, ph.groups, {o_, 0});
   dev_.rms_norm({o_, 0}, lw.post_attention_norm, H, rows, eps, {o_, 0});
   dev_.add({h_, 0}, {o_, 0}, at(rows, H));
 }
@@ -323,17 +339,17 @@ void DeviceForward::mlp_block(int l, const Phase& ph) {
   const Ref h{h_, 0}, a{a_, 0}, o{o_, 0};
 
   dev_.rms_norm(h, lw.pre_feedforward_norm, H, rows, eps, a);
-  device_matmul(dev_, lw.gate_proj, a, rows, {gate_, 0});
-  device_matmul(dev_, lw.up_proj, a, rows, {up_, 0});
+  device_matmul(dev_, lw.gate_proj, a, ph.groups, {gate_, 0});
+  device_matmul(dev_, lw.up_proj, a, ph.groups, {up_, 0});
   dev_.gelu_mul({gate_, 0}, {up_, 0}, W, rows, W, {gate_, 0});
-  device_matmul(dev_, lw.down_proj, {gate_, 0}, rows, o);
+  device_matmul(dev_, lw.down_proj, {gate_, 0}, ph.groups, o);
   dev_.rms_norm(o, lw.post_feedforward_norm, H, rows, eps, o);
   dev_.add(h, o, at(rows, H));
   if (P > 0) {
     const Ref g{ple_g_, 0};
-    device_matmul(dev_, lw.ple_gate, h, rows, g);
+    device_matmul(dev_, lw.ple_gate, h, ph.groups, g);
     dev_.gelu_mul(g, {ple_all_, ph.ple + static_cast<std::uint64_t>(l) * P}, P, rows, LP, g);
-    device_matmul(dev_, lw.ple_projection, g, rows, o);
+    device_matmul(dev_, lw.ple_projection, g, ph.groups, o);
     dev_.rms_norm(o, lw.post_ple_norm, H, rows, eps, o);
     dev_.add(h, o, at(rows, H));
   }

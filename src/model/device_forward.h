@@ -8,8 +8,9 @@
 // once over all rows; the KV store and attention run per segment against that segment's
 // cache. From the first KV-shared layer on, only the rows that want logits are kept (the
 // prompt-row skip), moved to the front as ForwardPass::drop_prompt_rows does. Every device
-// op computes a row from that row alone, so a segment's results are bit-identical to the
-// same chunk run alone. Embedding rows (and soft-token overrides) and the rotary angles
+// op computes a row from that row alone, and each matmul gets the segments' row counts as
+// its row groups (the device picks a shader per group, by the group's size), so a
+// segment's results are bit-identical to the same chunk run alone, at any batch size. Embedding rows (and soft-token overrides) and the rotary angles
 // are prepared on the host; logits and the final-normed hidden rows come back there, where
 // sampling, the grammar and the subset LM head stay. Nothing is allocated per step.
 #pragma once
@@ -90,6 +91,9 @@ class DeviceForward {
   std::vector<float> host_f_;
   std::vector<std::int32_t> host_i_, ids_;
   std::vector<std::int64_t> pos_;
+  // The last step's matmul row groups (backend::Device::matmul): each segment's rows, its
+  // rows after the prompt-row skip, its LM head rows; ones_: one row each (head()).
+  std::vector<int> groups_early_, groups_late_, groups_head_, ones_;
 };
 
 }  // namespace ringlm::model::detail

@@ -32,9 +32,10 @@ bool device_layout(const WeightMatrix& m, backend::WeightLayout& out) {
   }
 }
 
-void device_matmul(backend::Device& dev, const DeviceMatrix& m, backend::Ref in, int n_rows, backend::Ref out) {
+void device_matmul(backend::Device& dev, const DeviceMatrix& m, backend::Ref in, std::span<const int> groups,
+                   backend::Ref out) {
   for (std::size_t i = 0; i < m.parts.size(); ++i)
-    dev.matmul(m.parts[i], in, n_rows, out.at(static_cast<std::uint64_t>(m.first_row[i])), m.rows);
+    dev.matmul(m.parts[i], in, groups, out.at(static_cast<std::uint64_t>(m.first_row[i])), m.rows);
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/device.h"
@@ -26,9 +27,11 @@ struct DeviceMatrix {
   std::int64_t rows = 0, cols = 0;
 };
 
-// out[t][r] = sum_c in[t][c] * W[r][c] for t < n_rows (out row stride m.rows), every part
-// into its rows.
-void device_matmul(backend::Device& dev, const DeviceMatrix& m, backend::Ref in, int n_rows, backend::Ref out);
+// out[t][r] = sum_c in[t][c] * W[r][c] for every input row t (out row stride m.rows), every
+// part into its rows. The rows are consecutive groups, one per sequence (backend::Device::
+// matmul: a row's bits depend on its own group's size only).
+void device_matmul(backend::Device& dev, const DeviceMatrix& m, backend::Ref in, std::span<const int> groups,
+                   backend::Ref out);
 
 struct DeviceLayerWeights {
   DeviceMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, ple_gate, ple_projection;

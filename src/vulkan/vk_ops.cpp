@@ -75,9 +75,33 @@ bool ggml_format(backend::WeightLayout l, GgmlFormat& f) {
 }
 }  // namespace
 
-void VulkanDevice::matmul(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride) {
-  if (n_rows <= 0) return;
-  matmul_op(w, in, n_rows, out, out_stride, {}, 0, 0);
+void VulkanDevice::matmul(const backend::Weight& w, Ref in, std::span<const int> groups, Ref out,
+                          std::int64_t out_stride) {
+  std::int64_t n_rows = 0;
+  for (const int g : groups) {
+    if (g <= 0) fail_as(ErrorKind::internal, "Vulkan backend: a matmul row group of ", g, " rows");
+    n_rows += g;
+  }
+  if (n_rows == 0) return;
+  if (n_rows > (1 << 30)) fail_as(ErrorKind::internal, "Vulkan backend: a matmul over ", n_rows, " rows");
+  // Only a q4p16 matrix on the float32 path has two shaders; every other one runs all rows
+  // in one dispatch (its shader sums each row alike wherever the row sits).
+  const bool two_shaders = w.layout == backend::WeightLayout::q4p16 && tiled_min_rows_ > 0 &&
+                           !(w.int8_activations && int8_);
+  if (!two_shaders) return matmul_op(w, in, static_cast<int>(n_rows), out, out_stride, {}, 0, 0, false);
+  // The tiled shader for groups of >= tiled_min_rows_ rows, the row shader for the others:
+  // each run of consecutive groups on one side is one dispatch. Each shader computes a row
+  // from that row alone (the tiled one wherever the row sits in its tiles), so a row's bits
+  // depend on its group's size only.
+  const std::uint64_t cols = static_cast<std::uint64_t>(w.cols), stride = static_cast<std::uint64_t>(out_stride);
+  std::uint64_t start = 0;
+  for (std::size_t i = 0; i < groups.size();) {
+    const bool tiled = groups[i] >= tiled_min_rows_;
+    int n = 0;
+    for (; i < groups.size() && (groups[i] >= tiled_min_rows_) == tiled; ++i) n += groups[i];
+    matmul_op(w, in.at(start * cols), n, out.at(start * stride), out_stride, {}, 0, 0, tiled);
+    start += static_cast<std::uint64_t>(n);
+  }
 }
 
 void VulkanDevice::matmul_rows(const backend::Weight& w, Ref in, Ref ids, int max_ids, std::int64_t row_base,
@@ -85,11 +109,11 @@ void VulkanDevice::matmul_rows(const backend::Weight& w, Ref in, Ref ids, int ma
   if (max_ids <= 0) return;
   if (!ids.buf || row_base < 0)
     fail_as(ErrorKind::internal, "Vulkan backend: matmul_rows without a row list or with row base ", row_base);
-  matmul_op(w, in, 1, out, w.rows, ids, max_ids, row_base);
+  matmul_op(w, in, 1, out, w.rows, ids, max_ids, row_base, false);
 }
 
 void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref out, std::int64_t out_stride, Ref ids,
-                             int max_ids, std::int64_t row_base) {
+                             int max_ids, std::int64_t row_base, bool tiled) {
   const std::uint64_t rows = static_cast<std::uint64_t>(w.rows), cols = static_cast<std::uint64_t>(w.cols);
   GgmlFormat g{};
   const bool ggml = ggml_format(w.layout, g);
@@ -127,7 +151,7 @@ void VulkanDevice::matmul_op(const backend::Weight& w, Ref in, int n_rows, Ref o
   if (!listed && w.int8_activations && int8_ &&
       (w.layout == backend::WeightLayout::q4p16 || w.layout == backend::WeightLayout::q8_0))
     return matmul_int8(w, in, n_rows, out, stride);
-  if (!listed && w.layout == backend::WeightLayout::q4p16 && tiled_min_rows_ > 0 && n_rows >= tiled_min_rows_)
+  if (!listed && tiled && w.layout == backend::WeightLayout::q4p16 && tiled_min_rows_ > 0)
     return matmul_tiled(w, in, n_rows, out, stride);
   // Binding 3 is the row list; without one any buffer fills it (the shader does not read it).
   const backend::BufferId bufs[] = {w.buf, in.buf, out.buf, listed ? ids.buf : in.buf};

@@ -58,7 +58,7 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice phys, backend::DeviceInfo info) : ph
   if (const char* e = std::getenv("RINGLM_VULKAN_INT8"); e && std::strcmp(e, "0") == 0) int8_ = false;
   // The tiled q4p16 matmul for many input rows, and its binary16 tiles (opt-in).
   const int tiled_rows = env_count("RINGLM_VULKAN_TILED_MIN_ROWS", kTiledMinRows, 1 << 20,
-                                   "the fewest input rows a q4_0 matmul runs tiled; 0: never");
+                                   "the fewest rows of one sequence a q4_0 matmul runs tiled; 0: never");
   const bool want_fp16 = env_count("RINGLM_VULKAN_FP16", 0, 1, "1: binary16 tiles in the tiled matmul") == 1;
   tiled_ok_ = props.limits.maxComputeSharedMemorySize >= kTiledSharedBytes;
   try {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,9 +60,10 @@ class VulkanDevice final : public backend::Device {
   // RINGLM_VULKAN_INT8=0; set_int8_dot(false) forces the float32 shader (tests, A/B runs).
   bool int8_dot() const { return int8_; }
   void set_int8_dot(bool on) { int8_ = on && info_.int8_dot_product; }
-  // The tiled q4p16 matmul (shaders/matmul_tiled.glsl) runs a matmul of at least this many
-  // input rows (RINGLM_VULKAN_TILED_MIN_ROWS, default kTiledMinRows; 0: never), where the
-  // device has the shared memory for it; fewer rows run matmul.comp.
+  // The tiled q4p16 matmul (shaders/matmul_tiled.glsl) runs the rows of a matmul's row groups
+  // (one per sequence of a step) of at least this many rows (RINGLM_VULKAN_TILED_MIN_ROWS,
+  // default kTiledMinRows; 0: never), where the device has the shared memory for it; smaller
+  // groups (a decode row, a short chunk) run matmul.comp, whatever else the step holds.
   static constexpr int kTiledMinRows = 8;
   int tiled_min_rows() const { return tiled_min_rows_; }
   void set_tiled_min_rows(int n) { tiled_min_rows_ = tiled_ok_ && n > 0 ? n : 0; }
@@ -71,7 +73,7 @@ class VulkanDevice final : public backend::Device {
   void set_fp16(bool on) { fp16_ = on && fp16_ok_; }
 
   using backend::Device::matmul;
-  void matmul(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out,
+  void matmul(const backend::Weight& w, backend::Ref in, std::span<const int> groups, backend::Ref out,
               std::int64_t out_stride) override;
   void matmul_rows(const backend::Weight& w, backend::Ref in, backend::Ref ids, int max_ids, std::int64_t row_base,
                    backend::Ref out) override;
@@ -134,10 +136,11 @@ class VulkanDevice final : public backend::Device {
   // Records one dispatch of `s` over whole buffers `bufs` (one per binding).
   void dispatch(Shader s, const backend::BufferId* bufs, std::uint32_t n_bufs, const void* push,
                 std::uint32_t push_bytes, std::uint32_t gx, std::uint32_t gy, const char* op);
-  // matmul and matmul_rows: n_rows input rows, or (ids.buf != 0) a row list of max_ids entries.
+  // matmul and matmul_rows: n_rows input rows, or (ids.buf != 0) a row list of max_ids entries;
+  // tiled: run a q4p16 matrix's rows tiled (rows of groups of >= tiled_min_rows_).
   void matmul_op(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::int64_t out_stride,
-                 backend::Ref ids, int max_ids, std::int64_t row_base);
-  // The tiled path of matmul_op (q4p16, n_rows >= tiled_min_rows_).
+                 backend::Ref ids, int max_ids, std::int64_t row_base, bool tiled);
+  // The tiled path of matmul_op (q4p16, groups of >= tiled_min_rows_ rows).
   void matmul_tiled(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::uint64_t stride);
   // The int8 path of matmul_op: quantize the input rows, then the dot-product matmul.
   void matmul_int8(const backend::Weight& w, backend::Ref in, int n_rows, backend::Ref out, std::uint64_t stride);

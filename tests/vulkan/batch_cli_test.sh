@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Continuous batching with --device vulkan on the tiny model (lavapipe in CI): greedy
-# `extract` gives the CPU f32 path's records, with --parallel 1 and 8 (the guided rows'
-# subset LM head on the device, one step per row, between the batched steps); `serve` on the device
-# answers two concurrent greedy requests with the text each gives alone. Passes without
-# running anything where the machine has no Vulkan device (says so).
+# Continuous batching with --device vulkan on the tiny model (lavapipe in CI), with the
+# default device settings (the tiled q4_0 matmul at its default threshold): greedy `extract`
+# of ten rows gives the CPU f32 path's records, with --parallel 1 and 8 (eight decoding rows
+# per step; the guided rows' subset LM head on the device, one step per row, between the
+# batched steps); `serve --slots 8` on the device answers eight concurrent greedy requests
+# with the text and the token logprobs (to the last bit of the float) each gives alone.
+# A row's bits depend on the size of the chunk that ran it (>= 8 rows: the tiled matmul), so
+# the serve prompts are chosen to run in the same chunks alone and together: each is over 8
+# tokens after the <bos> a reused slot shares, no two share a first word, and the prefix
+# cache is off (a cached 16-token block would start a prompt's last chunk elsewhere).
+# Passes without running anything where the machine has no Vulkan device (says so).
 set -euo pipefail
+unset RINGLM_VULKAN_TILED_MIN_ROWS RINGLM_VULKAN_FP16 RINGLM_VULKAN_INT8 RINGLM_VULKAN_STEP_REUSE
 mkdir -p "$RINGLM_TMP"
 cd "$RINGLM_TMP"
 if ! "$RINGLM" devices | grep -q '^vulkan:0 '; then
@@ -15,7 +22,9 @@ rm -f cpu.jsonl gpu1.jsonl gpu8.jsonl ex.log
 [[ -f model/config.json ]] || "$RINGLM" make-test-model model --preset tiny --seed 3 2>/dev/null
 printf '%s\n' '{"id":"a","text":"my order never arrived"}' '{"id":"b","text":"refund please, the box was empty"}' \
   '{"id":"c","text":"hello"}' '{"id":"d","text":"the app crashes on start and I lost my data"}' \
-  '{"id":"e","text":"where is my invoice"}' '{"id":"f","text":"wrong size, exchange it"}' >rows.jsonl
+  '{"id":"e","text":"where is my invoice"}' '{"id":"f","text":"wrong size, exchange it"}' \
+  '{"id":"g","text":"charged twice for one order"}' '{"id":"h","text":"cancel my subscription now"}' \
+  '{"id":"i","text":"the courier left it at the wrong door"}' '{"id":"j","text":"thanks, all good"}' >rows.jsonl
 schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
 ex() { "$RINGLM" extract --model model --schema "$schema" --input rows.jsonl --max-tokens 300 --no-progress "$@" 2>>ex.log; }
 ex --output cpu.jsonl --activations f32 --parallel 1
@@ -29,14 +38,14 @@ def load(p):
         r = json.loads(line); r.pop("seconds", None); r.pop("fingerprint", None); recs[r["id"]] = r  # the fingerprint names the device
     return recs
 cpu, g1, g8 = load("cpu.jsonl"), load("gpu1.jsonl"), load("gpu8.jsonl")
-assert len(cpu) == 6 and any(r["ok"] for r in cpu.values()), cpu
+assert len(cpu) == 10 and any(r["ok"] for r in cpu.values()), cpu
 assert g1 == cpu, ("vulkan --parallel 1 differs from the CPU", g1, cpu)
 assert g8 == g1, ("vulkan --parallel 8 differs from --parallel 1", g8, g1)
 PY
 
 log=serve.log
 : >"$log"
-"$RINGLM" serve --model model --device vulkan --slots 2 --host 127.0.0.1 --port 0 2>"$log" &
+"$RINGLM" serve --model model --device vulkan --slots 8 --prefix-cache-mb 0 --host 127.0.0.1 --port 0 2>"$log" &
 pid=$!
 trap 'kill -9 $pid 2>/dev/null || true' EXIT
 port=""
@@ -51,18 +60,21 @@ done
 import json, sys, threading, urllib.request
 url = f"http://127.0.0.1:{sys.argv[1]}/v1/completions"
 def ask(prompt):
-    body = json.dumps({"prompt": prompt, "max_tokens": 24, "temperature": 0}).encode()
+    body = json.dumps({"prompt": prompt, "max_tokens": 24, "temperature": 0, "logprobs": 2}).encode()
     req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req, timeout=120))["choices"][0]["text"]
-prompts = ["the quick brown fox", "a list of colours: red,"]
+    c = json.load(urllib.request.urlopen(req, timeout=300))["choices"][0]
+    return c["text"], c["logprobs"]["token_logprobs"], c["logprobs"]["top_logprobs"]
+prompts = ["the quick brown fox", "a list of colours: red,", "once upon a time", "dear customer, we",
+           "1, 2, 3, 4, 5,", "weather report for today:", "error: file not found", "my favourite food is"]
 alone = [ask(p) for p in prompts]
-together = [None, None]
+together = [None] * len(prompts)
 def worker(i): together[i] = ask(prompts[i])
-threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(prompts))]
 for t in threads: t.start()
 for t in threads: t.join()
-assert all(alone), alone
-assert together == alone, (together, alone)
+assert all(a[0] and len(a[1]) == 24 for a in alone), alone
+for i, (t, a) in enumerate(zip(together, alone)):
+    assert t == a, ("request %d batched differs from alone" % i, t, a)
 PY
 kill -TERM $pid
 wait $pid || { echo "serve exited with $? after SIGTERM" >&2; cat "$log" >&2; exit 1; }

@@ -1,18 +1,22 @@
 // model::BatchForward and the session's KV operations on the Vulkan device (tiny model):
-// batched rows give the bits of the same chunks run by lone device sessions and match the
-// CPU f32 batch (cosine >= 0.9999, same argmax); snapshots, prefix copies and the prefix
+// batched rows give the bits of the same chunks run by lone device sessions, at every batch
+// size and with the default tiled threshold, and match the CPU f32 batch (cosine >= 0.9999,
+// same argmax); snapshots, prefix copies and the prefix
 // cache's export/import on the device give the logits of recomputing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <string>
 #include <unistd.h>
 
 #include "device_fixture.h"
 #include "model/batch_forward.h"
 #include "model/model.h"
 #include "model/testing/test_checkpoint.h"
+#include "vulkan/vulkan_device.h"
 
 namespace fs = std::filesystem;
 using namespace ringlm;
@@ -137,6 +141,102 @@ TEST(VulkanBatch, RowsEqualLoneDeviceSessionsAndMatchTheCpuBatch) {
       ++at[i];
     }
   }
+}
+
+// With the default tiled threshold (steps were tiled by their total rows before, so a batch
+// of >= 8 one-row items ran another shader than a lone decode): the matmul picks its shader
+// by each sequence's own rows, so nine decode items, a step mixing a long prompt chunk, short
+// chunks and decode rows, and nine deferred heads in one pass all give the bits of the same
+// rows run by lone device sessions.
+TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThreshold) {
+  RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
+  auto* vk = dynamic_cast<vulkan::VulkanDevice*>(dev.get());
+  ASSERT_NE(vk, nullptr);
+  struct Restore {
+    vulkan::VulkanDevice* vk;
+    int rows;
+    ~Restore() { vk->set_tiled_min_rows(rows); }
+  } restore{vk, vk->tiled_min_rows()};
+  vk->set_tiled_min_rows(vulkan::VulkanDevice::kTiledMinRows);  // the default, whatever the environment says
+  if (vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  const Pair m = models(dev);
+  const int V = m.cpu->config().vocab_size;
+  // Prompt lengths on both sides of the threshold (8): their first chunks share one step.
+  const int lengths[] = {12, 3, 9, 1, 20, 5, 8, 7, 2};
+  constexpr int kSeqs = 9;
+  std::vector<std::vector<std::int32_t>> prompts;
+  std::vector<std::vector<std::int64_t>> pos;
+  std::vector<Session> gpu, alone;
+  for (int i = 0; i < kSeqs; ++i) {
+    prompts.push_back(random_ids(lengths[i], V, 20 + i));
+    pos.push_back(iota(0, lengths[i]));
+    gpu.emplace_back(m.gpu);
+    alone.emplace_back(m.gpu);
+  }
+  model::BatchForward gb(m.gpu, {.max_rows = 128, .max_items = 12});
+  std::vector<BatchItem> gi;
+  for (int i = 0; i < kSeqs; ++i) gi.push_back({&gpu[i], prompts[i], pos[i], LogitsMode::Last});
+  gb.run(gi);
+  // Each part lists the rows whose bits differ (the lone session's tokens go on either way).
+  std::string differ;
+  auto same = [&](std::span<const float> batched, std::span<const float> lone, const std::string& what) {
+    if (!std::equal(batched.begin(), batched.end(), lone.begin(), lone.end())) differ += " [" + what + "]";
+  };
+  std::int32_t next[kSeqs];
+  std::int64_t at[kSeqs];
+  for (int i = 0; i < kSeqs; ++i) {
+    const auto lone = copy(alone[i].prefill(prompts[i], pos[i], LogitsMode::Last));
+    same(gb.logits(i), lone, "prompt of " + std::to_string(lengths[i]) + " rows");
+    next[i] = static_cast<std::int32_t>(argmax(lone));
+    at[i] = lengths[i];
+  }
+  EXPECT_EQ(differ, "") << "a step of nine prompts differs from each prompt alone";
+  differ.clear();
+  // Nine one-row decode items per step.
+  for (int step = 0; step < 6; ++step) {
+    gi.clear();
+    for (int i = 0; i < kSeqs; ++i) gi.push_back({&gpu[i], {&next[i], 1}, {&at[i], 1}, LogitsMode::Last});
+    gb.run(gi);
+    for (int i = 0; i < kSeqs; ++i) {
+      const auto lone = copy(alone[i].decode(next[i], at[i]));
+      same(gb.logits(i), lone, "sequence " + std::to_string(i) + " step " + std::to_string(step));
+      next[i] = static_cast<std::int32_t>(argmax(lone));
+      ++at[i];
+    }
+  }
+  EXPECT_EQ(differ, "") << "nine decode items differ from each decoding alone";
+  differ.clear();
+  // A mixed step: eight decode rows, a 40-row prompt chunk and a 5-row chunk.
+  Session late_long(m.gpu), late_short(m.gpu), alone_long(m.gpu), alone_short(m.gpu);
+  const auto long_ids = random_ids(40, V, 40), short_ids = random_ids(5, V, 41);
+  const auto long_pos = iota(0, 40), short_pos = iota(0, 5);
+  gi.clear();
+  for (int i = 0; i < 8; ++i) gi.push_back({&gpu[i], {&next[i], 1}, {&at[i], 1}, LogitsMode::Last});
+  gi.push_back({&late_long, long_ids, long_pos, LogitsMode::Last});
+  gi.push_back({&late_short, short_ids, short_pos, LogitsMode::Last});
+  gb.run(gi);
+  for (int i = 0; i < 8; ++i) {
+    const auto lone = copy(alone[i].decode(next[i], at[i]));
+    same(gb.logits(i), lone, "decode row " + std::to_string(i));
+    next[i] = static_cast<std::int32_t>(argmax(lone));
+    ++at[i];
+  }
+  same(gb.logits(8), copy(alone_long.prefill(long_ids, long_pos, LogitsMode::Last)), "40-row chunk");
+  same(gb.logits(9), copy(alone_short.prefill(short_ids, short_pos, LogitsMode::Last)), "5-row chunk");
+  EXPECT_EQ(differ, "") << "a mixed step differs from each row alone";
+  differ.clear();
+  // Nine deferred heads in one device pass, each as its session's own head.
+  gi.clear();
+  for (int i = 0; i < kSeqs; ++i) gi.push_back({&gpu[i], {&next[i], 1}, {&at[i], 1}, LogitsMode::Hidden});
+  gb.run(gi);
+  std::vector<Session*> hidden;
+  for (int i = 0; i < kSeqs; ++i) {
+    alone[i].decode_hidden(next[i], at[i]);
+    hidden.push_back(&gpu[i]);
+  }
+  gb.head_logits(hidden);
+  for (int i = 0; i < kSeqs; ++i) same(gb.head_row(i), copy(alone[i].head_logits()), "head " + std::to_string(i));
+  EXPECT_EQ(differ, "") << "nine deferred heads in one pass differ from each session's own head";
 }
 
 TEST(VulkanBatch, SnapshotPrefixCopyAndKvExportImportGiveTheRecomputedLogits) {

@@ -1,8 +1,8 @@
-// The tiled q4p16 matmul (shaders/matmul_tiled.glsl: a matmul of at least
-// VulkanDevice::tiled_min_rows() input rows) on random blocks: against float64 over the
+// The tiled q4p16 matmul (shaders/matmul_tiled.glsl: the rows of a matmul's row groups of at
+// least VulkanDevice::tiled_min_rows() rows) on random blocks: against float64 over the
 // dequantized weights and against the row shader (matmul.comp) at shapes with partial
 // groups, partial 64-row tiles and partial 32-row input tiles; the threshold picks the
-// shader; a row's bits do not depend on the other rows of the step (tile position, output
+// shader per row group, each group's rows as if run alone; a row's bits do not depend on the other rows of the step (tile position, output
 // stride, offsets); the binary16 tiles (RINGLM_VULKAN_FP16=1, where the device has
 // shaderFloat16) within their documented bound (docs/backends.md).
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <span>
 
 #include "device_fixture.h"
 #include "kernels/q4_formats.h"
@@ -140,6 +141,61 @@ TEST(VulkanTiled, MatchesFloat64AndTheRowShaderAtRaggedShapes) {
   }
 }
 
+// Row groups (one per sequence of a batched step): each group's rows have the bits of that
+// group run alone, on both sides of the threshold, with an output stride (a split weight's
+// part); a step of one-row groups gives the row shader's bits however many it holds.
+TEST(VulkanTiled, EachRowGroupPicksItsShaderAsIfAlone) {
+  RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
+  Switches sw(dev.get());
+  ASSERT_NE(sw.vk, nullptr);
+  sw.vk->set_tiled_min_rows(8);
+  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  sw.vk->set_fp16(false);
+  const int rows = 80, cols = 256;
+  const Matrix m = make(*dev, rows, cols, 21);
+  // Groups under, at and over the threshold, in mixed order; runs of both kinds.
+  const std::vector<int> groups = {1, 1, 20, 3, 8, 9, 1, 7, 33, 1};
+  int n = 0;
+  for (int g : groups) n += g;
+  const std::vector<float> x = randn(static_cast<std::size_t>(n) * cols, 22);
+  const auto in = upload(*dev, x);
+  const std::int64_t stride = rows + 5;
+  const auto out = dev->create_buffer(4ull * stride * n, Memory::device, "out");
+  dev->fill_words(out, 0x7FC00000u);
+  dev->begin_step();
+  dev->matmul(m.w, {in, 0}, std::span<const int>(groups), {out, 0}, stride);
+  dev->end_step();
+  const std::vector<float> all = download<float>(*dev, out, static_cast<std::size_t>(stride) * n);
+  int first = 0;
+  for (int g : groups) {
+    const std::vector<float> alone = run(*dev, m.w, in, static_cast<std::uint64_t>(first) * cols, g);
+    for (int t = 0; t < g; ++t)
+      ASSERT_EQ(std::memcmp(&all[static_cast<std::size_t>(first + t) * stride], &alone[static_cast<std::size_t>(t) * rows],
+                            4 * rows), 0)
+          << "row " << t << " of a group of " << g << " at input row " << first;
+    first += g;
+  }
+  // Forty one-row groups in one step: the row shader's bits (the tiled shader's differ).
+  const std::vector<int> ones(40, 1);
+  sw.vk->set_tiled_min_rows(0);
+  const std::vector<float> row_shader = run(*dev, m.w, in, 0, 40);
+  sw.vk->set_tiled_min_rows(8);
+  EXPECT_GT(count_differ(run(*dev, m.w, in, 0, 40), row_shader), 0) << "40 rows as one group did not run tiled";
+  dev->begin_step();
+  dev->matmul(m.w, {in, 0}, std::span<const int>(ones), {out, 0}, rows);
+  dev->end_step();
+  EXPECT_EQ(count_differ(download<float>(*dev, out, 40ull * rows), row_shader), 0)
+      << "40 one-row groups did not all run the row shader";
+  // A group of no rows is a caller's error, not an empty dispatch.
+  const int bad[] = {3, 0};
+  dev->begin_step();
+  EXPECT_THROW(dev->matmul(m.w, {in, 0}, std::span<const int>(bad), {out, 0}, rows), Error);
+  dev->abandon_step();
+  dev->destroy_buffer(out);
+  dev->destroy_buffer(in);
+  dev->destroy_buffer(m.w.buf);
+}
+
 TEST(VulkanTiled, ThresholdPicksTheShaderAndRowsDoNotDependOnTheStep) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
@@ -218,15 +274,18 @@ TEST(VulkanTiled, Fp16TilesWithinTheirBound) {
 // Not run by ctest (DISABLED_): the tiled and row shaders on one E2B-sized q4_0 matrix
 // (1536 x 6144, the MLP down projection's shape), 64 input rows, best of 3 steps each:
 //   build/tests/test_vulkan --gtest_also_run_disabled_tests --gtest_filter='VulkanTiled.DISABLED_*'
+// Input rows 8, 16, 32, 64: a batch of one-row decode items runs the row shader (each item
+// is its own row group), a prompt chunk of as many rows the tiled one; the ratio is what
+// choosing per sequence costs batched decode (BENCHMARKS.md).
 TEST(VulkanTiled, DISABLED_SpeedAtAnE2bShape) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  const int rows = 1536, cols = 6144, n = 64;
+  const int rows = 1536, cols = 6144, max_n = 64;
   const Matrix m = make(*dev, rows, cols, 7);
-  const auto in = upload(*dev, randn(static_cast<std::size_t>(n) * cols, 8));
-  const auto out = dev->create_buffer(4ull * rows * n, Memory::device, "out");
-  auto best_ms = [&](int min_rows, bool fp16) {
+  const auto in = upload(*dev, randn(static_cast<std::size_t>(max_n) * cols, 8));
+  const auto out = dev->create_buffer(4ull * rows * max_n, Memory::device, "out");
+  auto best_ms = [&](int n, int min_rows, bool fp16) {
     sw.vk->set_tiled_min_rows(min_rows);
     sw.vk->set_fp16(fp16);
     double best = 1e30;
@@ -239,9 +298,12 @@ TEST(VulkanTiled, DISABLED_SpeedAtAnE2bShape) {
     }
     return best;
   };
-  const double row = best_ms(0, false), tiled = best_ms(8, false), f16 = best_ms(8, true);
-  std::printf("%s, %d x %d q4_0, %d input rows: row shader %.1f ms, tiled %.1f ms (%.2fx), tiled fp16%s %.1f ms\n",
-              dev->info().name.c_str(), rows, cols, n, row, tiled, row / tiled, sw.vk->fp16() ? "" : " (unavailable)",
-              f16);
+  for (int n : {8, 16, 32, 64}) {
+    const double row = best_ms(n, 0, false), tiled = best_ms(n, 8, false), f16 = n == 64 ? best_ms(n, 8, true) : 0.0;
+    std::printf("%s, %d x %d q4_0, %d input rows: row shader %.1f ms, tiled %.1f ms (%.2fx)", dev->info().name.c_str(),
+                rows, cols, n, row, tiled, row / tiled);
+    if (n == 64) std::printf(", tiled fp16%s %.1f ms", sw.vk->fp16() ? "" : " (unavailable)", f16);
+    std::printf("\n");
+  }
   for (auto b : {in, out, m.w.buf}) dev->destroy_buffer(b);
 }
