@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "engine/draft_governor.h"
@@ -230,4 +232,44 @@ TEST(DraftGovernor, WeighsADraftAgainstTheWholeBatch) {
     if (cheap_row) EXPECT_EQ(drafting, 300) << "(3 + 1.35) / 1.05 > 4 / 1";
     else EXPECT_LE(drafting, 10) << "(3 + 1.35) / 1.3 < 4 / 1";
   }
+}
+
+// Whole replies on a fresh scheduler (nothing measured), with the verify costs measured on
+// full-size E2B (BENCHMARKS.md: 2..5-row steps in decode steps, three runs) and random
+// acceptance (seeded): auto against no drafting and against always drafting 4, in mean
+// tokens per decode step over 200 replies of 64 tokens. What `bench --sections draft`
+// measures, without the host's noise.
+TEST(DraftGovernor, SimulatedRepliesAgainstNoDraftingAndAlwaysDrafting) {
+  const std::vector<std::vector<double>> tables = {
+      {1, 1.38, 1.55, 1.57, 1.89}, {1, 1.08, 1.19, 1.33, 1.52}, {1, 1.52, 1.67, 1.73, 2.03}};
+  auto reply = [](const std::vector<double>& cost, double rate, bool adaptive, unsigned seed) {
+    StepCosts costs;
+    DraftGovernor g(adaptive);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u;
+    const int tokens = 64;
+    int emitted = 1;  // the prefill step's token
+    double t = 0;
+    while (emitted < tokens) {
+      const int k = g.choose(std::min(4, tokens - emitted), costs, 1, 1);
+      t += cost[static_cast<std::size_t>(k)];
+      costs.record(k + 1, cost[static_cast<std::size_t>(k)]);
+      int m = 0;
+      while (m < k && u(rng) < rate) ++m;
+      g.record(k, m);
+      emitted += m + 1;
+    }
+    return (tokens - 1) / t;  // tokens per decode step: x no drafting
+  };
+  for (const auto& table : tables)
+    for (const double rate : {1.0, 0.7, 0.35, 0.0}) {
+      double autos = 0, always = 0;
+      const int n = 200;
+      for (int s = 0; s < n; ++s) autos += reply(table, rate, true, s), always += reply(table, rate, false, s);
+      autos /= n, always /= n;
+      const std::string at = "verify 2 rows " + std::to_string(table[1]) + ", rate " + std::to_string(rate);
+      EXPECT_GE(autos, 0.97) << at << ": auto never loses more than 3 % to no drafting";
+      if (rate >= 0.7) EXPECT_GE(autos / always, 0.95) << at << ": auto keeps most of always drafting's gain";
+      if (rate <= 0.35) EXPECT_GT(autos, always) << at;
+    }
 }
