@@ -24,7 +24,7 @@ struct BenchDraftOptions {
 
 // Per-step time with k = 0..max_k drafted rows (an always-rejected oracle: every step runs
 // k + 1 rows and emits one token), decode tok/s at forced oracle acceptance 100/70/35/0 %
-// with k (and auto at 0 %), each against no drafting, and the share of prompt-lookup
+// with k, always drafting and with auto at each rate, each against no drafting, and the share of prompt-lookup
 // (ngram) drafts accepted on the bench's guided ticket-extraction rows.
 nlohmann::ordered_json bench_draft(engine::Engine& engine, const BenchDraftOptions& o);
 

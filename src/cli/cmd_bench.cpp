@@ -340,6 +340,7 @@ RINGLM_COMMAND(bench) {
   sub->add_option("--draft-k", opts->draft.k, "Drafted tokens per step of the draft run's acceptance rows (1..16)");
   sub->add_option("--draft-decode-tokens", opts->draft.decode_tokens, "Generated tokens per run of the draft section");
   sub->add_option("--draft-repeats", opts->draft.repeats, "Runs per figure of the draft section (the best is kept)");
+  sub->add_option("--draft-verify-k", opts->draft.max_k, "Verify cost of the draft section for k = 1..N (1..16)");
   sub->add_option("--draft-assistant", opts->draft.assistant,
                   "Gemma 4 assistant checkpoint: the draft section also runs --draft assistant:PATH");
   sub->add_option("--draft-extract-rows", opts->draft.extract_rows,

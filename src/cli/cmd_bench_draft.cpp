@@ -108,7 +108,11 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
   };
   // The acceptance runs first, then the baseline again, then the verify costs: the baseline
   // brackets the runs compared with it.
-  std::vector<std::pair<double, bool>> rates = {{1.0, false}, {0.7, false}, {0.35, false}, {0.0, false}, {0.0, true}};
+  // Each rate drafted always (k per step) and with auto (engine/draft_governor.h: k and
+  // on/off from the measured step costs and the running acceptance), adjacent, so auto's
+  // never-lose claim can be read off against no drafting and against always drafting.
+  std::vector<std::pair<double, bool>> rates = {{1.0, false}, {1.0, true},   {0.7, false}, {0.7, true},
+                                                {0.35, false}, {0.35, true}, {0.0, false}, {0.0, true}};
   std::vector<Run> accept_runs;
   for (auto [rate, adaptive] : rates) accept_runs.push_back(oracle(o.k, rate, adaptive));
   if (Run again = best_of(o.repeats, base); again.decode_s < plain.decode_s) plain = std::move(again);
@@ -134,12 +138,18 @@ Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
     const Run& r = accept_runs[i];
     const double share = r.result.drafted_tokens > 0 ? static_cast<double>(r.result.accepted_drafts) / r.result.drafted_tokens : 0.0;
     const double speedup = plain.tok_s() > 0 ? r.tok_s() / plain.tok_s() : 0.0;
-    accept.push_back({{"oracle_accept", c.rate}, {"policy", c.adaptive ? "auto" : "always"}, {"k", o.k},
-                      {"tok_s", r.tok_s()}, {"speedup", speedup}, {"drafted", r.result.drafted_tokens},
-                      {"accepted", r.result.accepted_drafts}, {"accepted_share", share}, {"steps", r.steps}});
-    std::printf("  draft   oracle %3.0f%% k=%d %-6s: %.2f tok/s = %.2fx (accepted %d/%d drafted, %llu steps)\n",
-                100 * c.rate, o.k, c.adaptive ? "auto" : "always", r.tok_s(), speedup, r.result.accepted_drafts,
-                r.result.drafted_tokens, static_cast<unsigned long long>(r.steps));
+    Json row = {{"oracle_accept", c.rate}, {"policy", c.adaptive ? "auto" : "always"}, {"k", o.k},
+                {"tok_s", r.tok_s()}, {"speedup", speedup}, {"drafted", r.result.drafted_tokens},
+                {"accepted", r.result.accepted_drafts}, {"accepted_share", share}, {"steps", r.steps}};
+    // auto against always drafting at the same rate (the row before it).
+    const double vs_always = c.adaptive && i > 0 && accept_runs[i - 1].tok_s() > 0 ? r.tok_s() / accept_runs[i - 1].tok_s() : 0.0;
+    if (c.adaptive) row["vs_always"] = vs_always;
+    accept.push_back(row);
+    std::printf("  draft   oracle %3.0f%% k=%d %-6s: %.2f tok/s = %.2fx (accepted %d/%d drafted, %llu steps)", 100 * c.rate,
+                o.k, c.adaptive ? "auto" : "always", r.tok_s(), speedup, r.result.accepted_drafts, r.result.drafted_tokens,
+                static_cast<unsigned long long>(r.steps));
+    if (c.adaptive) std::printf(" = %.2fx always", vs_always);
+    std::printf("\n");
   }
   out["acceptance"] = accept;
   if (!o.assistant.empty()) {

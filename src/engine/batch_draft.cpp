@@ -12,17 +12,18 @@
 
 namespace ringlm::engine {
 
-void BatchScheduler::make_draft(Slot& s, int room) {
+void BatchScheduler::make_draft(Slot& s, int room, int base_rows, int sequences) {
   s.n_draft = 0;
   const std::size_t real = s.pending.size();
   s.draft.clear();
   if (s.drafter) {
-    s.governor.tick();
     const std::int64_t context_left =
         static_cast<std::int64_t>(context_capacity()) - 1 - static_cast<std::int64_t>(s.cached.size() + real);
-    const int k = static_cast<int>(std::min<std::int64_t>(
-        {s.draft_max, room, model::Session::kMaxChunk - static_cast<std::int64_t>(real), context_left}));
-    if (k > 0 && s.governor.enabled()) {
+    const int cap = static_cast<int>(std::max<std::int64_t>(0, std::min<std::int64_t>(
+        {s.draft_max, room, model::Session::kMaxChunk - static_cast<std::int64_t>(real), context_left})));
+    // auto: the k that maximises the expected tokens per second (0: not this step).
+    const int k = s.governor.choose(cap, step_costs_, base_rows, sequences);
+    if (k > 0) {
       if (s.drafter->wants_target_state()) {
         // The target's state at the last known token: only a lone sampled token has the
         // hidden row that produced it (grammar-forced tokens after it have none yet).

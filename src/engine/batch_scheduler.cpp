@@ -366,7 +366,12 @@ int BatchScheduler::step() {
   // Drafted rows share what the decode rows leave, less one prompt chunk while any prompt
   // is waiting (drafts never starve a prefill).
   int draft_room = 0;
+  int decode_rows = 0, decode_seqs = 0;
+  const bool timed = options_.draft_max > 0;
+  const Clock::time_point t_step = timed ? Clock::now() : Clock::time_point{};
   if (options_.draft_max > 0) {
+    for (auto& sp : slots_)
+      if (sp->busy && !sp->prefilling()) decode_rows += static_cast<int>(sp->pending.size()), ++decode_seqs;
     draft_room = budget;
     for (auto& sp : slots_)
       if (sp->busy && !sp->prefilling()) draft_room -= static_cast<int>(sp->pending.size());
@@ -380,12 +385,14 @@ int BatchScheduler::step() {
     Slot& s = *sp;
     if (!s.busy || s.prefilling()) continue;
     if (rows + static_cast<int>(s.pending.size()) > budget) continue;
-    make_draft(s, std::max(0, draft_room));
+    make_draft(s, std::max(0, draft_room), decode_rows, decode_seqs);
     draft_room -= s.n_draft;
+    decode_rows += s.n_draft;
     add(s, s.pending, s.n_draft > 0 ? model::LogitsMode::Last : s.matcher ? decode_mode_guided : decode_mode);
     items_.back().logits_rows = s.n_draft + 1;
     items_.back().row_chunk = s.use_row_chunk ? s.row_chunk.data() : nullptr;
   }
+  bool prompt_rows = false;
   for (;;) {
     Slot* next = nullptr;
     for (auto& sp : slots_) {
@@ -402,6 +409,7 @@ int BatchScheduler::step() {
     const model::LogitsMode mode = !last || next->params.embedding ? model::LogitsMode::None
                                    : next->matcher                 ? decode_mode_guided : decode_mode;
     add(*next, std::span<const std::int32_t>(next->prompt).subspan(next->prompt_done, n), mode);
+    prompt_rows = true;
     if (next->params.embedding) items_.back().hidden_sum = next->hidden_sum.data();
   }
   if (items_.empty()) return 0;
@@ -488,6 +496,7 @@ int BatchScheduler::step() {
     batch_->head_logits(full_head_);
     for (std::size_t j = 0; j < full_head_slot_.size(); ++j) advance(*full_head_slot_[j], batch_->head_row(j));
   }
+  if (timed && !prompt_rows) step_costs_.record(rows, std::chrono::duration<double>(Clock::now() - t_step).count());
   return static_cast<int>(items_.size());
 }
 

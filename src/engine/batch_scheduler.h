@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft_governor.h"
 #include "engine/engine.h"
 #include "engine/generation.h"
 #include "engine/generator.h"
@@ -142,7 +143,9 @@ class BatchScheduler {
   void advance(Slot& slot, std::span<float> logits);
   // Speculative decoding (batch_draft.cpp): the step's draft for a decoding slot, appended
   // to its pending tokens (at most `room` tokens); after the step, the rows checked in order.
-  void make_draft(Slot& slot, int room);
+  // base_rows / sequences: the step's decode rows (with earlier slots' drafts) and decoding
+  // sequences, for the adaptive policy (DraftGovernor::choose).
+  void make_draft(Slot& slot, int room, int base_rows, int sequences);
   void verify(Slot& slot, std::size_t item);
   // Keeps the target's hidden row of the token just sampled, for a drafter that reads it.
   void keep_hidden(Slot& slot, std::span<const float> row);
@@ -166,6 +169,9 @@ class BatchScheduler {
   std::size_t head_row_limit_ = 0;
   std::uint64_t next_id_ = 1;
   mutable BatchStats stats_;
+  // Seconds per decode / verify step by row count (steps without prompt rows), measured
+  // while any request may draft: what the adaptive drafting policy weighs drafts against.
+  StepCosts step_costs_;
   std::unique_ptr<PrefixCache> prefix_cache_;  // null when options.prefix_cache_bytes == 0
   // Per-step scratch, sized once.
   std::vector<model::BatchItem> items_;

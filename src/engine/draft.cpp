@@ -80,18 +80,4 @@ std::unique_ptr<Drafter> make_drafter(const DraftParams& p, std::int32_t vocab) 
   return nullptr;
 }
 
-void DraftGovernor::record(int drafted, int accepted) {
-  if (!adaptive_) return;
-  drafted_ += drafted;
-  accepted_ += accepted;
-  if (drafted_ < kProbe) return;
-  if (accepted_ < kMinShare * drafted_) {
-    pause_ = next_pause_;
-    next_pause_ = std::min(2 * next_pause_, kMaxPause);
-  } else {
-    next_pause_ = kPause;
-  }
-  drafted_ = accepted_ = 0;
-}
-
 }  // namespace ringlm::engine

@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/draft_governor.h"
+
 namespace ringlm::model {
 class Session;
 }
@@ -41,7 +43,8 @@ class Drafter;
 struct DraftParams {
   DraftSource source = DraftSource::none;
   int max_tokens = 4;  // k: drafted tokens per step (1..16)
-  // Turn drafting off for a while once the measured acceptance makes it slower (auto).
+  // Draft only while the measured acceptance and step costs make it faster (auto:
+  // engine/draft_governor.h).
   bool adaptive = false;
   // oracle (benchmarks): the recorded output to replay; each drafted token is replaced by a
   // wrong one with probability 1 - oracle_accept (seeded), so acceptance is set at will.
@@ -122,32 +125,6 @@ class OracleDrafter final : public Drafter {
 
 std::unique_ptr<Drafter> make_drafter(const DraftParams& params, std::int32_t vocab);
 
-// The adaptive policy's per-sequence state: drafting stays on while the drafted tokens pay
-// for their rows. After kProbe drafted tokens it compares the accepted share with
-// kMinShare and, when it falls short, pauses drafting, then probes again. Each failed probe
-// doubles the pause (kPause up to kMaxPause steps; a passed probe resets it), so a sequence
-// whose drafts never land pays for ever fewer probes: on full-size E2B a 5-row verify step
-// costs ~1.9 decode steps (BENCHMARKS.md, "Speculative decoding"), and a probe of 2 steps
-// every 64 would cost ~3 %; with the backoff the cost falls towards 0.
-class DraftGovernor {
- public:
-  static constexpr int kProbe = 8;
-  static constexpr double kMinShare = 0.25;
-  static constexpr int kPause = 64;
-  static constexpr int kMaxPause = 1024;
-  explicit DraftGovernor(bool adaptive = false) : adaptive_(adaptive) {}
-  bool enabled() const { return !adaptive_ || pause_ == 0; }
-  // Called once per decode step that could draft (whether or not it did).
-  void tick() {
-    if (pause_ > 0) --pause_;
-  }
-  void record(int drafted, int accepted);
-
- private:
-  bool adaptive_;
-  int pause_ = 0;
-  int next_pause_ = kPause;
-  int drafted_ = 0, accepted_ = 0;
-};
+// DraftGovernor (the adaptive policy, `auto`): engine/draft_governor.h.
 
 }  // namespace ringlm::engine

@@ -437,32 +437,7 @@ TEST(SpeculativeDecoding, GeneratorWithDraftGivesThePlainOutput) {
   }
 }
 
-// auto: a failed probe pauses drafting for kPause steps, the next failure for twice as long
-// (up to kMaxPause), and a probe that pays resets the pause.
-TEST(SpeculativeDecoding, GovernorBacksOffAfterFailedProbes) {
-  using G = engine::DraftGovernor;
-  G g(true);
-  auto paused_steps = [&] {
-    int n = 0;
-    while (!g.enabled()) g.tick(), ++n;
-    return n;
-  };
-  EXPECT_TRUE(g.enabled());
-  g.record(G::kProbe, 0);
-  EXPECT_EQ(paused_steps(), G::kPause);
-  g.record(G::kProbe, 0);
-  EXPECT_EQ(paused_steps(), 2 * G::kPause);
-  for (int i = 0; i < 10; ++i) g.record(G::kProbe, 0), paused_steps();
-  g.record(G::kProbe, 0);
-  EXPECT_EQ(paused_steps(), G::kMaxPause);
-  g.record(G::kProbe, G::kProbe);  // drafts pay again
-  EXPECT_EQ(paused_steps(), 0);
-  g.record(G::kProbe, 0);
-  EXPECT_EQ(paused_steps(), G::kPause);
-  G always(false);
-  always.record(G::kProbe, 0);
-  EXPECT_TRUE(always.enabled());
-}
+// The adaptive policy itself (auto): tests/engine/draft_governor_test.cpp.
 
 // The Gemma 4 assistant drafter (engine/assistant_drafter.h) on the tiny model with a random
 // tiny assistant (centroid head and dense head): greedy, sampled, guided, stop-string and
