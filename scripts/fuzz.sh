@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors tokenizer_json bpe_encode chat_template json_schema http_body http_framing jinja_chain image_decode audio_decode admission)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors tokenizer_json bpe_encode chat_template json_schema http_body http_framing jinja_chain image_decode audio_decode admission assistant_gguf)
 build=${RINGLM_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${RINGLM_JOBS:-2}
 

@@ -19,7 +19,7 @@ RINGLM_COMMAND(make_test_model) {
               "  ringlm make-test-model /tmp/tiny-assistant.gguf --assistant --preset tiny --dtype q4_0");
   sub->add_option("out", opt->out, "Output directory (with --assistant: or a .gguf file)")->required();
   sub->add_option("--preset", spec.preset,
-                  "tiny | tiny-gqa | demo | e2b | e4b; with --assistant: tiny | tiny-dense | demo | e2b")
+                  "tiny | tiny-gqa | demo | e2b | e4b; with --assistant: tiny | tiny-dense | micro | demo | e2b")
       ->capture_default_str();
   sub->add_flag("--assistant", spec.assistant,
                 "Write a Gemma 4 assistant (multi-token-prediction drafter, docs/speculative.md) instead: tiny fits "

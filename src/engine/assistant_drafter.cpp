@@ -13,8 +13,15 @@
 
 namespace ringlm::engine {
 
+std::uint64_t AssistantDrafter::draft_seed(std::uint64_t request_seed) {
+  std::uint64_t z = request_seed + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 AssistantDrafter::AssistantDrafter(std::shared_ptr<const model::AssistantModel> assistant,
-                                   std::shared_ptr<const model::Model> target)
+                                   std::shared_ptr<const model::Model> target, const sampling::SamplerParams& sampling)
     : assistant_(std::move(assistant)), target_(std::move(target)), step_(assistant_, target_->pool()) {
   const model::ModelConfig& t = target_->config();
   assistant_->check_target(t);
@@ -23,12 +30,23 @@ AssistantDrafter::AssistantDrafter(std::shared_ptr<const model::AssistantModel> 
   sliding_layer_ = model::AssistantModel::target_kv_layer(t, model::AttentionKind::Sliding);
   full_layer_ = model::AssistantModel::target_kv_layer(t, model::AttentionKind::Full);
   x_.resize(2 * static_cast<std::size_t>(t.hidden_size));
+  if (sampling.temperature > 0.0f) {
+    // The request's temperature and truncation; no repetition penalty (q need not be p's
+    // shape for the rule to hold, and the drafter would need the drafts so far as history).
+    draft_params_.temperature = sampling.temperature;
+    draft_params_.top_k = sampling.top_k;
+    draft_params_.top_p = sampling.top_p;
+    draft_params_.min_p = sampling.min_p;
+    draft_params_.seed = draft_seed(sampling.seed);
+    sampler_.emplace(draft_params_, static_cast<std::int32_t>(step_.logits().size()));
+  }
 }
 
 void AssistantDrafter::propose(std::span<const std::int32_t>, std::span<const std::int32_t>, int max,
                                std::vector<std::int32_t>& out) {
   const TargetState st = state_;
   state_ = {};  // one round per state
+  n_q_ = 0;
   const std::size_t B = x_.size() / 2;
   if (max <= 0 || !st.session || st.hidden.size() != B) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -45,7 +63,18 @@ void AssistantDrafter::propose(std::span<const std::int32_t>, std::span<const st
     step_.run(x_, st.position, sliding, full);
     ++steps_;
     if (observer_) observer_(j, step_);
-    token = step_.argmax();
+    if (sampler_) {
+      // Sampled draft: q_j = the distribution the draw used (see the header).
+      if (q_.size() <= static_cast<std::size_t>(j)) q_.resize(static_cast<std::size_t>(j) + 1);
+      std::vector<float>& q = q_[static_cast<std::size_t>(j)];
+      const std::span<const float> logits = step_.logits();
+      q.assign(logits.begin(), logits.end());  // sized once per step index, then reused
+      token = sampler_->sample(q, nullptr, {});
+      sampler_->last_distribution(q);
+      n_q_ = static_cast<std::size_t>(j) + 1;
+    } else {
+      token = step_.argmax();
+    }
     out.push_back(token);
     const std::span<const float> h = step_.h_next();
     std::copy(h.begin(), h.end(), x_.begin() + static_cast<std::ptrdiff_t>(B));

@@ -8,10 +8,19 @@
 // attending the caches the target's last sliding / last full layer read; its argmax is
 // draft token j and t_{j+1}, its h_next is h_{j+1} (h_0 is the target's row).
 //
-// Drafts are greedy (argmax over the centroid-narrowed or the dense head, as the checkpoint
-// has it), so the drafter proposes with certainty (Drafter::distribution stays empty): under
-// sampling the verification rule is "sample the row, accept if it is the draft", and the
-// output is bit-identical to plain sampling with the same seed, as with prompt lookup.
+// Under greedy decoding (temperature 0) drafts are the argmax over the centroid-narrowed or
+// the dense head, as the checkpoint has it, proposed with certainty (Drafter::distribution
+// stays empty), and the output is the plain output.
+// Under sampling (temperature > 0) step j draws its draft from its own distribution
+// q_j = the sampler's distribution over the step's logits (AssistantStep::logits(): with the
+// centroid head, the candidates' logits and min - 1 elsewhere) after the request's
+// temperature, top-k, min-p and top-p, without the repetition penalty and the grammar mask
+// (sample_draft takes q given the mask); q_j is what distribution(j) returns, exactly the
+// weights the draw used (sampling::Sampler::last_distribution), so the rejection rule keeps
+// the target's distribution. The draws use the drafter's own generator, seeded from the
+// request's seed through a fixed mix (draft_seed()): reproducible per seed, and independent
+// of the target sampler's stream (the same stream would correlate a draft with the uniform
+// that accepts it).
 //
 //   auto a = engine::load_assistant(engine, "");   // found next to the model (see below)
 //   engine::AssistantDrafter d(a, engine.model());
@@ -23,11 +32,14 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "engine/draft.h"
 #include "model/assistant.h"
 #include "model/model.h"
+#include "sampling/sampler.h"
 
 namespace ringlm::engine {
 
@@ -37,12 +49,23 @@ class AssistantDrafter final : public Drafter {
  public:
   // Throws ringlm::Error when the assistant does not fit the target (AssistantModel::
   // check_target) or the target runs on a device (its KV is not readable on the host).
-  AssistantDrafter(std::shared_ptr<const model::AssistantModel> assistant, std::shared_ptr<const model::Model> target);
+  // `sampling`: the request's parameters; temperature > 0 makes the drafts sampled (above).
+  AssistantDrafter(std::shared_ptr<const model::AssistantModel> assistant, std::shared_ptr<const model::Model> target,
+                   const sampling::SamplerParams& sampling = {});
 
   void propose(std::span<const std::int32_t> prompt, std::span<const std::int32_t> generated, int max,
                std::vector<std::int32_t>& out) override;
   bool wants_target_state() const override { return true; }
   void set_target_state(const TargetState& state) override { state_ = state; }
+  // Sampled drafting: q of the j-th draft of the last round (vocabulary-sized). Empty under
+  // greedy.
+  std::span<const float> distribution(std::size_t j) const override {
+    return j < n_q_ ? std::span<const float>(q_[j]) : std::span<const float>();
+  }
+  // The drafter's generator's seed for a request seed (a splitmix64 step: never the seed itself).
+  static std::uint64_t draft_seed(std::uint64_t request_seed);
+  // The parameters the drafter samples with (for tests and tools); temperature 0: greedy.
+  const sampling::SamplerParams& draft_sampling() const { return draft_params_; }
 
   // Called after each assistant step of a round with its step index (tests, tools: the
   // logits of every step are compared with a float64 reference).
@@ -58,6 +81,10 @@ class AssistantDrafter final : public Drafter {
   int sliding_layer_ = -1, full_layer_ = -1;  // target layers whose caches the assistant reads
   std::vector<float> x_;                      // [2 * backbone]: scaled embedding, then h
   TargetState state_;
+  sampling::SamplerParams draft_params_;
+  std::optional<sampling::Sampler> sampler_;  // present under sampling
+  std::vector<std::vector<float>> q_;         // q_j per draft step, grown to the largest k once
+  std::size_t n_q_ = 0;                       // q_j valid for j < n_q_
   std::function<void(int, const model::AssistantStep&)> observer_;
   std::uint64_t steps_ = 0;
   double step_seconds_ = 0.0;

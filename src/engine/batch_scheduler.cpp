@@ -179,7 +179,8 @@ std::uint64_t BatchScheduler::admit(SequenceRequest request) {
   chat::StopStringMatcher stop_strings(params.stop);
   std::unique_ptr<Drafter> drafter;
   if (options_.draft_max > 0 && params.draft.source == DraftSource::assistant)
-    drafter = std::make_unique<AssistantDrafter>(load_assistant(engine_, params.draft.assistant_path), engine_.model());
+    drafter = std::make_unique<AssistantDrafter>(load_assistant(engine_, params.draft.assistant_path), engine_.model(),
+                                                 params.sampling);
   else if (options_.draft_max > 0)
     drafter = make_drafter(params.draft, tok.vocab_size());
   std::vector<std::int32_t> generated;

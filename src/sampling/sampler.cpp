@@ -56,9 +56,27 @@ std::int32_t Sampler::sample(std::span<float> logits, const std::uint32_t* allow
                              std::span<const std::int32_t> recent) {
   const std::int32_t best = prepare(logits, allowed, recent);
   std::int32_t chosen = best;
-  if (params_.temperature > 0.0f) chosen = draw(logits.data(), keep_candidates(logits.data(), logits[best]));
+  last_total_ = 0.0;
+  if (params_.temperature > 0.0f) {
+    last_total_ = keep_candidates(logits.data(), logits[best]);
+    chosen = draw(logits.data(), last_total_);
+  }
+  last_chosen_ = chosen;
   chosen_logprob_ = logits[chosen] - log_norm_;
   return chosen;
+}
+
+void Sampler::last_distribution(std::span<float> out) const {
+  if (static_cast<std::int32_t>(out.size()) != vocab_ || last_chosen_ < 0)
+    fail_internal("sampler: last_distribution needs a sample() first and ", vocab_, " entries, got ", out.size());
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (!(last_total_ > 0.0)) {
+    out[static_cast<std::size_t>(last_chosen_)] = 1.0f;
+    return;
+  }
+  // draw() picks candidate j with probability probs_[j] / total: exactly these weights.
+  for (std::size_t j = 0; j < n_kept_; ++j)
+    out[static_cast<std::size_t>(candidates_[j])] = static_cast<float>(probs_[j] / last_total_);
 }
 
 std::int32_t Sampler::sample_draft(std::span<float> logits, const std::uint32_t* allowed,
@@ -75,6 +93,7 @@ std::int32_t Sampler::sample_draft(std::span<float> logits, const std::uint32_t*
   if (static_cast<std::int32_t>(q.size()) != vocab_ || draft < 0 || draft >= vocab_)
     fail_internal("sampler: a draft distribution of ", q.size(), " entries (vocabulary ", vocab_, ") or draft id ", draft);
   float* x = logits.data();
+  last_chosen_ = -1;  // probs_ becomes the residual below: last_distribution() no longer applies
   const std::int32_t best = prepare(logits, allowed, recent);
   const double total = keep_candidates(x, x[best]);
   // q restricted to what may be sampled here: a drafted token the grammar refused ended the

@@ -77,6 +77,13 @@ class Sampler {
   float chosen_logprob() const { return chosen_logprob_; }
   void top_logprobs(std::span<const float> logits, int n, std::vector<TokenLogprob>& out) const;
 
+  // The distribution the last sample() call drew from, written over `out` (vocab_size
+  // entries): the kept candidates' weights after penalties, mask, temperature, top-k, min-p
+  // and top-p, normalised, 0 elsewhere; one-hot at the chosen token under greedy. A drafter
+  // that samples its drafts with its own Sampler states q this way (engine/draft.h). Valid
+  // until the next sample() / sample_draft() call.
+  void last_distribution(std::span<float> out) const;
+
   const SamplerParams& params() const { return params_; }
   void reseed(std::uint64_t seed);
 
@@ -95,6 +102,8 @@ class Sampler {
   std::vector<std::int32_t> candidates_;  // scratch, size vocab
   std::vector<float> probs_;              // scratch, size vocab
   std::size_t n_kept_ = 0;                // candidates kept by keep_candidates()
+  double last_total_ = 0.0;               // their weights' sum at the last sample() (0: greedy)
+  std::int32_t last_chosen_ = -1;         // the last sample()'s token
   std::vector<std::uint8_t> seen_;        // scratch for the penalty, size vocab
   bool logprobs_ = false;
   float chosen_logprob_ = 0.0f;

@@ -187,7 +187,11 @@ def test_draft_keywords_keep_the_reply(engine):
         subprocess.run([os.environ.get("RINGLM", os.path.join(BUILD, "ringlm")), "make-test-model", asst, "--assistant",
                         "--preset", "demo", "--seed", "4"], check=True, stderr=subprocess.DEVNULL)
     assert engine.generate(prompt, max_tokens=30, draft="assistant:" + asst) == plain
-    assert engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5, draft="assistant:" + asst) == sampled
+    # Sampled, the assistant draws its drafts from its softmax: the reply keeps its
+    # distribution, not its bits (the C++ chi-square test checks the distribution); a seed
+    # still gives one reply.
+    drafted = engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5, draft="assistant:" + asst)
+    assert drafted == engine.generate(prompt, max_tokens=20, temperature=0.9, seed=5, draft="assistant:" + asst)
     with pytest.raises(ringlm.Error, match="no such file"):
         engine.generate("x", draft="assistant:" + os.path.join(TMP, "no-assistant"))
 

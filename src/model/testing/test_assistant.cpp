@@ -26,10 +26,12 @@ Preset preset_named(const std::string& name) {
   // Layer kinds as the published assistants: three sliding layers, then one full layer.
   if (name == "tiny") return {64, 32, 4, 4, 1, 32, 64, 64, 768, 16, true, 8, 2};
   if (name == "tiny-dense") return {64, 32, 4, 4, 1, 32, 64, 64, 768, 16, false, 8, 2};
+  // The smallest shape the kernels take (rows of 32): the fuzz seed (fuzz/corpus/assistant_gguf).
+  if (name == "micro") return {32, 32, 4, 1, 1, 32, 64, 32, 64, 8, true, 4, 2};
   // The demo model's (tiny structure, the real 262,144-token vocabulary): E2B's centroid head.
   if (name == "demo") return {64, 32, 4, 4, 1, 32, 64, 64, 262144, 16, true, 2048, 32};
   if (name == "e2b") return {1536, 256, 4, 4, 1, 256, 512, 2048, 262144, 512, true, 2048, 32};
-  fail("make-test-model --assistant: unknown preset '", name, "' (tiny, tiny-dense, demo, e2b)");
+  fail("make-test-model --assistant: unknown preset '", name, "' (tiny, tiny-dense, micro, demo, e2b)");
 }
 
 // splitmix64 per (seed, tensor name): reproducible, independent streams.

@@ -2,6 +2,7 @@
 // (model/assistant.h), for tests and benchmarks: `ringlm make-test-model --assistant`.
 // `tiny` fits the tiny test model (backbone 64, 768 tokens, 16-token window) with the
 // centroid head (8 centroids, top 2); `tiny-dense` is the same with the dense tied head;
+// `micro` fits no target (backbone 32, 64 tokens, 4 centroids): the fuzz seed's shape;
 // `demo` fits the demo model (tiny with the real 262,144-token vocabulary; 2048 centroids, top 32);
 // `e2b` has the published E2B assistant's shapes (config values in docs/speculative.md).
 #pragma once
@@ -15,7 +16,7 @@
 namespace ringlm::model::testing {
 
 struct TestAssistantOptions {
-  std::string preset = "tiny";  // tiny | tiny-dense | e2b
+  std::string preset = "tiny";  // tiny | tiny-dense | micro | demo | e2b
   std::uint64_t seed = 1;
   io::DType dtype = io::DType::BF16;  // BF16 | F16 | F32
 };
