@@ -454,44 +454,7 @@ int BatchScheduler::step() {
       advance(s, batch_->logits(i));
       continue;
     }
-    // Guided: the mask first; it decides how much of the LM head to compute. A request over
-    // its mask budget ends alone; the other rows of the step go on.
-    try {
-      guided::ScopedBudgetBinding charge(s.budget);
-      s.matcher->fill_mask(s.mask.data());
-    } catch (const std::exception& e) {
-      finish(s, FinishReason::Stop, e.what());
-      continue;
-    }
-    ++s.result.guided_steps;
-    s.head_ids.clear();
-    bool subset = head_row_limit_ > 0 && s.session.head_row_granularity() < vocab;
-    if (subset) {
-      static_assert(kernels::kQ4GroupRows == 16);
-      const bool grouped = s.session.head_row_granularity() != 1;
-      std::size_t cost = 0;
-      for (std::size_t w = 0; w < s.mask.size() && subset; ++w) {
-        std::uint32_t bits = s.mask[w];
-        if (bits == 0) continue;
-        cost += grouped ? 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0)) : static_cast<std::size_t>(std::popcount(bits));
-        if (cost > head_row_limit_) {
-          subset = false;
-          break;
-        }
-        for (; bits != 0; bits &= bits - 1) {
-          const std::size_t id = w * 32 + static_cast<std::size_t>(std::countr_zero(bits));
-          if (id >= vocab) break;
-          s.head_ids.push_back(static_cast<std::int32_t>(id));
-        }
-      }
-    }
-    if (subset) {
-      ++s.result.subset_head_steps;
-      advance(s, s.session.head_logits_rows(s.head_ids));
-    } else {
-      full_head_.push_back(&s.session);
-      full_head_slot_.push_back(&s);
-    }
+    guided_head(s, vocab);
   }
   if (!full_head_.empty()) {
     batch_->head_logits(full_head_);
@@ -499,6 +462,48 @@ int BatchScheduler::step() {
   }
   if (timed && !prompt_rows) step_costs_.record(rows, std::chrono::duration<double>(Clock::now() - t_step).count());
   return static_cast<int>(items_.size());
+}
+
+// A guided row: the mask first; it decides how much of the LM head to compute (a subset of
+// rows now, or a place among the step's full heads computed together after the loop).
+void BatchScheduler::guided_head(Slot& s, std::size_t vocab) {
+  // A request over its mask budget ends alone; the other rows of the step go on.
+  try {
+    guided::ScopedBudgetBinding charge(s.budget);
+    s.matcher->fill_mask(s.mask.data());
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Stop, e.what());
+    return;
+  }
+  ++s.result.guided_steps;
+  s.head_ids.clear();
+  bool subset = head_row_limit_ > 0 && s.session.head_row_granularity() < vocab;
+  if (subset) {
+    static_assert(kernels::kQ4GroupRows == 16);
+    const bool grouped = s.session.head_row_granularity() != 1;
+    std::size_t cost = 0;
+    for (std::size_t w = 0; w < s.mask.size() && subset; ++w) {
+      std::uint32_t bits = s.mask[w];
+      if (bits == 0) continue;
+      cost += grouped ? 16 * (((bits & 0xffffu) != 0) + ((bits >> 16) != 0)) : static_cast<std::size_t>(std::popcount(bits));
+      if (cost > head_row_limit_) {
+        subset = false;
+        break;
+      }
+      for (; bits != 0; bits &= bits - 1) {
+        const std::size_t id = w * 32 + static_cast<std::size_t>(std::countr_zero(bits));
+        if (id >= vocab) break;
+        s.head_ids.push_back(static_cast<std::int32_t>(id));
+      }
+    }
+  }
+  if (subset) {
+    ++s.result.subset_head_steps;
+    advance(s, s.session.head_logits_rows(s.head_ids));
+  } else {
+    full_head_.push_back(&s.session);
+    full_head_slot_.push_back(&s);
+  }
 }
 
 bool BatchScheduler::emit(Slot& s, std::int32_t id, float logprob, bool sampled, std::span<const float> logits) {

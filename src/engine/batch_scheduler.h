@@ -141,6 +141,7 @@ class BatchScheduler {
   void finish(Slot& slot, FinishReason reason, std::string error = {});
   // After a step: sample, emit, stop checks; queue the next tokens.
   void advance(Slot& slot, std::span<float> logits);
+  void guided_head(Slot& slot, std::size_t vocab);
   // Speculative decoding (batch_draft.cpp): the step's draft for a decoding slot, appended
   // to its pending tokens (at most `room` tokens); after the step, the rows checked in order.
   // base_rows / sequences: the step's decode rows (with earlier slots' drafts) and decoding
