@@ -188,9 +188,7 @@ inline void q4_matmul_groups_vnni_prefill(const Q4Packed& w, std::size_t g0, std
                                           float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
   const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
-  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
-  const TilePackBlock* pack =
-      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+  const TilePackBlock* pack = tile_pack_of(x);
   const bool two = x.qs2 != nullptr;
   for (std::size_t b0 = 0; b0 < nb; b0 += kPrefillKChunk) {
     const std::size_t b1 = b0 + kPrefillKChunk < nb ? b0 + kPrefillKChunk : nb;
@@ -255,9 +253,7 @@ inline bool pair_form_takes(std::size_t rows, bool two_planes) {
 inline void q4_matmul_groups_vnni_pairs(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                         float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
-  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
-  const TilePackBlock* pk =
-      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+  const TilePackBlock* pk = tile_pack_of(x);
   const bool two = x.qs2 != nullptr;
   const int mt = static_cast<int>(x.rows);
   const std::size_t kchunk = prefill_register_rows(mt, 0) == mt ? nb : kPairKChunk;

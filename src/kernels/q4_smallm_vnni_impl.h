@@ -129,9 +129,7 @@ inline void q4_smallm_vnni_planes(const Q4Packed& w, std::size_t g0, std::size_t
 // Groups [g0, g1) times all x.rows (2..kSmallMMaxRows) activation rows.
 inline void q4_matmul_groups_vnni_smallm(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                          float* y, std::size_t ldy) {
-  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
-  const TilePackBlock* pack =
-      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+  const TilePackBlock* pack = tile_pack_of(x);
   if (x.qs2 != nullptr) q4_smallm_vnni_planes<true>(w, g0, g1, x.rows, pack, y, ldy);
   else q4_smallm_vnni_planes<false>(w, g0, g1, x.rows, pack, y, ldy);
 }

@@ -176,14 +176,20 @@ inline const void* prepack_vnni_tiles(const Q8ActView& x, ThreadPool* pool) {
   return x.rows >= 2 ? tile_pack_all(x, caller_pack, pool) : nullptr;
 }
 
+// The activations' tile packing every multi-row form reads: the caller's, packed once before
+// the pool call (prepack_vnni_tiles), else packed here into this thread's own buffer (callers
+// that did not pre-pack: tests, benches). Valid until this thread's next call.
+inline const TilePackBlock* tile_pack_of(const Q8ActView& x) {
+  thread_local std::vector<TilePackBlock> own_pack;
+  return x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+}
+
 // Groups [g0, g1) times all x.rows (>= 2) activation rows.
 inline void q4_matmul_groups_vnni_tiles(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                         float* y, std::size_t ldy) {
   const std::size_t nb = w.blocks_per_row();
   const std::size_t tiles = (x.rows + kVnniTileRows - 1) / kVnniTileRows;
-  thread_local std::vector<TilePackBlock> own_pack;  // callers that did not pre-pack (tests, benches)
-  const TilePackBlock* pack =
-      x.tile_pack != nullptr ? static_cast<const TilePackBlock*>(x.tile_pack) : tile_pack_all(x, own_pack);
+  const TilePackBlock* pack = tile_pack_of(x);
   // With several tiles, a group's weights are re-read once per tile: cut K into chunks of
   // 64 blocks (18 KB of weights) so that re-read hits L1 even for K = 12288.
   const std::size_t kchunk = tiles > 1 ? 64 : nb;
