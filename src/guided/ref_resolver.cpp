@@ -1,21 +1,44 @@
 #include "guided/ref_resolver.h"
 
+#include <charconv>
+#include <optional>
 #include <string>
 
 namespace ringlm::guided {
 namespace {
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A '%' not followed by two hex digits stays as it is: the pointer then names a key with a
+// '%' in it, which is what a schema author who did not mean an escape wrote.
 std::string percent_decode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out.push_back(char(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+    const int hi = s[i] == '%' && i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+    if (lo >= 0) {
+      out.push_back(char(hi * 16 + lo));
       i += 2;
     } else {
       out.push_back(s[i]);
     }
   }
   return out;
+}
+
+// An array index token, or nothing when it is not one or names no element of an array of
+// `size` (a 30-digit index is simply absent, not an overflow).
+std::optional<size_t> array_index(const std::string& key, size_t size) {
+  if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  size_t idx = 0;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), idx);
+  if (ec != std::errc{} || end != key.data() + key.size() || idx >= size) return std::nullopt;
+  return idx;
 }
 
 // Strips the fragment-less base of a URI reference ("a/b.json#/x" -> "a/b.json").
@@ -56,10 +79,9 @@ const Json* resolve_json_pointer(const Json& root, std::string_view pointer) {
       if (it == cur->end()) return nullptr;
       cur = &*it;
     } else if (cur->is_array()) {
-      if (key.empty() || key.find_first_not_of("0123456789") != std::string::npos) return nullptr;
-      size_t idx = std::stoul(key);
-      if (idx >= cur->size()) return nullptr;
-      cur = &(*cur)[idx];
+      const auto idx = array_index(key, cur->size());
+      if (!idx) return nullptr;
+      cur = &(*cur)[*idx];
     } else {
       return nullptr;
     }

@@ -143,6 +143,24 @@ TEST(Compiler, MalformedSchemasGiveClearErrors) {
   EXPECT_NE(err(R"({"type": "number", "multipleOf": 1234.567})").find("'multipleOf'"), std::string::npos);
   EXPECT_NE(err(R"({"type": "array", "contains": {"type": "integer"}, "maxContains": 1})").find("'maxContains'"),
             std::string::npos);
+  // JSON pointers that once escaped as std::out_of_range / std::invalid_argument (fuzz finding):
+  // an index past size_t and a '%' without two hex digits are unresolvable refs, not crashes.
+  EXPECT_NE(err(R"({"enum": [1], "$ref": "#/enum/99999999999999999999999"})").find("unresolvable $ref"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"$ref": "#/a%zz"})").find("unresolvable $ref"), std::string::npos);
+  EXPECT_NE(err(R"({"$ref": "#/a%4"})").find("unresolvable $ref"), std::string::npos);
+}
+
+TEST(Compiler, RefPointersDecodePercentEscapesAndIndices) {
+  // "%25" is '%', "%41" is 'A'; a lone '%' names a key with '%' in it.
+  const Json s = Json::parse(R"({"$defs": {"a%b": {"const": 1}, "A": {"const": 2}, "l": [{"const": 3}, {"const": 4}]},
+                                 "anyOf": [{"$ref": "#/$defs/a%25b"}, {"$ref": "#/$defs/%41"},
+                                           {"$ref": "#/$defs/l/1"}, {"$ref": "#/$defs/a%b"}]})");
+  auto idx = index_for(s, synthetic_vocab());
+  EXPECT_TRUE(accepts_text(idx, "1"));
+  EXPECT_TRUE(accepts_text(idx, "2"));
+  EXPECT_TRUE(accepts_text(idx, "4"));
+  EXPECT_FALSE(accepts_text(idx, "3"));
 }
 
 TEST(Matcher, RollbackRestoresState) {
