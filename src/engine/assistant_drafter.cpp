@@ -10,14 +10,12 @@
 #include "engine/engine.h"
 #include "kernels/ref_matmul.h"
 #include "util/error.h"
+#include "util/splitmix.h"
 
 namespace ringlm::engine {
 
 std::uint64_t AssistantDrafter::draft_seed(std::uint64_t request_seed) {
-  std::uint64_t z = request_seed + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return splitmix64_next(request_seed);
 }
 
 AssistantDrafter::AssistantDrafter(std::shared_ptr<const model::AssistantModel> assistant,

@@ -6,6 +6,7 @@
 
 #include "audio/audio_decode.h"
 #include "util/error.h"
+#include "util/splitmix.h"
 #include "vision/image_decode.h"
 
 namespace ringlm::server {
@@ -55,13 +56,6 @@ class FakeThoughtSplitter final : public ThoughtSplitter {
   std::string buffer_;
   bool in_thought_ = false;
 };
-
-std::uint64_t splitmix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // A small value that satisfies common schemas (type, required, enum, const, min*).
 json instance_of(const json& schema, int depth) {
@@ -258,7 +252,7 @@ std::string FakeBackend::reply_for(const std::vector<std::int32_t>& prompt, cons
   std::string text = "Fake reply:";
   for (int i = 0; i < options_.reply_words; ++i) {
     text += ' ';
-    text += kWords[splitmix(state) % (sizeof kWords / sizeof *kWords)];
+    text += kWords[splitmix64_next(state) % (sizeof kWords / sizeof *kWords)];
   }
   return text + ".";
 }

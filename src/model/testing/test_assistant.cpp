@@ -12,6 +12,7 @@
 #include "model/assistant_gguf.h"
 #include "util/error.h"
 #include "util/float16.h"
+#include "util/splitmix.h"
 
 namespace ringlm::model::testing {
 namespace {
@@ -34,19 +35,9 @@ Preset preset_named(const std::string& name) {
   fail("make-test-model --assistant: unknown preset '", name, "' (tiny, tiny-dense, micro, demo, e2b)");
 }
 
-// splitmix64 per (seed, tensor name): reproducible, independent streams.
-struct Rng {
-  std::uint64_t s;
-  Rng(std::uint64_t seed, const std::string& name) : s(seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull) {
-    for (unsigned char c : name) s = (s ^ c) * 0x100000001b3ull;
-  }
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+// One reproducible stream per (seed, tensor name); the salt keeps the assistant's apart.
+struct Rng : NamedStream {
+  Rng(std::uint64_t seed, const std::string& name) : NamedStream(seed, 0x632be59bd9b4e019ull, name) {}
 };
 
 struct Planned {

@@ -15,6 +15,7 @@
 #include "model/tensor_manifest.h"
 #include "util/error.h"
 #include "util/float16.h"
+#include "util/splitmix.h"
 
 namespace ringlm::model::testing {
 namespace {
@@ -67,7 +68,7 @@ class Rng {
   Rng(std::uint64_t seed, const std::string& name) {
     std::uint64_t h = seed ^ 0x9e3779b97f4a7c15ull;
     for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-    for (auto& s : s_) s = splitmix(h);
+    for (auto& s : s_) s = splitmix64_next(h);
   }
   std::uint64_t next() {
     const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
@@ -81,12 +82,6 @@ class Rng {
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static std::uint64_t splitmix(std::uint64_t& x) {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
   std::uint64_t s_[4];
 };
 

@@ -10,6 +10,7 @@
 #include "io/safetensors_writer.h"
 #include "util/error.h"
 #include "util/float16.h"
+#include "util/splitmix.h"
 #include "vision/vision_config.h"
 #include "vision/vision_weights.h"
 
@@ -18,22 +19,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// splitmix64 per (seed, tensor name): reproducible and independent of tensor order.
-class Rng {
- public:
-  Rng(std::uint64_t seed, const std::string& name) : s_(seed * 0x9e3779b97f4a7c15ull + 0x7f4a7c15ull) {
-    for (unsigned char c : name) s_ = (s_ ^ c) * 0x100000001b3ull;
-  }
-  float uniform(float lo, float hi) {
-    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
-  }
-
- private:
-  std::uint64_t s_;
+// One reproducible stream per (seed, tensor name); the salt keeps this tower's apart.
+struct Rng : NamedStream {
+  Rng(std::uint64_t seed, const std::string& name) : NamedStream(seed, 0x7f4a7c15ull, name) {}
 };
 
 struct Range {
