@@ -1,6 +1,7 @@
 #include "vision/image_decode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -121,10 +122,34 @@ void png_on_error(png_structp png, png_const_charp msg) {
 
 void png_on_warning(png_structp, png_const_charp) {}
 
+// Walks the chunk list up to IEND (or the end of the file) and refuses a chunk that claims
+// more bytes than the file has left. libpng allocates a text or profile chunk's declared size
+// before it reads the data and does not always apply png_set_chunk_malloc_max to it: a
+// 100-byte file declaring a 1.4 GB tEXt chunk made it allocate 1.4 GB (fuzz finding).
+void check_png_chunk_lengths(const std::uint8_t* data, std::size_t size, const std::string& name) {
+  std::size_t at = 8;  // after the signature
+  while (size - at >= 8) {
+    const std::uint64_t length = (std::uint64_t{data[at]} << 24) | (std::uint64_t{data[at + 1]} << 16) |
+                                 (std::uint64_t{data[at + 2]} << 8) | std::uint64_t{data[at + 3]};
+    std::string kind;
+    for (std::size_t i = at + 4; i < at + 8; ++i) {
+      const char c = static_cast<char>(data[i]);
+      kind += std::isalpha(static_cast<unsigned char>(c)) ? std::string(1, c) : "?";
+    }
+    const std::size_t left = size - at - 8;  // data and CRC of this chunk and everything after
+    if (length + 4 > left)
+      fail(name, ": corrupt or truncated PNG: chunk '", kind, "' at byte offset ", at, " declares ", length,
+           " bytes of data but the file has ", left < 4 ? 0 : left - 4, " left");
+    at += 8 + static_cast<std::size_t>(length) + 4;
+    if (kind == "IEND") return;
+  }
+}
+
 RgbImage decode_png(const std::uint8_t* data, std::size_t size, const std::string& name, const ImageLimits& limits) {
   RgbImage out;
   out.source = name;
   out.format = "png";
+  check_png_chunk_lengths(data, size, name);
   // The IHDR chunk comes first at a fixed offset: check the size before libpng starts.
   if (size >= 24 && std::memcmp(data + 12, "IHDR", 4) == 0) {
     auto be32 = [&](std::size_t at) {

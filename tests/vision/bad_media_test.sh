@@ -30,6 +30,10 @@ data = bytearray(open("ok.png", "rb").read())
 for i in range(120, 160):
     data[i] ^= 0x5A
 open("corrupt.png", "wb").write(bytes(data))
+# A 9x9 PNG whose next chunk claims 1.38 GB of tEXt data (libpng allocated that much before
+# reading it; a fuzz finding): refused from the chunk header.
+open("lengthbomb.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 9, 9, 8, 3, 0, 0, 0)) +
+                                   struct.pack(">I", 0x52494646) + b"tEXtdaeD" + b"\0" * 16)
 # A valid 100000x1 red PNG (ImageMagick's policy refuses to make one).
 row = b"\0" + b"\xff\x00\x00" * 100000
 ihdr = struct.pack(">IIBBBBB", 100000, 1, 8, 2, 0, 0, 0)
@@ -49,6 +53,7 @@ expect_error cut.png "corrupt or truncated PNG"
 expect_error cut.jpg "truncated JPEG|corrupt or truncated JPEG"
 expect_error cut.webp "corrupt or truncated WebP"
 expect_error corrupt.png "corrupt or truncated PNG"
+expect_error lengthbomb.png "chunk 'tEXt' at byte offset 33 declares 1380533830 bytes of data but the file has 16 left"
 expect_error bomb.png "30000x30000 = 900000000 pixels; the limit is 89478485"
 expect_error wide.png "100000x1 pixels; the limit is 32768 per side"
 expect_error empty.png "not a JPEG, PNG or WebP image \(empty file\)"
