@@ -233,8 +233,11 @@ struct Decimal {
 };
 
 Decimal to_decimal(double v) {
-  char buf[64];
+  // The shortest fixed-point spelling of any finite double fits (1.8e308: 309 digits; the
+  // smallest subnormal: "0." and 324 digits); 64 bytes did not, and 1e-300 read garbage.
+  char buf[400];
   auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::fixed);
+  if (res.ec != std::errc{}) fail("bound ", v, " cannot be written as a decimal");
   std::string s(buf, res.ptr);
   Decimal d;
   auto dot = s.find('.');
@@ -242,6 +245,9 @@ Decimal to_decimal(double v) {
   if (dot != std::string::npos) d.fraction = s.substr(dot + 1);
   while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
   if (d.integer.size() > 18) fail("bound ", v, " is too large");
+  // The bound's regex grows with the square of its decimal places; a clear refusal beats a
+  // regex-size error that does not say which number caused it.
+  if (d.fraction.size() > 64) fail("bound ", v, " has ", d.fraction.size(), " decimal places; at most 64 are supported");
   return d;
 }
 

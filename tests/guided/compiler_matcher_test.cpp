@@ -148,6 +148,9 @@ TEST(Compiler, MalformedSchemasGiveClearErrors) {
   EXPECT_NE(err(R"({"enum": [1], "$ref": "#/enum/99999999999999999999999"})").find("unresolvable $ref"),
             std::string::npos);
   EXPECT_NE(err(R"({"$ref": "#/a%zz"})").find("unresolvable $ref"), std::string::npos);
+  // A bound whose fixed-point spelling overflowed a 64-byte buffer read garbage ("too large").
+  EXPECT_NE(err(R"({"type": "number", "minimum": 1e-300})").find("bound 1e-300 has 300 decimal places"),
+            std::string::npos);
   EXPECT_NE(err(R"({"$ref": "#/a%4"})").find("unresolvable $ref"), std::string::npos);
 }
 
@@ -385,10 +388,12 @@ TEST(Compiler, DecimalBoundsMatchValidator) {
   auto v = testing::synthetic_vocab();
   const char* schemas[] = {R"({"type":"number","minimum":0.1,"maximum":2.55})",
                            R"({"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":0.25})",
-                           R"({"type":"number","minimum":-0.05})", R"({"type":"number","exclusiveMaximum":-2.5})"};
+                           R"({"type":"number","minimum":-0.05})", R"({"type":"number","exclusiveMaximum":-2.5})",
+                           // a bound with many decimal places (its fixed-point spelling is 62 bytes)
+                           R"({"type":"number","minimum":1.5e-60})", R"({"type":"number","exclusiveMaximum":-2.5e-59})"};
   const char* values[] = {"0", "0.1", "0.09", "0.10", "0.100001", "2.55", "2.550", "2.551", "2.5", "3", "-1.5",
                           "-1.49", "-1.51", "0.25", "0.2499", "-0.05", "-0.051", "-0.049", "-2.5", "-2.51",
-                          "-3", "12", "1", "-0", "0.0"};
+                          "-3", "12", "1", "-0", "0.0", "0.0000001", "-0.0000001"};
   for (const char* sch : schemas) {
     Json schema = Json::parse(sch);
     auto idx = index_for(schema, v);
