@@ -144,6 +144,17 @@ TEST(Jinja, RunawayTemplatesHitLimitsInsteadOfHanging) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 'x' * 100000000000 }}", json::object(), limits).find("larger than"), std::string::npos);
   EXPECT_NE(error_of("{{ range(10000000000) | length }}", json::object(), limits).find("too large"), std::string::npos);
+  // Fuzz findings: a format width padded to a gigabyte (or 100 GB: an uncaught bad_alloc) before
+  // any limit saw it, and digit runs past int64 / size_t threw std::out_of_range out of the
+  // interpreter. Each is now a clear error or an ordinary lookup.
+  EXPECT_NE(error_of("{{ '%999999999s' % 'a' }}", json::object(), limits).find("is over 4096"), std::string::npos);
+  EXPECT_NE(error_of("{{ '%.99999999s' % 'a' }}", json::object(), limits).find("is over 4096"), std::string::npos);
+  EXPECT_NE(error_of("{{ '%99999d' % 1 }}", json::object(), limits).find("is over 4096"), std::string::npos);
+  EXPECT_EQ(render("{{ '%4096s' % 'x' }}").size(), 4096u);
+  EXPECT_EQ(render("[{{ '%-5s|%05d|%.2f|%8.3e' % ('ab', 42, 3.14159, 1234.5) }}]"), "[ab   |00042|3.14|1.234e+03]");
+  EXPECT_NE(error_of("{{ '{99999999999999999999999}'.format(1) }}").find("too large"), std::string::npos);
+  EXPECT_EQ(render("{{ '{1}{0}'.format('a', 'b') }}"), "ba");
+  EXPECT_EQ(render("{{ [{'a': 1}] | map(attribute='99999999999999999999999') | list | length }}"), "1");
   // A namespace stored inside itself cannot be printed, but must not overflow the stack.
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").find("nested deeper"), std::string::npos);
 }

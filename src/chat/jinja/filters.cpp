@@ -45,7 +45,9 @@ Value attr_path(Evaluator& ev, const Value& item, const Value& attribute) {
   while (true) {
     std::size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    // An index needs at most 18 digits; a longer run of digits is a key (std::stoll threw past int64).
+    bool digits = !part.empty() && part.size() <= 18 &&
+                  std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     cur = digits ? get_item(ev, cur, Value::integer(std::stoll(part))) : get_item(ev, cur, Value::string(part));
     if (dot == std::string::npos) break;
     start = dot + 1;

@@ -1,4 +1,5 @@
 // Attribute and item access, and the Python methods of str and dict values.
+#include <algorithm>
 #include <cstdint>
 
 #include "chat/jinja/builtins.h"
@@ -108,6 +109,8 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
       v = auto_index < args.positional.size() ? &args.positional[auto_index] : nullptr;
       ++auto_index;
     } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+      // The leading digits are the index (std::stoul threw past size_t on a long run).
+      if (std::min(field.find_first_not_of("0123456789"), field.size()) > 9) runtime_fail("str.format() index in '{", field, "}' is too large");
       std::size_t k = std::stoul(field);
       v = k < args.positional.size() ? &args.positional[k] : nullptr;
     } else {

@@ -216,6 +216,8 @@ Value slice_value(const Value& obj, std::optional<std::int64_t> start, std::opti
   return Value::array(std::move(out));
 }
 
+constexpr int kMaxFormatWidth = 4096;
+
 std::string percent_format(const std::string& fmt, const Value& args) {
   Array values = args.is_array() ? args.as_array() : Array{args};
   std::size_t next = 0;
@@ -239,10 +241,20 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
     if (i >= fmt.size()) runtime_fail("incomplete format");
     if (spec.size() > 12) runtime_fail("format specifier too long");
+    // Width and precision are capped: "%999999999s" would pad to a gigabyte before any output
+    // limit saw it, and snprintf below writes into a fixed buffer (fuzz finding).
+    for (std::size_t k = 1, digits = 0; k <= spec.size(); ++k) {
+      if (k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k]))) {
+        if (++digits > 4 || std::stoi(spec.substr(k + 1 - digits, digits)) > kMaxFormatWidth)
+          runtime_fail("format width or precision in '", spec, "' is over ", kMaxFormatWidth);
+      } else {
+        digits = 0;
+      }
+    }
     char conv = fmt[i];
     if (next >= values.size()) runtime_fail("not enough arguments for format string");
     const Value& v = values[next++];
-    char buf[512];
+    char buf[kMaxFormatWidth + 400];  // the widest field, plus the digits of any double
     switch (conv) {
       case 's':
       case 'r': {
