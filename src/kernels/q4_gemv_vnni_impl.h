@@ -12,8 +12,14 @@
 //   * the high nibbles are not shifted down: (c_hi << 4) x q sums to exactly 16 times the
 //     wanted integer (|.| < 2^23), recovered with an arithmetic shift, so unpacking costs one
 //     AND per nibble instead of shift + AND;
-//   * software prefetch goes to L2 (_MM_HINT_T1), kGemvPrefetchBytes ahead: on this CPU it
-//     kept both cores' streams fuller than T0 at 4 KB (+15-25 % GB/s in the GEMV bench).
+//   * software prefetch is non-temporal (_MM_HINT_NTA), kGemvPrefetchBytes ahead on the codes
+//     and the same number of blocks ahead on the scales (once per 64-byte line). On the
+//     Zen 5 VM (family 26) E2B decode ran +11-14 % (medians of 3, alternating in one sitting)
+//     against the earlier L2 prefetch (T1, 16 KB ahead), which itself had beaten T0 at 4 KB
+//     by 15-25 % on the family 25 VM (docs/bench/decode.md, "Zen 5 VM, 2026-12-07").
+//     Why NTA should help (not measured directly: no hardware counters in the VM): every
+//     weight byte is read once per token, and AMD's L3 is filled by L2 evictions, so lines
+//     brought into L2 cost a victim write into L3 later; NTA lines are meant to skip that.
 // The integer block sums are exact and the float steps per block are exactly those of
 // q4_group_rows_vnni (cvt, x254 + plane 2, x scale, FMA with the activation scale into the
 // running sum), so a row's result is bit-identical to the tile's: the batched forward
@@ -21,15 +27,17 @@
 
 // Prefetch distance of the decode GEMV on the code stream (bytes ahead of the block read).
 // RINGLM_GEMV_PREFETCH_BYTES overrides it for A/B builds of bench_kernels (not for products).
+// With NTA, 2, 4 and 8 KB ran within noise of each other in E2B decode (Zen 5 VM); 4 KB x 4
+// streams per core stays well inside a 32-48 KB L1D.
 #ifdef RINGLM_GEMV_PREFETCH_BYTES
 constexpr std::size_t kGemvPrefetchBytes = RINGLM_GEMV_PREFETCH_BYTES;
 #else
-constexpr std::size_t kGemvPrefetchBytes = 16384;
+constexpr std::size_t kGemvPrefetchBytes = 4096;
 #endif
 
 // The same distance in blocks on the fp16 scale stream (32 bytes a block against 256 of codes).
 // Why: the code prefetch (kGemvPrefetchBytes past the block) reaches a group's scales only in
-// its last 16 KB of codes, so a pair's second group and every long-K group read their scales
+// its last kGemvPrefetchBytes of codes, so a pair's second group and every long-K group read their scales
 // on demand for most of their blocks; perf annotate of E2B decode (Zen 5 VM) put ~19 % of the
 // GEMV's samples just after the scale load. E2B decode A/B: +7-10 % when the host reads
 // 55-59 GB/s, neutral when it is starved (docs/bench/decode.md, "Zen 5 VM, 2026-12-06").
@@ -69,13 +77,16 @@ inline void q4_gemv_groups_vnni(const Q4Packed& w, std::size_t g, const Q8ActVie
 #pragma GCC unroll 2
     for (int k = 0; k < kGroups; ++k) {
       const char* cb = reinterpret_cast<const char*>(codes[k] + b * 256);
-      _mm_prefetch(cb + kGemvPrefetchBytes, _MM_HINT_T1);
-      _mm_prefetch(cb + kGemvPrefetchBytes + 64, _MM_HINT_T1);
-      _mm_prefetch(cb + kGemvPrefetchBytes + 128, _MM_HINT_T1);
-      _mm_prefetch(cb + kGemvPrefetchBytes + 192, _MM_HINT_T1);
+      _mm_prefetch(cb + kGemvPrefetchBytes, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 64, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 128, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 192, _MM_HINT_NTA);
       // The group's scales sit after all its codes, so the code prefetch above reaches them
-      // only near the group's end: give them their own stream, the same blocks ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(scales[k] + b * 16) + kGemvScalePrefetchBytes, _MM_HINT_T1);
+      // only near the group's end: give them their own stream, the same blocks ahead. A
+      // block's scales are 32 bytes: every even block's address is 64 bytes past the last
+      // one's, so prefetching on even blocks touches each line exactly once.
+      if ((b & 1) == 0)
+        _mm_prefetch(reinterpret_cast<const char*>(scales[k] + b * 16) + kGemvScalePrefetchBytes, _MM_HINT_NTA);
       s1lo[k] = bias1;
       s1hi[k] = _mm512_setzero_si512();
       if (kTwoPlanes) {

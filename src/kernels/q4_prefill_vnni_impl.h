@@ -30,12 +30,17 @@ constexpr std::size_t kPrefillMinRows = 17;
 // Blocks per K chunk and tiles (8 rows each) per row panel; see above.
 constexpr std::size_t kPrefillKChunk = 32;
 constexpr std::size_t kPrefillPanelTiles = 8;
-// Prefetch distance of the verify driver's pair streams (q4_matmul_groups_vnni_pairs): two
-// streams a thread, so half the tile's 16 KB. bench_kernels --gemm-weights dram, 3-8 rows, two
-// sittings of two rounds: 8 KB 5-12 % faster than 16 KB on the short-K shapes (q+k+v, gate/up,
-// per-layer), level on down; 4 and 6 KB level with 8 KB, 24 and 32 KB slower.
+// Prefetch distance and hint of the verify driver's pair streams (q4_matmul_groups_vnni_pairs).
+// With T1: bench_kernels --gemm-weights dram, 3-8 rows, two sittings of two rounds: 8 KB 5-12 %
+// faster than 16 KB on the short-K shapes (q+k+v, gate/up, per-layer), level on down; 4 and
+// 6 KB level with 8 KB, 24 and 32 KB slower. Since 2026-12-07 non-temporal (NTA) at 4 KB, as the
+// GEMV: 8 rows, 2 threads, two rounds on the Zen 5 VM: level to 9 % less time a call, never
+// slower (the 8-row step is closer to compute-bound than the GEMV; docs/bench/decode.md).
 #ifndef RINGLM_PAIR_PREFETCH_BYTES
-#define RINGLM_PAIR_PREFETCH_BYTES 8192
+#define RINGLM_PAIR_PREFETCH_BYTES 4096
+#endif
+#ifndef RINGLM_PAIR_PREFETCH_HINT
+#define RINGLM_PAIR_PREFETCH_HINT _MM_HINT_NTA
 #endif
 constexpr std::size_t kPairPrefetchBytes = RINGLM_PAIR_PREFETCH_BYTES;
 
@@ -66,11 +71,19 @@ inline void q4_prefill_rows(const std::uint8_t* const codes[NG], const std::uint
           if (off >= pair_nb * 256) c += pair_nb * 320;
           if (soff >= pair_nb * 32) sc += pair_nb * 544;
         }
-        _mm_prefetch(c, RINGLM_TILE_PREFETCH_HINT);
-        _mm_prefetch(c + 64, RINGLM_TILE_PREFETCH_HINT);
-        _mm_prefetch(c + 128, RINGLM_TILE_PREFETCH_HINT);
-        _mm_prefetch(c + 192, RINGLM_TILE_PREFETCH_HINT);
-        _mm_prefetch(sc, RINGLM_TILE_PREFETCH_HINT);
+        if (pair_nb != 0) {
+          _mm_prefetch(c, RINGLM_PAIR_PREFETCH_HINT);
+          _mm_prefetch(c + 64, RINGLM_PAIR_PREFETCH_HINT);
+          _mm_prefetch(c + 128, RINGLM_PAIR_PREFETCH_HINT);
+          _mm_prefetch(c + 192, RINGLM_PAIR_PREFETCH_HINT);
+          _mm_prefetch(sc, RINGLM_PAIR_PREFETCH_HINT);
+        } else {  // prefill panels: the tile's L2 prefetch (their weights are reused across row tiles)
+          _mm_prefetch(c, RINGLM_TILE_PREFETCH_HINT);
+          _mm_prefetch(c + 64, RINGLM_TILE_PREFETCH_HINT);
+          _mm_prefetch(c + 128, RINGLM_TILE_PREFETCH_HINT);
+          _mm_prefetch(c + 192, RINGLM_TILE_PREFETCH_HINT);
+          _mm_prefetch(sc, RINGLM_TILE_PREFETCH_HINT);
+        }
       }
     }
     // s1: plane 1 (one plane: its low-nibble half), s2: plane 2 (one plane: high-nibble half).

@@ -15,7 +15,10 @@
 //     times the wanted integer (|.| < 2^23), recovered with one arithmetic shift per block;
 //   * the activation rows come from the caller's TilePackBlock (one pointer, constant
 //     offsets: no row pointers to spill), each weight line is loaded once for all rows;
-//   * prefetch to L2 16 KB ahead on the code stream, like the GEMV and the tile.
+//   * non-temporal prefetch (NTA) on the code stream, kGemvPrefetchBytes (4 KB) ahead, as the
+//     GEMV does: bench_kernels --only gemm --gemm-rows 2 --gemm-weights dram, 2 threads, two
+//     rounds on the Zen 5 VM: 12-18 % less time a call than T1 16 KB on the K=1536 and
+//     down shapes, level on the wide down (docs/bench/decode.md, "Zen 5 VM, 2026-12-07").
 // The integer block sums are exact, the planes are combined in int32 as the tile does, and
 // the float steps per block (cvt, x weight scale, FMA with the activation scale into the
 // running sum, blocks in order from zero) are exactly the tile's and the GEMV's, so each row
@@ -52,10 +55,10 @@ inline void q4_smallm_groups_vnni(const Q4Packed& w, std::size_t g, const TilePa
 #pragma GCC unroll 2
     for (int k = 0; k < kGroups; ++k) {
       const char* cb = reinterpret_cast<const char*>(codes[k] + b * 256);
-      _mm_prefetch(cb + kTilePrefetchBytes, _MM_HINT_T1);
-      _mm_prefetch(cb + kTilePrefetchBytes + 64, _MM_HINT_T1);
-      _mm_prefetch(cb + kTilePrefetchBytes + 128, _MM_HINT_T1);
-      _mm_prefetch(cb + kTilePrefetchBytes + 192, _MM_HINT_T1);
+      _mm_prefetch(cb + kGemvPrefetchBytes, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 64, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 128, _MM_HINT_NTA);
+      _mm_prefetch(cb + kGemvPrefetchBytes + 192, _MM_HINT_NTA);
 #pragma GCC unroll 4
       for (int i = 0; i < M; ++i) {
         s1lo[k][i] = _mm512_set1_epi32(p.bias1[i]);
