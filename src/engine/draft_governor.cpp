@@ -99,7 +99,7 @@ int DraftGovernor::choose(int cap, const StepCosts& costs, int base_rows, int se
   // dear enough to stop drafting at 70 % (measured: 0.68x always for the rest of a reply).
   // One more one-token draft measures it again (at 0 % the exploring drafts above measure
   // it as often already).
-  if (costs.samples(base_rows + 1) < kSure) return 1;
+  if (base_rows < StepCosts::kMaxRows && costs.samples(base_rows + 1) < static_cast<std::uint32_t>(kSure)) return 1;
   start_pause();
   return 0;
 }
