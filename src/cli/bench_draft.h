@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -20,6 +21,14 @@ struct BenchDraftOptions {
   // --draft-assistant PATH: also run the Gemma 4 assistant drafter (k drafted tokens per
   // step) and report its acceptance, the verify step's cost and the drafter's cost per round.
   std::string assistant;
+  // --draft-rounds N > 0: instead of the figures above, N rounds that alternate no drafting,
+  // no drafting on a drafting-capable scheduler, auto and always at each rate (the order
+  // rotated per round), so auto's cost can be told from the host's noise
+  // (cmd_bench_draft_rounds.cpp). --draft-warm: one scheduler per policy kept across the
+  // rounds after one warm-up reply (as Generator and serve keep theirs), else a fresh one per run.
+  int rounds = 0;
+  bool warm = false;
+  std::vector<double> rates = {0.0, 0.35, 0.7, 1.0};
 };
 
 // Per-step time with k = 0..max_k drafted rows (an always-rejected oracle: every step runs
@@ -27,5 +36,6 @@ struct BenchDraftOptions {
 // with k, always drafting and with auto at each rate, each against no drafting, and the share of prompt-lookup
 // (ngram) drafts accepted on the bench's guided ticket-extraction rows.
 nlohmann::ordered_json bench_draft(engine::Engine& engine, const BenchDraftOptions& o);
+nlohmann::ordered_json bench_draft_rounds(engine::Engine& engine, const BenchDraftOptions& o);
 
 }  // namespace ringlm::cli

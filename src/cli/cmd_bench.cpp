@@ -341,6 +341,10 @@ RINGLM_COMMAND(bench) {
   sub->add_option("--draft-decode-tokens", opts->draft.decode_tokens, "Generated tokens per run of the draft section");
   sub->add_option("--draft-repeats", opts->draft.repeats, "Runs per figure of the draft section (the best is kept)");
   sub->add_option("--draft-verify-k", opts->draft.max_k, "Verify cost of the draft section for k = 1..N (1..16)");
+  sub->add_option("--draft-rounds", opts->draft.rounds,
+                  "Draft section: N rounds alternating none/auto/always per rate instead of the usual figures (0: off)");
+  sub->add_option("--draft-rates", opts->draft.rates, "Oracle acceptance rates of --draft-rounds")->delimiter(',');
+  sub->add_flag("--draft-warm", opts->draft.warm, "--draft-rounds on one warmed scheduler per policy (default: fresh per run)");
   sub->add_option("--draft-assistant", opts->draft.assistant,
                   "Gemma 4 assistant checkpoint: the draft section also runs --draft assistant:PATH");
   sub->add_option("--draft-extract-rows", opts->draft.extract_rows,

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/bench_draft.h"
+#include "cli/bench_draft_run.h"
 #include "engine/batch_scheduler.h"
 #include "engine/bench_data.h"
 #include "util/error.h"
@@ -20,22 +21,21 @@ namespace ringlm::cli {
 namespace {
 using Json = nlohmann::ordered_json;
 namespace bd = engine::bench_data;
-
-struct Run {
-  engine::GenerationResult result;
-  std::vector<std::int32_t> tokens;
-  std::uint64_t steps = 0;
-  engine::BatchStats stats;  // the scheduler's, at the end
-  double decode_s = 0;  // from the first token to the last
-  double tok_s() const { return decode_s > 0 ? (result.completion_tokens - 1) / decode_s : 0.0; }
-  double step_s() const { return steps > 1 ? decode_s / static_cast<double>(steps - 1) : 0.0; }
-};
+using bench_draft_detail::filler_prompt;
+using Run = bench_draft_detail::DraftRun;
 
 Run run_one(engine::Engine& engine, const std::vector<std::int32_t>& prompt, const engine::GenerationParams& p, int ctx) {
-  const int k = p.draft.source == engine::DraftSource::none ? 0 : p.draft.max_tokens;
-  engine::BatchScheduler sched(engine, {.max_sequences = 1, .context_tokens = ctx, .reuse_slot_cache = false, .draft_max = k});
-  Run r;
+  return bench_draft_detail::run_fresh(engine, prompt, p, ctx);
+}
+
+}  // namespace
+
+namespace bench_draft_detail {
+
+DraftRun run_on(engine::BatchScheduler& sched, const std::vector<std::int32_t>& prompt, const engine::GenerationParams& p) {
+  DraftRun r;
   std::optional<engine::SequenceOutcome> out;
+  const std::uint64_t rounds_before = sched.stats().draft_rounds;
   std::uint64_t steps_at_first = 0;
   std::chrono::steady_clock::time_point t_first;
   engine::SequenceRequest req{prompt, p, [&](const engine::TokenEvent& e) {
@@ -56,7 +56,16 @@ Run run_one(engine::Engine& engine, const std::vector<std::int32_t>& prompt, con
   r.decode_s = std::chrono::duration<double>(t_end - t_first).count();
   r.steps = sched.stats().steps - steps_at_first + 1;  // the steps after the first token, + its own
   r.stats = sched.stats();
+  r.draft_rounds = r.stats.draft_rounds - rounds_before;
+  r.costs = sched.step_costs();
   return r;
+}
+
+DraftRun run_fresh(engine::Engine& engine, const std::vector<std::int32_t>& prompt, const engine::GenerationParams& p,
+                   int ctx, int draft_max) {
+  const int k = draft_max >= 0 ? draft_max : p.draft.source == engine::DraftSource::none ? 0 : p.draft.max_tokens;
+  engine::BatchScheduler sched(engine, {.max_sequences = 1, .context_tokens = ctx, .reuse_slot_cache = false, .draft_max = k});
+  return run_on(sched, prompt, p);
 }
 
 std::vector<std::int32_t> filler_prompt(const engine::Engine& engine, int n) {
@@ -69,12 +78,13 @@ std::vector<std::int32_t> filler_prompt(const engine::Engine& engine, int n) {
   return ids;
 }
 
-}  // namespace
+}  // namespace bench_draft_detail
 
 Json bench_draft(engine::Engine& engine, const BenchDraftOptions& o) {
   if (o.repeats < 1) fail("bench draft: --draft-repeats must be at least 1");
   if (o.k < 1 || o.k > engine::kMaxDraftTokens || o.max_k < 1 || o.max_k > engine::kMaxDraftTokens)
     fail("bench draft: k and max_k must be in 1..", engine::kMaxDraftTokens);
+  if (o.rounds > 0) return bench_draft_rounds(engine, o);
   Json out;
   const int ctx = o.prompt_tokens + o.decode_tokens + 64;
   const auto prompt = filler_prompt(engine, o.prompt_tokens);

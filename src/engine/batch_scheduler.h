@@ -129,6 +129,8 @@ class BatchScheduler {
     if (prefix_cache_) stats_.prefix_cache = prefix_cache_->stats();
     return stats_;
   }
+  // The measured step costs the adaptive drafting policy weighs drafts with (bench figures).
+  const StepCosts& step_costs() const { return step_costs_; }
   // KV cache bytes allocated over all slots (and the pinned prefix).
   std::size_t kv_bytes() const;
   // Tokens held in the slots' caches (for /metrics).

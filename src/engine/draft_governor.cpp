@@ -10,7 +10,8 @@ void StepCosts::record(int rows, double seconds) {
   double& c = cost_[static_cast<std::size_t>(rows)];
   std::uint32_t& n = samples_[static_cast<std::size_t>(rows)];
   if (n < UINT32_MAX) ++n;
-  c += std::max(kWeight, 1.0 / n) * (seconds - c);  // the mean of the first 1 / kWeight samples
+  if (n == 1 || (n <= kFirst && seconds < c)) c = seconds;
+  else if (n > kFirst) c += seconds < c ? kWeightDown * (seconds - c) : kWeight * (std::min(seconds, kClip * c) - c);
 }
 
 double DraftGovernor::expected_tokens(double a, int k) {
@@ -29,17 +30,32 @@ double DraftGovernor::base_cost(const StepCosts& costs, int base) {
 }
 
 double DraftGovernor::estimate(const StepCosts& costs, int base, int rows) {
-  if (costs.known(rows)) return costs.at(rows);
   const double c_base = base_cost(costs, base);
-  if (c_base <= 0 || rows <= base) return 0.0;
-  auto cost = [&](int r) { return r == base ? c_base : costs.at(r); };
-  int r1 = rows - 1;  // the largest measured count below rows, else the base
-  while (r1 > base && !costs.known(r1)) --r1;
-  int r0 = r1 - 1;  // the one below that, else the base
-  while (r0 > base && !costs.known(r0)) --r0;
-  double slope = r1 > base ? (cost(r1) - cost(r0)) / (r1 - r0) : kPriorRowCost * c_base;
-  slope = std::max(slope, kMinRowCost * c_base);  // noise never makes a row free
-  return cost(r1) + slope * (rows - r1);
+  if (rows <= base || c_base <= 0) return costs.known(rows) ? costs.at(rows) : 0.0;
+  // From the base up: a count measured kSure times counts as measured; one measured fewer
+  // times counts at most what the counts below it predict (a preempted first sample must not
+  // rule a k out for good: the k is tried again, and the next sample corrects it); one not
+  // measured is the prediction, a line through the two largest counts below it (the base
+  // among them; with the base alone, kPriorRowCost x c(base) a row).
+  int r0 = base, r1 = base;
+  double c0 = c_base, c1 = c_base;
+  for (int r = base + 1;; ++r) {
+    double slope = r1 > base ? (c1 - c0) / (r1 - r0) : kPriorRowCost * c_base;
+    // Rows past the measured ones cost less than the slope from the base says (the first
+    // extra row of a step is the dear one on the q4_0 path: it changes the matmul form; later
+    // rows add a little each), so a larger k is tried and measured rather than ruled out.
+    if (r1 > base && r0 == base) slope *= kFarRowShrink;
+    slope = std::max(slope, kMinRowCost * c_base);  // noise never makes a row free
+    const double predicted = c1 + slope * (r - r1);
+    double c = predicted;
+    if (costs.known(r)) c = costs.samples(r) >= static_cast<std::uint32_t>(kSure) ? costs.at(r) : std::min(costs.at(r), predicted);
+    // Measured or not, a row never counts under kMinRowCost x c(base): a plain step measured
+    // on a slow spell (and not again while every step drafts) made 2 rows look cheaper than
+    // 1 on full-size E2B, and auto drafted every step at 0 % (0.79x no drafting).
+    c = std::max(c, c_base * (1 + kMinRowCost * (r - base)));
+    if (r == rows) return c;
+    if (costs.known(r)) r0 = r1, c0 = c1, r1 = r, c1 = c;
+  }
 }
 
 int DraftGovernor::choose(int cap, const StepCosts& costs, int base_rows, int sequences) {
@@ -78,6 +94,12 @@ int DraftGovernor::choose(int cap, const StepCosts& costs, int base_rows, int se
   // decayed window would never shrink, and would keep drafting at a small loss).
   const double c1 = estimate(costs, base_rows, base_rows + 1);
   if (explored_ < kExplore && c1 > 0 && (t - 1 + expected_tokens(optimistic_acceptance(), 1)) / c1 > plain) return 1;
+  // A pause is long against a reply (32 steps and more), so it is not started on a cost
+  // measured fewer than kSure times: a preempted step can make one sample of c(R + 1) look
+  // dear enough to stop drafting at 70 % (measured: 0.68x always for the rest of a reply).
+  // One more one-token draft measures it again (at 0 % the exploring drafts above measure
+  // it as often already).
+  if (base_rows < StepCosts::kMaxRows && costs.samples(base_rows + 1) < static_cast<std::uint32_t>(kSure)) return 1;
   start_pause();
   return 0;
 }
@@ -92,7 +114,7 @@ void DraftGovernor::start_pause() {
   next_pause_ = std::min(2 * length, kMaxPause);
   pause_ = length - 1;  // the step that decided is the pause's first
   spell_ = 0;
-  explored_ = 0;
+  explored_ = kExplore;  // after the pause the probe alone decides (no more exploring drafts at 0 %)
   probe_ = false;
   // The evidence that stopped drafting ages over the pause: the probe after it weighs as
   // much as half of it (so a recovered acceptance turns drafting back on at once).

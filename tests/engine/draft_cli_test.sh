@@ -91,4 +91,26 @@ if "$RINGLM" run --model model --prompt hi --draft bogus 2>bad.log; then echo "F
 grep -q "bogus" bad.log || { echo "FAIL: the error does not name the value"; cat bad.log; exit 1; }
 if "$RINGLM" serve --model model --draft-max 17 2>bad2.log; then echo "FAIL: --draft-max 17 accepted"; exit 1; fi
 grep -q -- "--draft-max" bad2.log || { cat bad2.log; exit 1; }
+# bench --sections draft --draft-rounds: none / none-d / auto / always per rate and round, on
+# warm schedulers; the bench itself fails if a drafted run's output differs from the plain one.
+"$RINGLM" bench --model model --sections draft --draft-rounds 2 --draft-decode-tokens 12 --draft-rates 0,1 \
+  --draft-warm --json rounds.json >rounds.txt 2>&1 || { echo "FAIL: bench --draft-rounds"; cat rounds.txt; exit 1; }
+"$RINGLM_PYTHON" - rounds.json <<'PY' || { echo "FAIL: bench --draft-rounds figures"; cat rounds.txt; exit 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))["draft"]
+assert d["rounds"] == 2 and d["warm"] is True, d
+assert [r["rate"] for r in d["summary"]] == [0.0, 1.0], d["summary"]
+runs = d["runs"]
+assert len(runs) == 2 * 2 * 4, len(runs)
+for rate in (0.0, 1.0):
+    for policy in ("none", "none-d", "auto", "always"):
+        these = [r for r in runs if r["rate"] == rate and r["policy"] == policy]
+        assert len(these) == 2, (rate, policy)
+        assert len({r["order"] for r in these}) == 2, ("the order rotates", these)
+        if policy.startswith("none"):
+            assert all(r["drafted"] == 0 for r in these), these
+always_full = [r for r in runs if r["rate"] == 1.0 and r["policy"] == "always"]
+assert all(r["accepted"] > 0 for r in always_full), always_full
+assert all(r["accepted"] == 0 for r in runs if r["rate"] == 0.0), "0 % accepts nothing"
+PY
 echo OK
