@@ -96,6 +96,12 @@ struct Switches {
     rows = vk ? vk->tiled_min_rows() : 0;
     fp16 = vk ? vk->fp16() : false;
   }
+  // Tiled from `min_rows` input rows on; false when the device has too little shared memory
+  // for the tiled matmul (the device then keeps the threshold at 0).
+  bool tiled_from(int min_rows) {
+    vk->set_tiled_min_rows(min_rows);
+    return vk->tiled_min_rows() != 0;
+  }
   ~Switches() {
     if (!vk) return;
     vk->set_tiled_min_rows(rows);
@@ -103,14 +109,15 @@ struct Switches {
   }
 };
 
+constexpr const char* kNoTiledMatmul = "the device has too little shared memory for the tiled matmul";
+
 }  // namespace
 
 TEST(VulkanTiled, MatchesFloat64AndTheRowShaderAtRaggedShapes) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  sw.vk->set_tiled_min_rows(8);
-  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  if (!sw.tiled_from(8)) GTEST_SKIP() << kNoTiledMatmul;
   sw.vk->set_fp16(false);
   // Weight rows: a partial group (37), a partial second 64-row tile (80 = 64 + one group),
   // exactly two tiles (128); input rows: 8, 9, 33 (a second input tile of 1), 64.
@@ -148,8 +155,7 @@ TEST(VulkanTiled, EachRowGroupPicksItsShaderAsIfAlone) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  sw.vk->set_tiled_min_rows(8);
-  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  if (!sw.tiled_from(8)) GTEST_SKIP() << kNoTiledMatmul;
   sw.vk->set_fp16(false);
   const int rows = 80, cols = 256;
   const Matrix m = make(*dev, rows, cols, 21);
@@ -200,8 +206,7 @@ TEST(VulkanTiled, ThresholdPicksTheShaderAndRowsDoNotDependOnTheStep) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  sw.vk->set_tiled_min_rows(9);
-  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  if (!sw.tiled_from(9)) GTEST_SKIP() << kNoTiledMatmul;
   sw.vk->set_fp16(false);
   const int rows = 80, cols = 256, n = 64;
   const Matrix m = make(*dev, rows, cols, 3);
@@ -234,8 +239,7 @@ TEST(VulkanTiled, Fp16TilesWithinTheirBound) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
   Switches sw(dev.get());
   ASSERT_NE(sw.vk, nullptr);
-  sw.vk->set_tiled_min_rows(8);
-  if (sw.vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  if (!sw.tiled_from(8)) GTEST_SKIP() << kNoTiledMatmul;
   const int rows = 80, cols = 256, n = 33;
   const Matrix m = make(*dev, rows, cols, 5);
   std::vector<float> x = randn(static_cast<std::size_t>(n) * cols, 6);
