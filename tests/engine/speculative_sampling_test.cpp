@@ -20,6 +20,7 @@
 #include "engine/batch_scheduler.h"
 #include "model/testing/test_assistant.h"
 #include "model/testing/test_checkpoint.h"
+#include "../sanitizer_build.h"
 
 namespace fs = std::filesystem;
 using namespace ringlm;
@@ -321,6 +322,8 @@ TEST(SpeculativeSampling, AssistantDrafterKeepsTheSamplingDistribution) {
   for (const Row& r : {Row{Stated::truth, "true q", 1}, Row{Stated::one_hot, "one-hot q", 1},
                        Row{Stated::uniform, "uniform q", -1}, Row{Stated::other_step, "another step's q", 0},
                        Row{Stated::wrong_temperature, "q at temperature 1", 0}}) {
+    // The printed-only rows assert nothing; at -O0 under ASan each costs ~15 s of CI's longest test.
+    if (r.must == 0 && ringlm::testing::kAddressSanitizer) continue;
     engine::BatchStats stats;
     const auto drafted = with(r.how, &stats);
     ASSERT_GT(stats.drafted, 1000u) << r.name;
