@@ -47,17 +47,24 @@ void BatchScheduler::make_draft(Slot& s, int room, int base_rows, int sequences)
   if (s.matcher && !s.draft.empty()) {
     // The grammar filters the draft: a refused token ends it before, a token with forced
     // tokens after it ends it after (those run as the next step's chunk). Undone afterwards.
-    std::size_t taken = 0;
+    // On a device such a token ends it before as well: plain decoding runs it in one chunk
+    // with the forced tokens, and a device row's bits depend on its chunk's size (the tiled
+    // matmul from 8 rows, docs/backends.md), which a verify row cannot reproduce.
+    const bool device = engine_.model()->device_weights() != nullptr;
+    std::size_t taken = 0, accepted = 0;
     while (taken < s.draft.size()) {
       if (!s.matcher->accept(static_cast<std::uint32_t>(s.draft[taken]))) break;
-      ++taken;
+      ++accepted;
       if (!s.matcher->forced_tokens().empty()) {
+        if (device) break;
+        ++taken;
         s.row_chunk.resize(real + taken, 0);
         s.row_chunk.back() = 1;
         break;
       }
+      ++taken;
     }
-    s.matcher->rollback(taken);
+    s.matcher->rollback(accepted);
     s.draft.resize(taken);
   }
   s.row_chunk.resize(real + s.draft.size(), 0);

@@ -19,7 +19,7 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
   if (options_.max_logits_rows < options_.max_items)
     fail("batch: ", options_.max_logits_rows, " logits rows per step cannot hold ", options_.max_items, " sequences");
   if (model_->device_weights()) {  // the step runs on the device; the host scratch holds the deferred heads' rows
-    device_ = std::make_unique<detail::DeviceForward>(*model_, options_.max_rows, options_.max_items);
+    device_ = std::make_unique<detail::DeviceForward>(*model_, options_.max_rows, options_.max_logits_rows);
     device_segs_.reserve(static_cast<std::size_t>(options_.max_items));
     scratch_.a.resize(static_cast<std::size_t>(options_.max_items) * model_->config().hidden_size);
   } else {
@@ -29,7 +29,7 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
   logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_count_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_.resize(static_cast<std::size_t>(options_.max_logits_rows) * static_cast<std::size_t>(model_->config().vocab_size));
-  if (options_.keep_hidden_rows && !device_)
+  if (options_.keep_hidden_rows)
     hidden_.resize(static_cast<std::size_t>(options_.max_logits_rows) * static_cast<std::size_t>(model_->config().hidden_size));
 }
 
@@ -109,8 +109,8 @@ void BatchForward::run_on_device(std::span<const BatchItem> items) {
   for (const BatchItem& it : items) {
     if (it.hidden_sum)
       fail_as(ErrorKind::unsupported, "batch: pooled hidden states (embeddings) do not run on the device yet; use the CPU");
-    if (it.logits_rows != 1)
-      fail("batch: speculative verification (", it.logits_rows, " logits rows) does not run on the device yet; use --draft none");
+    if (it.logits_rows < 1 || it.logits_rows > static_cast<int>(it.ids.size()))
+      fail("batch: ", it.logits_rows, " logits rows for an item of ", it.ids.size(), " tokens");
   }
   device_segs_.clear();
   for (const BatchItem& it : items) {
@@ -119,7 +119,9 @@ void BatchForward::run_on_device(std::span<const BatchItem> items) {
     seg.ids = it.ids.data();
     seg.positions = it.positions.data();
     seg.n = static_cast<int>(it.ids.size());
-    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : seg.n - 1;
+    seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : it.mode == LogitsMode::Last ? seg.n - it.logits_rows : seg.n - 1;
+    seg.row_chunk = it.row_chunk;
+    s.mark_written(it.positions.front());
     seg.run_head = it.mode == LogitsMode::Last;
     seg.full_prefill = s.full_prefill_;
     seg.overrides = s.overrides_;
@@ -137,12 +139,14 @@ void BatchForward::run_on_device(std::span<const BatchItem> items) {
   logits_count_.assign(items.size(), 0);
   for (std::size_t i = 0; i < items.size(); ++i) {
     const detail::DeviceSegment& seg = device_segs_[i];
-    if (seg.logits_row >= 0) logits_count_[i] = 1;
-    if (seg.logits_row >= 0) used_rows_ = std::max(used_rows_, seg.logits_row + 1);
+    if (seg.logits_row >= 0) logits_count_[i] = seg.n - seg.first_logits_row;
+    if (seg.logits_row >= 0) used_rows_ = std::max(used_rows_, seg.logits_row + logits_count_[i]);
     if (seg.first_logits_row < seg.n) items[i].session->hidden_valid_ = true;
     items[i].session->next_position_ = items[i].positions.back() + 1;
     logits_row_[i] = seg.logits_row;
   }
+  // The logits rows' final-normed inputs, as the host path keeps them (hidden()).
+  if (!hidden_.empty()) device_->read_final_rows(hidden_.data(), used_rows_);
 }
 
 void BatchForward::head_logits(std::span<Session* const> sessions) {
@@ -174,7 +178,7 @@ std::span<float> BatchForward::head_row(std::size_t j) {
 }
 
 std::span<const float> BatchForward::hidden(std::size_t i, int r) const {
-  if (hidden_.empty()) fail("batch: hidden rows are not kept (BatchOptions::keep_hidden_rows, host path only)");
+  if (hidden_.empty()) fail("batch: hidden rows are not kept (BatchOptions::keep_hidden_rows)");
   if (i >= logits_row_.size() || logits_row_[i] < 0) fail("batch: item ", i, " of the last step has no logits");
   if (r < 0 || r >= logits_count_[i]) fail("batch: item ", i, " of the last step has no logits row ", r);
   const std::size_t H = static_cast<std::size_t>(model_->config().hidden_size);

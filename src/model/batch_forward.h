@@ -55,7 +55,7 @@ struct BatchOptions {
   // Keep the final-normed hidden row of every logits row (hidden()): a drafter that reads the
   // target's state (the Gemma 4 assistant, engine/assistant_drafter.h) needs the row that
   // produced the sampled token, which in a verify step need not be the item's last. Costs
-  // one copy of those rows per run into a buffer sized once; host path only.
+  // one copy of those rows per run into a buffer sized once (on a device: read back).
   bool keep_hidden_rows = false;
 };
 

@@ -136,7 +136,7 @@ void DeviceForward::prepare_inputs(std::span<DeviceSegment> segs, int rows) {
     s.late_first = late;
     s.late_n = s.n - drop;
     late += s.late_n;
-    if (s.late_n > 0) groups_late_.push_back(s.late_n);
+    if (s.late_n > 0) push_groups(groups_late_, s, s.n - s.late_n, s.n);
   }
   // Per segment and cache, the slots attention scans (a full cache: up to its highest used
   // slot), read by the shader from here so that the recorded step does not change as it grows.
@@ -186,8 +186,8 @@ void DeviceForward::run(std::span<DeviceSegment> segs, float* logits) {
   groups_early_.clear();
   groups_head_.clear();
   for (const DeviceSegment& s : segs) {
-    groups_early_.push_back(s.n);
-    if (s.run_head && s.n > s.first_logits_row) groups_head_.push_back(s.n - s.first_logits_row);
+    push_groups(groups_early_, s, 0, s.n);
+    if (s.run_head && s.n > s.first_logits_row) push_groups(groups_head_, s, s.first_logits_row, s.n);
   }
   if (rows == 0) return;
   prepare_inputs(segs, rows);
@@ -202,6 +202,22 @@ void DeviceForward::run(std::span<DeviceSegment> segs, float* logits) {
     if (want > 0) dev_.read(head_, 4 * at(s.head_row + want - 1, H), s.head_in, 4ull * H);
   }
   if (head_rows > 0) dev_.read(logits_, 0, logits, 4 * at(head_rows, cfg.vocab_size));
+}
+
+void DeviceForward::push_groups(std::vector<int>& groups, const DeviceSegment& s, int from, int to) {
+  if (to <= from) return;
+  if (!s.row_chunk) return groups.push_back(to - from);
+  // Rows [from, to) of the segment: the leading chunk rows as one group, then one group per row.
+  int lead = 0;
+  while (lead < s.n && s.row_chunk[lead]) ++lead;
+  if (from < lead) groups.push_back(std::min(lead, to) - from);
+  for (int r = std::max(from, lead); r < to; ++r) groups.push_back(1);
+}
+
+void DeviceForward::read_final_rows(float* out, int n) const {
+  if (n <= 0) return;
+  if (n > max_logits_rows_) fail_as(ErrorKind::internal, "device: ", n, " final rows; room for ", max_logits_rows_);
+  dev_.read(head_, 0, out, 4 * at(n, model_.config().hidden_size));
 }
 
 void DeviceForward::head(const float* rows, int n, float* logits) {

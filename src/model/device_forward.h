@@ -43,6 +43,11 @@ struct DeviceSegment {
   const DeviceKv* kv = nullptr;
   const std::vector<int>* cache_index = nullptr;  // per layer: the cache it reads
   float* head_in = nullptr;  // [hidden]: receives the last final-normed row, when any is wanted
+  // Null, or one flag per row (speculative verification, model::BatchItem::row_chunk): the
+  // leading rows flagged 1 are the chunk plain decoding runs them in, every later row ran as
+  // a one-token step there. The matmuls then get those as their row groups, so that each
+  // verified row runs the shader (row or tiled, chosen by group size) its plain step runs.
+  const std::uint8_t* row_chunk = nullptr;
   int logits_row = -1;       // set by run(): the segment's first row in `logits` (-1: none)
   // Internal: the segment's rows before and after the prompt-row skip, and its first
   // final-normed row in the head buffer.
@@ -64,6 +69,9 @@ class DeviceForward {
   // The full LM head (and soft cap) over n final-normed rows given by the host.
   void head(const float* rows, int n, float* logits);
   int max_rows() const { return max_rows_; }
+  // The last step's final-normed rows [0, n) (run_head segments' logits rows first, in
+  // logits order), e.g. for a drafter that reads the target's hidden state.
+  void read_final_rows(float* out, int n) const;
 
  private:
   struct Phase;  // the rows one layer runs over (before or after the prompt-row skip)
@@ -72,6 +80,8 @@ class DeviceForward {
   void compact_rows(std::span<const DeviceSegment> segs, int late_rows);
   void attention_block(int layer, const Phase& ph, std::span<const DeviceSegment> segs);
   void mlp_block(int layer, const Phase& ph);
+  // Appends the matmul row groups of rows [from, to) of s (its row_chunk decides).
+  static void push_groups(std::vector<int>& groups, const DeviceSegment& s, int from, int to);
 
   const Model& model_;
   const DeviceWeights& dw_;
