@@ -23,8 +23,6 @@ AssistantDrafter::AssistantDrafter(std::shared_ptr<const model::AssistantModel> 
     : assistant_(std::move(assistant)), target_(std::move(target)), step_(assistant_, target_->pool()) {
   const model::ModelConfig& t = target_->config();
   assistant_->check_target(t);
-  if (target_->device_weights())
-    fail("--draft assistant: the target model runs on a device, whose KV cache the assistant cannot read yet");
   sliding_layer_ = model::AssistantModel::target_kv_layer(t, model::AttentionKind::Sliding);
   full_layer_ = model::AssistantModel::target_kv_layer(t, model::AttentionKind::Full);
   x_.resize(2 * static_cast<std::size_t>(t.hidden_size));
@@ -50,6 +48,12 @@ void AssistantDrafter::propose(std::span<const std::int32_t>, std::span<const st
   const auto t0 = std::chrono::steady_clock::now();
   // The caches as the target holds them now (positions 0 .. p - 1; sliding rings wrap, each
   // slot knows its position, and the window mask picks the last window - 1 keys).
+  // A target on a device: host copies of the two caches, brought up to date here (only the
+  // rows written since the last round are read back).
+  int layers[2], n_layers = 0;
+  for (const int l : {sliding_layer_, full_layer_})
+    if (l >= 0) layers[n_layers++] = l;
+  st.session->mirror_kv(std::span<const int>(layers, static_cast<std::size_t>(n_layers)));
   const kernels::KvSlots sliding = sliding_layer_ >= 0 ? st.session->kv_view(sliding_layer_) : kernels::KvSlots{};
   const kernels::KvSlots full = full_layer_ >= 0 ? st.session->kv_view(full_layer_) : kernels::KvSlots{};
   const kernels::WeightMatrix& embed = target_->weights().embed_tokens;

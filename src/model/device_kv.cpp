@@ -136,6 +136,18 @@ void DeviceKv::export_rows(const kv::KvCache& cache, std::int64_t from, std::int
   }
 }
 
+void DeviceKv::read_slots(const kv::KvCache& cache, int i, std::int64_t from, std::int64_t n, std::uint16_t* k16,
+                          std::uint16_t* v16) const {
+  const backend::KvLayer& l = layers_[static_cast<std::size_t>(i)];
+  const std::uint64_t sb = slot_bytes(l);
+  SlotRun runs[2];
+  for (int r = 0, nr = slot_runs(cache.layer(i), from, n, runs); r < nr; ++r) {
+    const std::uint64_t at = static_cast<std::uint64_t>(runs[r].first) * sb, bytes = runs[r].count * sb;
+    dev_.read(l.k, at, k16 + at / 2, bytes);
+    dev_.read(l.v, at, v16 + at / 2, bytes);
+  }
+}
+
 void DeviceKv::import_rows(const kv::KvCache& cache, std::int64_t from, std::int64_t n, const std::uint8_t* in) {
   for (int i = 0; i < cache.size(); ++i) {
     const kv::LayerCache& lc = cache.layer(i);

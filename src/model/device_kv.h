@@ -38,6 +38,10 @@ class DeviceKv {
   // they are held), and the inverse (the caller checked they are writable).
   void export_rows(const kv::KvCache& cache, std::int64_t from, std::int64_t n, std::uint8_t* out) const;
   void import_rows(const kv::KvCache& cache, std::int64_t from, std::int64_t n, const std::uint8_t* in);
+  // The slots of cache i that hold positions [from, from + n) (n at most a ring's slots) into
+  // k16 / v16 at their own slot offsets ([slot][kv_head][head_dim] halves, as on the device).
+  void read_slots(const kv::KvCache& cache, int i, std::int64_t from, std::int64_t n, std::uint16_t* k16,
+                  std::uint16_t* v16) const;
 
  private:
   // The slot ranges [first, first + count) that hold positions [from, from + n) of layer i

@@ -142,6 +142,7 @@ detail::DeviceForward& Session::device_step() {
 void Session::reset() {
   cache_.reset();
   if (device_kv_) device_kv_->sync_positions(cache_);
+  mark_written(0);
   next_position_ = 0;
   hidden_valid_ = false;
 }
@@ -151,6 +152,7 @@ void Session::truncate(std::int64_t n) {
   if (n >= next_position_) return;
   cache_.truncate(n);
   if (device_kv_) device_kv_->sync_positions(cache_);
+  mark_written(n);
   next_position_ = n;
   hidden_valid_ = false;
 }
@@ -164,6 +166,7 @@ void Session::restore(const kv::KvSnapshot& snap) {
   if (device_kv_) device_kv_->restore(cache_, snap);  // checks the snapshot's geometry first
   cache_.restore(snap);
   if (device_kv_) device_kv_->sync_positions(cache_);
+  mark_written(0);
   next_position_ = snap.end;
   hidden_valid_ = false;
 }
@@ -175,6 +178,7 @@ void Session::copy_prefix_from(const Session& src, std::int64_t n) {
   if (device_kv_) {
     device_kv_->copy_prefix_from(*src.device_kv_, src.cache_, n);
     device_kv_->sync_positions(cache_);
+    mark_written(0);
   }
   next_position_ = n;
   hidden_valid_ = false;
@@ -198,6 +202,7 @@ void Session::import_kv(std::int64_t from, std::int64_t n, const std::uint8_t* i
   if (device_kv_) {
     device_kv_->import_rows(cache_, from, n, in);
     device_kv_->sync_positions(cache_);
+    mark_written(from);
   }
   next_position_ = from + n;
   hidden_valid_ = false;
@@ -229,6 +234,7 @@ std::span<const float> Session::prefill(std::span<const std::int32_t> ids, std::
     const int n = static_cast<int>(std::min<std::size_t>(kMaxChunk, ids.size() - start));
     const bool final_chunk = start + n == ids.size();
     cache_.check_writable(positions.subspan(start, n));
+    mark_written(positions[start]);
     int first_logits_row = n;  // none
     if (mode == LogitsMode::All) first_logits_row = 0;
     else if ((mode == LogitsMode::Last || mode == LogitsMode::Hidden) && final_chunk) first_logits_row = n - 1;
@@ -259,9 +265,47 @@ void Session::require_hidden() const {
 }
 
 kernels::KvSlots Session::kv_view(int layer) const {
-  if (device_kv_) fail("the KV cache of a session on a device cannot be read on the host");
   if (layer < 0 || layer >= cfg_.num_layers) fail("KV view: layer ", layer, " out of range (", cfg_.num_layers, " layers)");
-  return cache_.layer(cache_index_[static_cast<std::size_t>(layer)]).view();
+  const int ci = cache_index_[static_cast<std::size_t>(layer)];
+  kernels::KvSlots view = cache_.layer(ci).view();  // positions (all a device session's cache holds)
+  if (!device_kv_) return view;
+  for (const KvMirror& m : kv_mirrors_) {
+    if (m.cache != ci) continue;
+    if (mirror_stale_from_ < next_position_)
+      fail("KV view: layer ", layer, " changed on the device since its host copy was made (call mirror_kv)");
+    view.pos = m.pos.data();
+    view.type = kernels::KvType::f16;
+    view.k16 = m.k16.data();
+    view.v16 = m.v16.data();
+    view.k = view.v = nullptr;
+    return view;
+  }
+  fail("the KV cache of a session on a device cannot be read on the host (no mirror_kv of layer ", layer, ")");
+}
+
+void Session::mirror_kv(std::span<const int> layers) const {
+  if (!device_kv_) return;
+  std::int64_t from = mirror_stale_from_;
+  for (int layer : layers) {
+    if (layer < 0 || layer >= cfg_.num_layers) fail("KV mirror: layer ", layer, " out of range (", cfg_.num_layers, " layers)");
+    const int ci = cache_index_[static_cast<std::size_t>(layer)];
+    if (std::any_of(kv_mirrors_.begin(), kv_mirrors_.end(), [ci](const KvMirror& m) { return m.cache == ci; })) continue;
+    const kv::LayerCacheSpec& spec = cache_.layer(ci).spec();
+    const std::size_t halves = static_cast<std::size_t>(spec.n_slots) * spec.n_kv_heads * spec.head_dim;
+    kv_mirrors_.push_back({ci, std::vector<std::uint16_t>(halves), std::vector<std::uint16_t>(halves),
+                           std::vector<std::int32_t>(static_cast<std::size_t>(spec.n_slots), -1)});
+    from = 0;  // a new copy reads every held row (and the others again: simpler, once)
+  }
+  for (KvMirror& m : kv_mirrors_) {
+    const kv::LayerCache& lc = cache_.layer(m.cache);
+    // Only the positions a cache can still hold: a ring its last n_slots.
+    const std::int64_t first = std::max(from, lc.is_ring() ? next_position_ - lc.spec().n_slots : std::int64_t{0});
+    if (next_position_ > first)
+      device_kv_->read_slots(cache_, m.cache, first, next_position_ - first, m.k16.data(), m.v16.data());
+    const kernels::KvSlots v = lc.view();
+    std::copy_n(v.pos, lc.spec().n_slots, m.pos.begin());
+  }
+  mirror_stale_from_ = next_position_;
 }
 
 std::span<const float> Session::head_input() const {

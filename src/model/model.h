@@ -231,8 +231,13 @@ class Session {
   // the slots with their absolute positions, sliding rings included, valid until the next
   // call that changes the cache. A drafter that reads the target's KV (the Gemma 4
   // assistant, model/assistant.h) attends it. Throws ringlm::Error on a device model (the KV
-  // lives there) or a layer out of range.
+  // lives there and no mirror_kv covers the layer) or a layer out of range.
   kernels::KvSlots kv_view(int layer) const;
+  // On a device session: brings host copies of the caches `layers` attend up to date (the
+  // first call for a cache reads every held row, later calls only the rows written since,
+  // a few KB a step), so that kv_view of those layers returns the copy. On a host session:
+  // nothing (kv_view reads the cache itself). Allocates only when a layer is first named.
+  void mirror_kv(std::span<const int> layers) const;
 
  private:
   friend class BatchForward;
@@ -243,6 +248,8 @@ class Session {
   void forward_chunk(const std::int32_t* ids, const std::int64_t* positions, int n, int first_logits_row,
                      bool run_head);
   void require_hidden() const;
+  // A device write (or removal) of positions >= from: mirror_kv reads them again.
+  void mark_written(std::int64_t from) { mirror_stale_from_ = std::min(mirror_stale_from_, from); }
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
@@ -252,6 +259,15 @@ class Session {
   int capacity_ = 0;
   bool full_prefill_ = false;
   std::int64_t next_position_ = 0;
+  // mirror_kv's host copies: per mirrored cache, K/V halves and positions in its slot layout.
+  struct KvMirror {
+    int cache = -1;
+    std::vector<std::uint16_t> k16, v16;
+    std::vector<std::int32_t> pos;
+  };
+  // A cache of the device's state (what kv_view reads), so kept up to date by const callers.
+  mutable std::vector<KvMirror> kv_mirrors_;
+  mutable std::int64_t mirror_stale_from_ = 0;  // positions >= this may differ from the device's
 
   detail::ForwardScratch scratch_;  // per-token scratch, sized once for kMaxChunk tokens
   std::vector<float> logits_;       // [kMaxChunk][vocab]
