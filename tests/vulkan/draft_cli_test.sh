@@ -2,7 +2,7 @@
 # Speculative decoding with --device vulkan (lavapipe in CI), tiny model: the verify rows run
 # in the device step (k + 1 logits rows per sequence, each row on the shader its plain step
 # runs), and the Gemma 4 assistant drafts from host copies of the device's two KV caches it
-# reads (Session::mirror_kv). Greedy `run` with --draft ngram, auto and assistant:PATH gives
+# reads (Session::mirror_kv). Greedy `run` with --draft ngram and assistant:PATH gives
 # --draft none's reply on the device, drafts really ran (--stats), a guided run gives the same
 # record, a seeded sampled run with --draft ngram the same reply, and `extract --parallel 4
 # --draft ngram` the same records as --draft none. Passes without running anything where the
@@ -21,7 +21,7 @@ rm -rf model asst run-*.txt run-*.log guided-*.txt sampled-*.txt out-*.jsonl ex.
 # A prompt that repeats itself, so prompt lookup finds matches.
 prompt="Order AB-1042 for Ana Lee arrived broken. Order AB-1042 for Ana Lee arrived broken. Order AB-1042"
 dev=(--device vulkan)
-for d in none ngram auto assistant:asst; do
+for d in none ngram assistant:asst; do
   "$RINGLM" run --model model "${dev[@]}" --prompt "$prompt" --max-tokens 40 --draft "$d" --draft-max 5 \
     --stats >"run-$d.txt" 2>"run-$d.log"
   "$RINGLM" run --model model "${dev[@]}" --prompt "$prompt" --max-tokens 60 --draft "$d" \
@@ -34,7 +34,7 @@ for d in none ngram; do
     --seed 7 >"sampled-$d.txt" 2>/dev/null
 done
 cmp sampled-none.txt sampled-ngram.txt || { echo "FAIL: a seeded sampled run --device vulkan --draft ngram changed"; exit 1; }
-for d in ngram auto assistant:asst; do
+for d in ngram assistant:asst; do
   cmp run-none.txt "run-$d.txt" || { echo "FAIL: run --device vulkan --draft $d changed the reply or its logprobs"; exit 1; }
   cmp guided-none.txt "guided-$d.txt" || { echo "FAIL: a guided run --device vulkan --draft $d changed the reply"; exit 1; }
 done
