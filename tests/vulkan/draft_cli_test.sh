@@ -43,10 +43,9 @@ for d in ngram assistant:asst; do
 done
 
 printf '%s\n' '{"id":"a","text":"my order AB-1042 never arrived, order AB-1042"}' '{"id":"b","text":"refund please"}' \
-  '{"id":"c","text":"hello hello hello"}' '{"id":"d","text":"the app crashes on start"}' \
-  '{"id":"e","text":"where is my invoice"}' '{"id":"f","text":"wrong size, exchange it"}' >rows.jsonl
+  '{"id":"c","text":"hello hello hello"}' '{"id":"d","text":"the app crashes on start"}' >rows.jsonl
 schema="$RINGLM_SOURCE_DIR/examples/ticket.schema.json"
-ex() { "$RINGLM" extract --model model "${dev[@]}" --schema "$schema" --input rows.jsonl --max-tokens 200 --no-progress "$@" 2>>ex.log; }
+ex() { "$RINGLM" extract --model model "${dev[@]}" --schema "$schema" --input rows.jsonl --max-tokens 80 --no-progress "$@" 2>>ex.log; }
 ex --output out-none.jsonl --parallel 4 --draft none
 ex --output out-ngram.jsonl --parallel 4 --draft ngram --draft-max 4
 "$RINGLM_PYTHON" - <<'PY'
@@ -57,7 +56,7 @@ def load(p):
         r = json.loads(line); r.pop("seconds", None); r.pop("fingerprint", None); recs[r["id"]] = r
     return recs
 a, b = load("out-none.jsonl"), load("out-ngram.jsonl")
-assert len(a) == 6, a
+assert len(a) == 4, a
 assert a == b, ("extract --draft ngram on the device differs from --draft none", a, b)
 PY
 echo "ok"
