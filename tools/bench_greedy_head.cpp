@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   std::printf("head %zu x %zu, %d threads; weight bounds %.3f s\n", rows, cols, threads,
               std::chrono::duration<double>(Clock::now() - t0).count());
   const float cap = real ? static_cast<float>(m->config().final_logit_softcapping) : 30.0f;
-  model::GreedyHead greedy(w, cap, bounds);
+  model::GreedyHead greedy(w, cap, bounds, 16);
   int pick = 0;
   std::mt19937 rng(2);
   std::normal_distribution<float> n01(0.0f, 1.0f);

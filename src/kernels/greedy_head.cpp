@@ -113,23 +113,28 @@ float max_value(const float* y, std::size_t n) {
   return *std::max_element(m, m + 8);
 }
 
-std::size_t collect_candidates(const float* y, std::size_t n, float t, std::int32_t* ids, std::size_t max_groups,
-                               std::size_t* groups) {
-  std::size_t count = 0, touched = 0, last_group = SIZE_MAX;
+std::size_t collect_candidates(float* y, std::size_t n, float t, std::int32_t* ids, std::size_t max_groups,
+                               std::size_t* groups, bool fill) {
+  std::size_t count = 0, touched = 0;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   // Whole groups at a time: a group without a candidate (the common case) costs one
-  // vectorisable comparison pass.
+  // vectorisable comparison pass (with fill, the -inf store rides along).
   for (std::size_t g0 = 0; g0 < n; g0 += kQ4GroupRows) {
     const std::size_t g1 = std::min(n, g0 + kQ4GroupRows);
     bool any = false;
-    for (std::size_t i = g0; i < g1; ++i) any |= y[i] >= t;
-    if (!any) continue;
-    for (std::size_t i = g0; i < g1; ++i)
-      if (y[i] >= t) ids[count++] = static_cast<std::int32_t>(i);
-    const std::size_t g = g0 / kQ4GroupRows;
-    if (g != last_group) {
-      last_group = g;
-      if (++touched > max_groups) return SIZE_MAX;
+    if (fill) {
+      for (std::size_t i = g0; i < g1; ++i) {
+        const bool c = y[i] >= t;
+        any |= c;
+        if (!c) y[i] = kNegInf;  // candidates keep their value until the caller overwrites it
+      }
+    } else {
+      for (std::size_t i = g0; i < g1; ++i) any |= y[i] >= t;
     }
+    if (!any) continue;
+    if (++touched > max_groups) return SIZE_MAX;  // before writing: ids holds max_groups groups
+    for (std::size_t i = g0; i < g1; ++i)
+      if (y[i] >= t) ids[count++] = static_cast<std::int32_t>(i);  // a filled -inf is never >= t (t is finite)
   }
   *groups = touched;
   return count;

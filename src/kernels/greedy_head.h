@@ -52,7 +52,9 @@ float max_value(const float* y, std::size_t n);
 // Writes to ids the indexes i with y[i] >= t (increasing) and returns their count, or returns
 // SIZE_MAX (ids then partly written) as soon as they touch more than max_groups distinct
 // 16-row groups (i / kQ4GroupRows); *groups gets the groups touched (when not SIZE_MAX).
-std::size_t collect_candidates(const float* y, std::size_t n, float t, std::int32_t* ids, std::size_t max_groups,
-                               std::size_t* groups);
+// ids needs room for max_groups * kQ4GroupRows entries. With fill, every y[i] < t is set to
+// -inf in the same pass (up to where a SIZE_MAX return stopped).
+std::size_t collect_candidates(float* y, std::size_t n, float t, std::int32_t* ids, std::size_t max_groups,
+                               std::size_t* groups, bool fill = false);
 
 }  // namespace ringlm::kernels

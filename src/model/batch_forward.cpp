@@ -27,7 +27,7 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
     if (options_.greedy_head && model_->greedy_head_bounds()) {
       greedy_ = std::make_unique<GreedyHead>(model_->weights().lm_head,
                                              static_cast<float>(model_->config().final_logit_softcapping),
-                                             *model_->greedy_head_bounds());
+                                             *model_->greedy_head_bounds(), options_.max_logits_rows);
       scratch_.greedy_head = greedy_.get();
     }
   }

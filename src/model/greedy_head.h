@@ -49,19 +49,22 @@ class GreedyHead {
     std::uint64_t groups = 0;         // 16-row groups they touched
   };
 
-  // head must satisfy greedy_head_applies; softcap <= 0: none. max_groups: the fallback limit
-  // (0: 1/16 of the head's groups).
-  GreedyHead(const kernels::WeightMatrix& head, float softcap, const GreedyHeadBounds& bounds,
+  // head must satisfy greedy_head_applies; softcap <= 0: none. max_rows: the most rows one
+  // run() takes. max_groups: the fallback limit (0: 1/16 of the head's groups).
+  GreedyHead(const kernels::WeightMatrix& head, float softcap, const GreedyHeadBounds& bounds, int max_rows,
              std::size_t max_groups = 0);
 
-  // h: n final-normed rows [n][cols]; out: n rows [n][vocab] as described above.
+  // h: n (<= max_rows) final-normed rows [n][cols]; out: n rows [n][vocab] as described
+  // above. The rows' scans (max, bound, candidates, -inf fill) run over the pool's threads;
+  // the exact recompute then runs row by row (it has its own parallel kernel).
   void run(const float* h, int n, float* out, kernels::ParallelFor* pool);
   const Stats& stats() const { return stats_; }
   // The fast tanh's error bound used by the cap check (tested in model.GreedyHead tests).
   static constexpr double kTanhError = 1e-6;
 
  private:
-  bool refine(const float* h, float* row);  // false: the row needs the full head
+  void scan(const float* h, float* row, int i);  // phase 1 of row i (thread-safe across rows)
+  bool refine(const float* h, float* row, int i);  // phase 2; false: the row needs the full head
   void full_row(const float* h, float* row, kernels::ParallelFor* pool);
 
   kernels::WeightMatrix head_;        // int8x2, as the full head runs
@@ -69,9 +72,17 @@ class GreedyHead {
   float softcap_ = 0.0f;
   const GreedyHeadBounds* bounds_ = nullptr;
   std::size_t max_groups_ = 0;
+  int max_rows_ = 0;
   LmHeadRows exact_;
-  std::vector<std::int32_t> ids_;     // [vocab]
-  std::vector<float> values_;         // [vocab]
+  struct RowScan {
+    std::size_t count = 0;  // candidates; SIZE_MAX: fall back
+    std::size_t groups = 0;
+    float tf = 0.0f;        // the candidate threshold
+    double E = 0.0;
+  };
+  std::vector<RowScan> scans_;        // [max_rows]
+  std::vector<std::int32_t> ids_;     // [max_rows][max_groups * 16]
+  std::vector<float> values_;         // [max_groups * 16]
   std::vector<float> landing_;        // [vocab]
   Stats stats_;
 };

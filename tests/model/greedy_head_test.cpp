@@ -26,6 +26,7 @@
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
 #include "model/greedy_head.h"
+#include "util/error.h"
 #include "util/float16.h"
 
 using namespace ringlm;
@@ -200,7 +201,7 @@ namespace {
 void expect_same_argmax(const Head& h, float cap, const std::vector<float>& xs, int n, std::size_t max_groups,
                         model::GreedyHead::Stats* stats_out) {
   const model::GreedyHeadBounds b = model::make_greedy_head_bounds(h.w, nullptr);
-  model::GreedyHead g(h.w, cap, b, max_groups);
+  model::GreedyHead g(h.w, cap, b, n, max_groups);
   const std::size_t V = static_cast<std::size_t>(h.w.rows);
   std::vector<float> out(static_cast<std::size_t>(n) * V);
   kernels::ParallelFor pool(2);
@@ -265,9 +266,10 @@ TEST(GreedyHead, FallbackGivesTheFullHeadsRow) {
     xs.insert(xs.end(), x.begin(), x.end());
   }
   const model::GreedyHeadBounds b = model::make_greedy_head_bounds(h.w, nullptr);
-  model::GreedyHead g(h.w, 30.0f, b, 1);  // at most one group: every row here falls back
+  model::GreedyHead g(h.w, 30.0f, b, n, 1);  // at most one group: every row here falls back
   std::vector<float> out(static_cast<std::size_t>(n) * rows);
   g.run(xs.data(), n, out.data(), nullptr);
+  EXPECT_THROW(g.run(xs.data(), n + 1, out.data(), nullptr), Error) << "more rows than it was sized for";
   EXPECT_EQ(g.stats().fallback_rows, static_cast<std::uint64_t>(n));
   const std::vector<float> full = full_head(h.w, xs.data(), n, 30.0f);
   for (std::size_t i = 0; i < out.size(); ++i) ASSERT_TRUE(same_bits(out[i], full[i])) << i;
@@ -304,6 +306,11 @@ TEST(GreedyHead, CandidateScanAndMaximum) {
   EXPECT_EQ(groups, 3u);  // groups 0, 2 and 6
   EXPECT_EQ(std::vector<std::int32_t>(ids.begin(), ids.begin() + 4), (std::vector<std::int32_t>{3, 40, 41, 99}));
   EXPECT_EQ(kernels::collect_candidates(y.data(), y.size(), 4.0f, ids.data(), 2, &groups), SIZE_MAX);
+  // With fill: the same candidates, every other value -inf, the candidates' values kept.
+  std::vector<float> f = y;
+  EXPECT_EQ(kernels::collect_candidates(f.data(), f.size(), 4.0f, ids.data(), 10, &groups, true), 4u);
+  for (std::size_t i = 0; i < f.size(); ++i)
+    EXPECT_EQ(f[i], y[i] >= 4.0f ? y[i] : -std::numeric_limits<float>::infinity()) << i;
   y[50] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_TRUE(std::isnan(kernels::max_value(y.data(), y.size())));
 }
