@@ -128,6 +128,7 @@ engine::EngineOptions ModelFlags::engine_options() const {
   o.packed_weights_in_memory = mo.packed_weights_in_memory;
   o.device = mo.device;
   o.lm_head_subset = lm_head_subset_from_env();
+  o.greedy_head = greedy_head_from_env();
   o.kv_type = kv::parse_kv_type(kv_type);
   o.schema_mode = guided::parse_schema_mode(schema_mode);
   o.json_whitespace = json_style == "python" ? guided::Whitespace::kPython : guided::Whitespace::kCompact;

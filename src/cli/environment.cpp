@@ -67,6 +67,13 @@ engine::EngineOptions::HeadSubset lm_head_subset_from_env() {
   fail("RINGLM_LM_HEAD_SUBSET must be auto, always or never, not '", std::string(h), "'");
 }
 
+bool greedy_head_from_env() {
+  const std::string_view h = env("RINGLM_GREEDY_HEAD");
+  if (h.empty() || h == "on") return true;
+  if (h == "off") return false;
+  fail("RINGLM_GREEDY_HEAD must be on or off, not '", std::string(h), "'");
+}
+
 }  // namespace ringlm::cli
 
 namespace ringlm::cli {

@@ -32,6 +32,8 @@ bool reference_attention_from_env();
 bool packed_weights_in_memory_from_env();
 // RINGLM_LM_HEAD_SUBSET (unset or empty: Auto).
 engine::EngineOptions::HeadSubset lm_head_subset_from_env();
+// RINGLM_GREEDY_HEAD=on|off (default on): engine::EngineOptions::greedy_head.
+bool greedy_head_from_env();
 
 // RINGLM_API_KEY ("" when unset): a key kept out of the command line, which `ps` shows.
 std::string api_key_from_env();

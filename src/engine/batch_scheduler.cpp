@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -64,7 +65,8 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
       engine.model(), model::BatchOptions{.max_rows = options_.max_rows,
                                           .max_items = options_.max_sequences,
                                           .max_logits_rows = options_.max_sequences * (1 + options_.draft_max),
-                                          .keep_hidden_rows = options_.draft_max > 0});
+                                          .keep_hidden_rows = options_.draft_max > 0,
+                                          .greedy_head = engine.options().greedy_head});
   items_.reserve(slots_.size());
   item_slot_.reserve(slots_.size());
   full_head_.reserve(slots_.size());
@@ -79,7 +81,18 @@ BatchScheduler::BatchScheduler(Engine& engine, const BatchSchedulerOptions& opti
   set_head_subset(policy);
 }
 
-BatchScheduler::~BatchScheduler() = default;
+BatchScheduler::~BatchScheduler() {
+  // RINGLM_GREEDY_HEAD_STATS=1: the greedy head's counters on stderr (bench: candidate counts).
+  const char* e = std::getenv("RINGLM_GREEDY_HEAD_STATS");
+  const model::GreedyHead::Stats* g = batch_ ? batch_->greedy_head_stats() : nullptr;
+  if (e && *e == '1' && g && g->rows > 0) {
+    const double exact = static_cast<double>(g->rows - g->fallback_rows);
+    std::fprintf(stderr, "greedy head: %llu rows, %llu fell back; per exact row %.1f candidates in %.1f groups\n",
+                 static_cast<unsigned long long>(g->rows), static_cast<unsigned long long>(g->fallback_rows),
+                 exact > 0 ? static_cast<double>(g->candidates) / exact : 0.0,
+                 exact > 0 ? static_cast<double>(g->groups) / exact : 0.0);
+  }
+}
 
 void BatchScheduler::set_head_subset(const HeadSubsetPolicy& policy) {
   head_policy_ = policy;
@@ -357,6 +370,7 @@ int BatchScheduler::step() {
     for (std::size_t i = 0; i < ids.size(); ++i) s.positions[i] = from + static_cast<std::int64_t>(i);
     s.step_ids = ids;
     items_.push_back({&s.session, ids, s.positions, mode});
+    items_.back().argmax_only = mode == model::LogitsMode::Last && argmax_only(s);
     item_slot_.push_back(&s);
     rows += static_cast<int>(ids.size());
   };
@@ -562,6 +576,15 @@ void BatchScheduler::rollback(Slot& s, std::size_t n) {
   if (n >= s.cached.size()) return;
   s.session.truncate(static_cast<std::int64_t>(n));
   s.cached.resize(n);
+}
+
+// Only the argmax of this slot's logits rows is ever read: greedy with no penalty, no
+// logprobs, no grammar mask (a guided row's mask and the rows' logprobs need true values).
+// Then the step may run the greedy LM head (model/greedy_head.h).
+bool BatchScheduler::argmax_only(const Slot& s) const {
+  const GenerationParams& p = s.params;
+  return p.sampling.temperature == 0.0f && p.sampling.repetition_penalty == 1.0f && !p.logprobs &&
+         p.top_logprobs == 0 && !s.matcher && !p.embedding;
 }
 
 void BatchScheduler::advance(Slot& s, std::span<float> logits) {

@@ -125,6 +125,8 @@ class BatchScheduler {
   // Prefills `prefix` once on a private session; admits whose prompt starts with it copy its
   // KV instead of computing it (when their slot's own cache shares less).
   void pin_prefix(std::span<const std::int32_t> prefix);
+  // The greedy LM head's counters (model/greedy_head.h); null when the batch runs none.
+  const model::GreedyHead::Stats* greedy_head_stats() const { return batch_->greedy_head_stats(); }
   const BatchStats& stats() const {
     if (prefix_cache_) stats_.prefix_cache = prefix_cache_->stats();
     return stats_;
@@ -143,6 +145,7 @@ class BatchScheduler {
   void finish(Slot& slot, FinishReason reason, std::string error = {});
   // After a step: sample, emit, stop checks; queue the next tokens.
   void advance(Slot& slot, std::span<float> logits);
+  bool argmax_only(const Slot& slot) const;
   void guided_head(Slot& slot, std::size_t vocab);
   // Speculative decoding (batch_draft.cpp): the step's draft for a decoding slot, appended
   // to its pending tokens (at most `room` tokens); after the step, the rows checked in order.

@@ -42,6 +42,10 @@ struct EngineOptions {
   // When a guided step computes only the allowed rows of the LM head (generator.h); the CLI
   // sets it from RINGLM_LM_HEAD_SUBSET=auto|always|never.
   enum class HeadSubset { Auto, Always, Never } lm_head_subset = HeadSubset::Auto;
+  // Batched steps whose rows are all plain greedy run the bounded one-plane LM head
+  // (model/greedy_head.h: the same tokens, about half the head's integer work); false keeps
+  // the full head (A/B and tests). The CLI sets it from RINGLM_GREEDY_HEAD=on|off.
+  bool greedy_head = true;
   kv::KvType kv_type = kv::KvType::f16;  // every session's KV cache element type
   guided::SchemaMode schema_mode = guided::SchemaMode::kStrict;       // when a request names none
   guided::GrammarCacheOptions grammar_cache;  // compiled schemas kept (entries, bytes)

@@ -24,6 +24,12 @@ BatchForward::BatchForward(std::shared_ptr<const Model> model, const BatchOption
     scratch_.a.resize(static_cast<std::size_t>(options_.max_items) * model_->config().hidden_size);
   } else {
     scratch_.size_for(model_->config(), options_.max_rows);
+    if (options_.greedy_head && model_->greedy_head_bounds()) {
+      greedy_ = std::make_unique<GreedyHead>(model_->weights().lm_head,
+                                             static_cast<float>(model_->config().final_logit_softcapping),
+                                             *model_->greedy_head_bounds(), options_.max_logits_rows);
+      scratch_.greedy_head = greedy_.get();
+    }
   }
   segs_.reserve(static_cast<std::size_t>(options_.max_items));
   logits_row_.reserve(static_cast<std::size_t>(options_.max_items));
@@ -80,6 +86,7 @@ void BatchForward::run(std::span<const BatchItem> items) {
     seg.first_logits_row = it.mode == LogitsMode::None ? seg.n : it.mode == LogitsMode::Last ? seg.n - it.logits_rows
                                                                                             : seg.n - 1;
     seg.run_head = it.mode == LogitsMode::Last;
+    seg.argmax_only = it.argmax_only;
     seg.row_chunk = it.row_chunk;
     if (it.hidden_sum) {  // every row's hidden state: no row may skip the KV-shared layers
       seg.first_logits_row = 0;

@@ -46,6 +46,11 @@ struct BatchItem {
   // state is added to hidden_sum[0 .. hidden_size) (mean-pooled embeddings, /v1/embeddings).
   // The cache ends as it would without it. CPU only: a device model refuses it.
   float* hidden_sum = nullptr;
+  // LogitsMode::Last: only the argmax of each logits row will be used (greedy sampling, no
+  // logprobs, penalties, bias or mask). A step whose logits rows are all such rows runs the
+  // greedy head (BatchOptions::greedy_head): each row then holds the full head's exact
+  // logits at its candidates and -inf elsewhere, so its first argmax is the full head's.
+  bool argmax_only = false;
 };
 
 struct BatchOptions {
@@ -57,6 +62,9 @@ struct BatchOptions {
   // produced the sampled token, which in a verify step need not be the item's last. Costs
   // one copy of those rows per run into a buffer sized once (on a device: read back).
   bool keep_hidden_rows = false;
+  // Run the bounded one-plane head (model/greedy_head.h) for steps whose logits rows are all
+  // BatchItem::argmax_only, where the model supports it (Model::greedy_head_bounds).
+  bool greedy_head = true;
 };
 
 class BatchForward {
@@ -86,6 +94,8 @@ class BatchForward {
 
   int max_rows() const { return options_.max_rows; }
   int max_items() const { return options_.max_items; }
+  // The greedy head's statistics (null when this batch runs none).
+  const GreedyHead::Stats* greedy_head_stats() const { return greedy_ ? &greedy_->stats() : nullptr; }
   const Model& model() const { return *model_; }
 
  private:
@@ -97,6 +107,7 @@ class BatchForward {
   std::unique_ptr<detail::DeviceForward> device_;
   std::vector<detail::DeviceSegment> device_segs_;
   detail::ForwardScratch scratch_;
+  std::unique_ptr<GreedyHead> greedy_;  // see BatchOptions::greedy_head
   std::vector<detail::ForwardSegment> segs_;
   std::vector<int> logits_row_;  // per item of the last run: its row in logits_, -1 none
   std::vector<int> logits_count_;  // per item of the last run: its logits rows

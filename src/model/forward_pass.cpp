@@ -9,6 +9,7 @@
 #include "kernels/attention.h"
 #include "kernels/ref_matmul.h"
 #include "kernels/ref_ops.h"
+#include "model/greedy_head.h"
 #include "util/error.h"
 
 namespace ringlm::model::detail {
@@ -325,6 +326,7 @@ void ForwardPass::finish(int) {
   // Final norm for the rows that want the hidden state, gathered to the front of a_; the last
   // one of each segment is kept in its session for the deferred head calls.
   int head_rows = 0;
+  bool argmax_only = s_.greedy_head != nullptr;
   for (ForwardSegment& seg : segs_) {
     const int want = seg.n - seg.first_logits_row;
     if (want <= 0) continue;
@@ -338,10 +340,12 @@ void ForwardPass::finish(int) {
     std::copy_n(first + row_offset(want - 1, H), H, seg.session->head_in_.data());
     seg.session->hidden_valid_ = true;
     if (!seg.run_head) continue;
+    argmax_only &= seg.argmax_only;
     seg.logits_row = head_rows;
     head_rows += want;
   }
   if (head_rows == 0) return;
+  if (argmax_only) return s_.greedy_head->run(s_.a.data(), head_rows, logits_, model_.pool());
   matmul(w_.lm_head, s_.a.data(), head_rows, logits_, model_.pool());
   if (cfg_.final_logit_softcapping > 0)
     soft_cap(logits_, static_cast<std::int64_t>(head_rows) * cfg_.vocab_size,

@@ -24,6 +24,10 @@ struct ForwardSegment {
   int n = 0;                 // token rows (at most Session::kMaxChunk)
   int first_logits_row = 0;  // rows >= this want the final hidden state (n: none)
   bool run_head = true;      // and their logits
+  // Only the argmax of each logits row is used (greedy, no logprobs, penalties or mask):
+  // when every head row of the step is such a row and the scratch has a greedy head, the
+  // rows hold the exact logits of the candidates only, -inf elsewhere (model/greedy_head.h).
+  bool argmax_only = false;
   // Null: attention for the whole segment at once (the chunk kernel, or the decode kernel
   // for one row). Else one flag per row, and each row runs alone, as the row of a step
   // that non-speculative decoding would have run: 0 = a one-token decode step (the pool's

@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/forward_scratch.h"
+#include "model/greedy_head.h"
 #include "model/lm_head.h"
 #include "model/weights.h"
 
@@ -108,9 +110,13 @@ class Model {
   // from a file mapping. Sessions call it after each chunk's gathers, so those tables add
   // nothing to the resident set however many distinct tokens a long run sees.
   void release_gather_pages() const;
+  // The load-time bounds of the greedy LM head (model/greedy_head.h); null when it does not
+  // apply (the head is not packed q4_0 on int8x2 activations, or the model runs on a device).
+  const GreedyHeadBounds* greedy_head_bounds() const { return greedy_bounds_ ? &*greedy_bounds_ : nullptr; }
 
  private:
   Model() = default;
+  std::optional<GreedyHeadBounds> greedy_bounds_;
   ModelConfig config_;
   ModelOptions options_;
   std::unique_ptr<io::TensorSource> source_;

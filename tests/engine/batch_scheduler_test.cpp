@@ -121,7 +121,7 @@ SeqRun alone(engine::Engine& engine, const Case& c) {
 // Runs the cases through one scheduler, each admitted at its join step (when a slot is free).
 std::vector<SeqRun> together(engine::Engine& engine, const std::vector<Case>& cs, int max_sequences,
                           int cancel_case = -1, int cancel_after = 0, int draft_max = 0,
-                          engine::BatchStats* stats = nullptr) {
+                          engine::BatchStats* stats = nullptr, model::GreedyHead::Stats* greedy = nullptr) {
   engine::BatchScheduler sched(engine, {.max_sequences = max_sequences, .draft_max = draft_max});
   std::vector<SeqRun> runs(cs.size());
   std::vector<std::uint64_t> ids(cs.size(), 0);
@@ -149,6 +149,7 @@ std::vector<SeqRun> together(engine::Engine& engine, const std::vector<Case>& cs
     if (sched.step() == 0 && admitted == cs.size()) break;
   }
   if (stats) *stats = sched.stats();
+  if (greedy) *greedy = sched.greedy_head_stats() ? *sched.greedy_head_stats() : model::GreedyHead::Stats{};
   return runs;
 }
 
@@ -602,4 +603,68 @@ TEST(AssistantDraft, EveryRoundReadsTheTargetsRealState) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
+}
+
+// The greedy LM head (model/greedy_head.h) runs every step whose rows are all plain greedy:
+// batched decode, prompt ends and speculative verification with every draft source. The
+// output must be the full head's (a Generator alone, and the same scheduler with the greedy
+// head off), and the greedy head must really have run.
+TEST(GreedyHead, BatchedAndDraftedGreedyOutputIsTheFullHeadsOutput) {
+  auto& on = q4_engine();
+  ASSERT_TRUE(on.options().greedy_head);
+  static engine::Engine off([] {
+    engine::EngineOptions o{.model_dir = model_dir(), .threads = 2, .weights = model::WeightFormat::q4_0};
+    o.greedy_head = false;
+    return o;
+  }());
+  std::vector<Case> cs;
+  for (int i = 0; i < 4; ++i) {
+    Case c;
+    c.prompt = prompt_of(i == 0 ? 150 : 9 + 13 * i, i + 1);
+    if (i == 3)  // a repeating prompt: prompt lookup finds long matches
+      for (int r = 0; r < 5; ++r)
+        for (int j = 0; j < 12; ++j) c.prompt.push_back(400 + j * 7);
+    c.params.max_tokens = i == 0 ? 40 : 24;
+    c.params.ignore_stop_ids = true;
+    c.join_step = i == 2 ? 3 : 0;
+    cs.push_back(c);
+  }
+  std::vector<SeqRun> ref;
+  for (const auto& c : cs) ref.push_back(alone(on, c));  // a Generator: the Session's full head
+  std::vector<engine::DraftParams> sources(1);  // none
+  {
+    engine::DraftParams d;
+    d.source = engine::DraftSource::ngram;
+    d.max_tokens = 4;
+    sources.push_back(d);
+    for (double rate : {1.0, 0.7, 0.0}) {
+      engine::DraftParams o;
+      o.source = engine::DraftSource::oracle;
+      o.max_tokens = 4;
+      o.oracle_accept = rate;
+      auto rec = std::make_shared<std::vector<std::int32_t>>();
+      for (const auto& e : ref[0].events) rec->push_back(e.id);
+      o.oracle_tokens = rec;
+      sources.push_back(o);
+    }
+    sources.push_back(engine::parse_draft("assistant:" + assistant_dir("tiny").string(), 4));
+  }
+  for (std::size_t si = 0; si < sources.size(); ++si) {
+    std::vector<Case> with = cs;
+    for (auto& c : with) c.params.draft = sources[si];
+    const int draft_max = si == 0 ? 0 : 4;
+    model::GreedyHead::Stats g_on, g_off;
+    engine::BatchStats st;
+    const auto got = together(on, with, 3, -1, 0, draft_max, &st, &g_on);
+    const auto got_off = together(off, with, 3, -1, 0, draft_max, nullptr, &g_off);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const std::string what = "source " + std::to_string(si) + " case " + std::to_string(i);
+      expect_same_run(got[i], ref[i], what, true);
+      expect_same_run(got_off[i], ref[i], what + " (greedy head off)", true);
+    }
+    EXPECT_GT(g_on.rows, 20u) << "source " << si << ": the greedy head ran";
+    EXPECT_LT(g_on.fallback_rows * 4, g_on.rows) << "source " << si << ": mostly on the exact candidates";
+    EXPECT_EQ(g_off.rows, 0u) << "source " << si;
+    if (si > 0) EXPECT_GT(st.drafted, 0u) << "source " << si;
+  }
 }
