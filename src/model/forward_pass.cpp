@@ -16,18 +16,29 @@ namespace ringlm::model::detail {
 namespace {
 std::size_t row_offset(int row, int width) { return static_cast<std::size_t>(row) * static_cast<std::size_t>(width); }
 
-// fn(t) for every row t in [0, rows), the rows split over the pool's threads when there are
+// fn(t0, t1) on slices of the rows [0, rows), split over the pool's threads when there are
 // several. Each row is computed by one thread with the same code and inputs as the serial
 // loop, so the results are bit-identical; the row-wise norms, RoPE and residual adds of a
 // prefill chunk otherwise ran on the calling thread while the other threads waited
 // (BENCHMARKS.md "Prefill and int8 batched decode: where the time goes").
 template <typename Fn>
+void for_row_slices(kernels::ParallelFor* pool, int rows, Fn&& fn) {
+  auto slice = [&](std::int64_t t0, std::int64_t t1) { fn(static_cast<int>(t0), static_cast<int>(t1)); };
+  if (pool != nullptr && rows > 1) pool->run(rows, slice);
+  else slice(0, rows);
+}
+// fn(t) for every row, as for_row_slices.
+template <typename Fn>
 void for_rows(kernels::ParallelFor* pool, int rows, Fn&& fn) {
-  auto span = [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t) fn(static_cast<int>(t));
-  };
-  if (pool != nullptr && rows > 1) pool->run(rows, span);
-  else span(0, rows);
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) fn(t);
+  });
+}
+// rms_norm of rows [t0, t1) of width n, from x to y (row strides n; may alias), bit-identical to
+// rms_norm row by row (kernels::rms_norm_rows).
+void norm_rows(const float* x, const float* weight, int n, float eps, float* y, int t0, int t1) {
+  kernels::rms_norm_rows(x + row_offset(t0, n), static_cast<std::size_t>(n), weight, n, eps, y + row_offset(t0, n),
+                         static_cast<std::size_t>(n), t1 - t0);
 }
 }  // namespace
 
@@ -191,9 +202,7 @@ void ForwardPass::attention_block(int l, int rows) {
   const bool sliding = L.kind == AttentionKind::Sliding;
   const float* rope = sliding ? s_.rope_sliding.data() : s_.rope_full.data();
 
-  for_rows(pool, rows, [&](int t) {
-    rms_norm(s_.h.data() + row_offset(t, H), lw.input_norm.data(), H, eps, s_.a.data() + row_offset(t, H));
-  });
+  for_row_slices(pool, rows, [&](int t0, int t1) { norm_rows(s_.h.data(), lw.input_norm.data(), H, eps, s_.a.data(), t0, t1); });
   if (L.owns_kv) {  // q, k and v read the same normed input: one quantization, one pool call
     const WeightMatrix* ws[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
     float* outs[] = {s_.q.data(), s_.k.data(), s_.v.data()};
@@ -201,12 +210,12 @@ void ForwardPass::attention_block(int l, int rows) {
   } else {
     matmul(lw.q_proj, s_.a.data(), rows, s_.q.data(), pool);
   }
-  for_rows(pool, rows, [&](int t) {
-    for (int h = 0; h < nh; ++h) {
-      float* qh = s_.q.data() + (static_cast<std::size_t>(t) * nh + h) * d;
-      rms_norm(qh, lw.q_norm.data(), d, eps, qh);
-      rope_apply(qh, d, rope + row_offset(t, d));
-    }
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    // The q heads of rows t0..t1 are (t1 - t0) * nh consecutive rows of d.
+    norm_rows(s_.q.data(), lw.q_norm.data(), d, eps, s_.q.data(), t0 * nh, t1 * nh);
+    for (int t = t0; t < t1; ++t)
+      for (int h = 0; h < nh; ++h)
+        rope_apply(s_.q.data() + (static_cast<std::size_t>(t) * nh + h) * d, d, rope + row_offset(t, d));
   });
 
   const int window = sliding ? cfg_.sliding_window : 0;
@@ -274,10 +283,9 @@ void ForwardPass::attention_block(int l, int rows) {
   kernels::attend_rows(s_.attend_rows.data(), s_.attend_rows.size(), nh, window, 1.0f, pool);
 
   matmul(lw.o_proj, s_.attn.data(), rows, s_.o.data(), pool);
-  for_rows(pool, rows, [&](int t) {
-    float* ot = s_.o.data() + row_offset(t, H);
-    rms_norm(ot, lw.post_attention_norm.data(), H, eps, ot);
-    add_inplace(s_.h.data() + row_offset(t, H), ot, H);
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    norm_rows(s_.o.data(), lw.post_attention_norm.data(), H, eps, s_.o.data(), t0, t1);
+    for (int t = t0; t < t1; ++t) add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
   });
 }
 
@@ -289,9 +297,8 @@ void ForwardPass::mlp_block(int l, int rows) {
   const int H = cfg_.hidden_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
-  for_rows(pool, rows, [&](int t) {
-    rms_norm(s_.h.data() + row_offset(t, H), lw.pre_feedforward_norm.data(), H, eps, s_.a.data() + row_offset(t, H));
-  });
+  for_row_slices(pool, rows,
+                 [&](int t0, int t1) { norm_rows(s_.h.data(), lw.pre_feedforward_norm.data(), H, eps, s_.a.data(), t0, t1); });
   {
     const WeightMatrix* ws[] = {&lw.gate_proj, &lw.up_proj};
     float* outs[] = {s_.gate.data(), s_.up.data()};
@@ -310,10 +317,9 @@ void ForwardPass::mlp_block(int l, int rows) {
     else gelu_rows(0, rows);
   }
   matmul(lw.down_proj, s_.gate.data(), rows, s_.o.data(), pool);
-  for_rows(pool, rows, [&](int t) {
-    float* ot = s_.o.data() + row_offset(t, H);
-    rms_norm(ot, lw.post_feedforward_norm.data(), H, eps, ot);
-    add_inplace(s_.h.data() + row_offset(t, H), ot, H);
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    norm_rows(s_.o.data(), lw.post_feedforward_norm.data(), H, eps, s_.o.data(), t0, t1);
+    for (int t = t0; t < t1; ++t) add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
   });
 
   // Per-layer-embedding block.
@@ -327,11 +333,12 @@ void ForwardPass::mlp_block(int l, int rows) {
     });
     matmul(lw.ple_projection, s_.ple_g.data(), rows, s_.o.data(), pool);
     // The layer scalar is element-wise: per row here, the same products as one call over all rows.
-    for_rows(pool, rows, [&](int t) {
-      float* ot = s_.o.data() + row_offset(t, H);
-      rms_norm(ot, lw.post_ple_norm.data(), H, eps, ot);
-      add_inplace(s_.h.data() + row_offset(t, H), ot, H);
-      scale_inplace(s_.h.data() + row_offset(t, H), H, lw.layer_scalar);
+    for_row_slices(pool, rows, [&](int t0, int t1) {
+      norm_rows(s_.o.data(), lw.post_ple_norm.data(), H, eps, s_.o.data(), t0, t1);
+      for (int t = t0; t < t1; ++t) {
+        add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
+        scale_inplace(s_.h.data() + row_offset(t, H), H, lw.layer_scalar);
+      }
     });
     return;
   }
