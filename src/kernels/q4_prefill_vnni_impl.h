@@ -253,7 +253,10 @@ constexpr std::size_t kPairKChunk = 64;
 // threads, alternating with the previous dispatch, loaded host; BENCHMARKS.md "Verify step:
 // group-pair form"): two planes 3..8 rows (3 rows 5-15 % faster than the small-M form; against
 // the tile 4 rows 6-20 %, 5 rows 14-22 %, 6-7 rows 5-20 %, 8 rows 0-7 %); one plane 4..5
-// (10-20 % faster; at 8 rows the tile's 8 chains per row pair won). Others run the small-M
+// (10-20 % faster), and since 2026-12-07 one plane 6..8 as well: after the tile's bias and
+// code-load change (wt-prefill4) the pair form was 0-9 % faster at 8 rows one plane on every
+// E2B shape (--gemm-weights dram, 2 threads, two rounds; BENCHMARKS.md "Prefill and int8
+// batched decode: where the time goes"); at 16 rows the tile stays. Others run the small-M
 // form or the tile.
 // RINGLM_PAIR_FORM=0 in an A/B build of bench_kernels turns the pair form off.
 #ifndef RINGLM_PAIR_FORM
@@ -261,7 +264,7 @@ constexpr std::size_t kPairKChunk = 64;
 #endif
 inline bool pair_form_takes(std::size_t rows, bool two_planes) {
   if (!RINGLM_PAIR_FORM) return false;
-  return two_planes ? rows >= 3 && rows <= 8 : rows >= 4 && rows <= 5;
+  return two_planes ? rows >= 3 && rows <= 8 : rows >= 4 && rows <= 8;
 }
 inline void q4_matmul_groups_vnni_pairs(const Q4Packed& w, std::size_t g0, std::size_t g1, const Q8ActView& x,
                                         float* y, std::size_t ldy) {

@@ -38,7 +38,11 @@ struct TilePackBlock {
   std::int32_t bias1[kVnniTileRows];
   std::int32_t bias2[kVnniTileRows];
   float xd[kVnniTileRows];
-  std::int32_t pad[kVnniTileRows];  // 640 bytes: keeps every block 64-byte aligned
+  // Two planes: 254 * bias1 + bias2, the bias of the combined block sum (tile_combine_planes
+  // is linear, so starting plane 2's chain here and plane 1's at zero gives the same int32 as
+  // starting each at its own bias: one broadcast load per row and block instead of two).
+  // One plane: bias1. Also pads the block to 640 bytes (64-byte aligned).
+  std::int32_t bias12[kVnniTileRows];
 };
 static_assert(sizeof(TilePackBlock) == 640, "TilePackBlock layout");
 
@@ -56,8 +60,10 @@ inline void tile_pack(const Q8ActView& x, std::size_t m0, int mt, TilePackBlock*
         std::memcpy(p.q2[i], x.qs2 + m * x.cols + b * 32, 32);
         p.bias2[i] = x.bias2[xb];
         p.xd[i] = x.d2[xb];
+        p.bias12[i] = 254 * x.bias[xb] + x.bias2[xb];
       } else {
         p.xd[i] = x.d[xb];
+        p.bias12[i] = x.bias[xb];
       }
     }
   }
@@ -93,12 +99,19 @@ inline void q4_group_rows_vnni(const std::uint8_t* codes, const std::uint16_t* s
     __m512i s1[MT], s2[MT];
 #pragma GCC unroll 8
     for (int i = 0; i < MT; ++i) {
-      s1[i] = _mm512_set1_epi32(p.bias1[i]);
-      if (kTwoPlanes) s2[i] = _mm512_set1_epi32(p.bias2[i]);
+      if (kTwoPlanes) {
+        s1[i] = _mm512_setzero_si512();
+        s2[i] = _mm512_set1_epi32(p.bias12[i]);
+      } else {
+        s1[i] = _mm512_set1_epi32(p.bias1[i]);
+      }
     }
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
-      const __m512i raw = _mm512_loadu_si512(cb + 64 * t);
+      __m512i raw = _mm512_loadu_si512(cb + 64 * t);
+      // One load of the line, held in a register: GCC otherwise folds the load into both the
+      // AND and the shift (two loads; the loop is bound by this CPU's two loads a cycle).
+      __asm__("" : "+v"(raw));
       const __m512i lo = _mm512_and_si512(raw, mask);  // elements 4t..4t+3 of each row
 #pragma GCC unroll 8
       for (int i = 0; i < MT; ++i) {

@@ -22,6 +22,38 @@ void rms_norm(const float* x, const float* weight, int n, float eps, float* y) {
   }
 }
 
+void rms_norm_rows(const float* x, std::size_t x_stride, const float* weight, int n, float eps, float* y,
+                   std::size_t y_stride, int count) {
+  int r = 0;
+  for (; r + 4 <= count; r += 4) {
+    const float* x0 = x + static_cast<std::size_t>(r) * x_stride;
+    const float* x1 = x0 + x_stride;
+    const float* x2 = x1 + x_stride;
+    const float* x3 = x2 + x_stride;
+    // Each sum exactly as rms_norm forms it: squares exact in double, added in index order.
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    for (int i = 0; i < n; ++i) {
+      s0 += static_cast<double>(x0[i]) * x0[i];
+      s1 += static_cast<double>(x1[i]) * x1[i];
+      s2 += static_cast<double>(x2[i]) * x2[i];
+      s3 += static_cast<double>(x3[i]) * x3[i];
+    }
+    const double ss[4] = {s0, s1, s2, s3};
+    for (int k = 0; k < 4; ++k) {
+      const float* xr = x0 + static_cast<std::size_t>(k) * x_stride;
+      float* yr = y + static_cast<std::size_t>(r + k) * y_stride;
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss[k] / n + eps));
+      if (weight) {
+        for (int i = 0; i < n; ++i) yr[i] = xr[i] * inv * weight[i];
+      } else {
+        for (int i = 0; i < n; ++i) yr[i] = xr[i] * inv;
+      }
+    }
+  }
+  for (; r < count; ++r)
+    rms_norm(x + static_cast<std::size_t>(r) * x_stride, weight, n, eps, y + static_cast<std::size_t>(r) * y_stride);
+}
+
 void rope_angles(const double* inv_freq, int half_dim, std::int64_t pos, float* cos_sin) {
   for (int i = 0; i < half_dim; ++i) {
     // Angle in double: pos * inv_freq reaches 1e5 rad, where float loses the phase.

@@ -9,6 +9,12 @@ namespace ringlm::kernels {
 
 // y[i] = x[i] / sqrt(mean(x^2) + eps) * (weight ? weight[i] : 1), over n elements. y may alias x.
 void rms_norm(const float* x, const float* weight, int n, float eps, float* y);
+// rms_norm on `count` rows (row r at x + r * x_stride, written to y + r * y_stride; y may alias
+// x), bit-identical to rms_norm row by row. Four rows at a time: rms_norm's sum of squares is
+// one sequential chain of double additions (~4 cycles an element), and four rows' chains,
+// each in rms_norm's order, run side by side.
+void rms_norm_rows(const float* x, std::size_t x_stride, const float* weight, int n, float eps, float* y,
+                   std::size_t y_stride, int count);
 
 // Applies the NeoX (rotate-half) rotation to one head vector x of length d in place:
 // component i pairs with i + d/2, angle = pos * inv_freq[i]. `cos_sin` holds cos and sin of

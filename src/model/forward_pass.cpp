@@ -16,6 +16,31 @@ namespace ringlm::model::detail {
 
 namespace {
 std::size_t row_offset(int row, int width) { return static_cast<std::size_t>(row) * static_cast<std::size_t>(width); }
+
+// fn(t0, t1) on slices of the rows [0, rows), split over the pool's threads when there are
+// several. Each row is computed by one thread with the same code and inputs as the serial
+// loop, so the results are bit-identical; the row-wise norms, RoPE and residual adds of a
+// prefill chunk otherwise ran on the calling thread while the other threads waited
+// (BENCHMARKS.md "Prefill and int8 batched decode: where the time goes").
+template <typename Fn>
+void for_row_slices(kernels::ParallelFor* pool, int rows, Fn&& fn) {
+  auto slice = [&](std::int64_t t0, std::int64_t t1) { fn(static_cast<int>(t0), static_cast<int>(t1)); };
+  if (pool != nullptr && rows > 1) pool->run(rows, slice);
+  else slice(0, rows);
+}
+// fn(t) for every row, as for_row_slices.
+template <typename Fn>
+void for_rows(kernels::ParallelFor* pool, int rows, Fn&& fn) {
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) fn(t);
+  });
+}
+// rms_norm of rows [t0, t1) of width n, from x to y (row strides n; may alias), bit-identical to
+// rms_norm row by row (kernels::rms_norm_rows).
+void norm_rows(const float* x, const float* weight, int n, float eps, float* y, int t0, int t1) {
+  kernels::rms_norm_rows(x + row_offset(t0, n), static_cast<std::size_t>(n), weight, n, eps, y + row_offset(t0, n),
+                         static_cast<std::size_t>(n), t1 - t0);
+}
 }  // namespace
 
 void ForwardScratch::size_for(const ModelConfig& cfg, int n_rows) {
@@ -178,8 +203,7 @@ void ForwardPass::attention_block(int l, int rows) {
   const bool sliding = L.kind == AttentionKind::Sliding;
   const float* rope = sliding ? s_.rope_sliding.data() : s_.rope_full.data();
 
-  for (int t = 0; t < rows; ++t)
-    rms_norm(s_.h.data() + row_offset(t, H), lw.input_norm.data(), H, eps, s_.a.data() + row_offset(t, H));
+  for_row_slices(pool, rows, [&](int t0, int t1) { norm_rows(s_.h.data(), lw.input_norm.data(), H, eps, s_.a.data(), t0, t1); });
   if (L.owns_kv) {  // q, k and v read the same normed input: one quantization, one pool call
     const WeightMatrix* ws[] = {&lw.q_proj, &lw.k_proj, &lw.v_proj};
     float* outs[] = {s_.q.data(), s_.k.data(), s_.v.data()};
@@ -187,12 +211,13 @@ void ForwardPass::attention_block(int l, int rows) {
   } else {
     matmul(lw.q_proj, s_.a.data(), rows, s_.q.data(), pool);
   }
-  for (int t = 0; t < rows; ++t)
-    for (int h = 0; h < nh; ++h) {
-      float* qh = s_.q.data() + (static_cast<std::size_t>(t) * nh + h) * d;
-      rms_norm(qh, lw.q_norm.data(), d, eps, qh);
-      rope_apply(qh, d, rope + row_offset(t, d));
-    }
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    // The q heads of rows t0..t1 are (t1 - t0) * nh consecutive rows of d.
+    norm_rows(s_.q.data(), lw.q_norm.data(), d, eps, s_.q.data(), t0 * nh, t1 * nh);
+    for (int t = t0; t < t1; ++t)
+      for (int h = 0; h < nh; ++h)
+        rope_apply(s_.q.data() + (static_cast<std::size_t>(t) * nh + h) * d, d, rope + row_offset(t, d));
+  });
 
   const int window = sliding ? cfg_.sliding_window : 0;
   s_.attend_rows.clear();
@@ -259,11 +284,10 @@ void ForwardPass::attention_block(int l, int rows) {
   kernels::attend_rows(s_.attend_rows.data(), s_.attend_rows.size(), nh, window, 1.0f, pool);
 
   matmul(lw.o_proj, s_.attn.data(), rows, s_.o.data(), pool);
-  for (int t = 0; t < rows; ++t) {
-    float* ot = s_.o.data() + row_offset(t, H);
-    rms_norm(ot, lw.post_attention_norm.data(), H, eps, ot);
-    add_inplace(s_.h.data() + row_offset(t, H), ot, H);
-  }
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    norm_rows(s_.o.data(), lw.post_attention_norm.data(), H, eps, s_.o.data(), t0, t1);
+    for (int t = t0; t < t1; ++t) add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
+  });
 }
 
 void ForwardPass::mlp_block(int l, int rows) {
@@ -274,8 +298,8 @@ void ForwardPass::mlp_block(int l, int rows) {
   const int H = cfg_.hidden_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
-  for (int t = 0; t < rows; ++t)
-    rms_norm(s_.h.data() + row_offset(t, H), lw.pre_feedforward_norm.data(), H, eps, s_.a.data() + row_offset(t, H));
+  for_row_slices(pool, rows,
+                 [&](int t0, int t1) { norm_rows(s_.h.data(), lw.pre_feedforward_norm.data(), H, eps, s_.a.data(), t0, t1); });
   {
     const WeightMatrix* ws[] = {&lw.gate_proj, &lw.up_proj};
     float* outs[] = {s_.gate.data(), s_.up.data()};
@@ -294,27 +318,30 @@ void ForwardPass::mlp_block(int l, int rows) {
     else gelu_rows(0, rows);
   }
   matmul(lw.down_proj, s_.gate.data(), rows, s_.o.data(), pool);
-  for (int t = 0; t < rows; ++t) {
-    float* ot = s_.o.data() + row_offset(t, H);
-    rms_norm(ot, lw.post_feedforward_norm.data(), H, eps, ot);
-    add_inplace(s_.h.data() + row_offset(t, H), ot, H);
-  }
+  for_row_slices(pool, rows, [&](int t0, int t1) {
+    norm_rows(s_.o.data(), lw.post_feedforward_norm.data(), H, eps, s_.o.data(), t0, t1);
+    for (int t = t0; t < t1; ++t) add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
+  });
 
   // Per-layer-embedding block.
   const int P = cfg_.ple_dim, LP = cfg_.num_layers * cfg_.ple_dim;
   if (P > 0) {
     matmul(lw.ple_gate, s_.h.data(), rows, s_.ple_g.data(), pool);
-    for (int t = 0; t < rows; ++t) {
+    for_rows(pool, rows, [&](int t) {
       float* g = s_.ple_g.data() + row_offset(t, P);
       const float* in = s_.ple_all.data() + row_offset(t, LP) + static_cast<std::size_t>(l) * P;
       gelu_mul(g, in, P, g);
-    }
+    });
     matmul(lw.ple_projection, s_.ple_g.data(), rows, s_.o.data(), pool);
-    for (int t = 0; t < rows; ++t) {
-      float* ot = s_.o.data() + row_offset(t, H);
-      rms_norm(ot, lw.post_ple_norm.data(), H, eps, ot);
-      add_inplace(s_.h.data() + row_offset(t, H), ot, H);
-    }
+    // The layer scalar is element-wise: per row here, the same products as one call over all rows.
+    for_row_slices(pool, rows, [&](int t0, int t1) {
+      norm_rows(s_.o.data(), lw.post_ple_norm.data(), H, eps, s_.o.data(), t0, t1);
+      for (int t = t0; t < t1; ++t) {
+        add_inplace(s_.h.data() + row_offset(t, H), s_.o.data() + row_offset(t, H), H);
+        scale_inplace(s_.h.data() + row_offset(t, H), H, lw.layer_scalar);
+      }
+    });
+    return;
   }
   scale_inplace(s_.h.data(), static_cast<std::int64_t>(rows) * H, lw.layer_scalar);
 }
