@@ -25,17 +25,29 @@ wait_count() {  # wait_count TEXT N: until TEXT shows on N lines
   for _ in $(seq 1 300); do [[ $(screen | grep -cF -- "$1") -ge $2 ]] && return 0; sleep 0.1; done
   echo "timed out waiting for $2 lines with '$1'; screen:" >&2; screen >&2; exit 1
 }
+# Until the reply to QUESTION has begun to stream (a line of text below it): a Ctrl-C sent on a
+# fixed delay could land while a loaded host was still reading the line (CI runs tests two at a
+# time), and at the prompt it means "Ctrl-C again or /exit", not "stop the reply".
+wait_reply() {
+  for _ in $(seq 1 300); do
+    screen | sed -n "/^> $1\$/,\$p" | tail -n +2 | grep -q '[^[:space:]]' && return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for the reply to '$1'; screen:" >&2; screen >&2; exit 1
+}
 wait_for '/help lists the commands'
 
 t send-keys -t chat '/help' Enter
 wait_for '/save FILE'
 t send-keys -t chat 'first question' Enter
-sleep 1.5  # the reply is streaming (3000 tokens take far longer than this)
+wait_reply 'first question'  # streaming (3000 tokens take far longer than the rest of this)
+sleep 0.5
 t send-keys -t chat C-c
 wait_count '[stopped]' 1
 wait_count ' prompt tokens, ' 1
 t send-keys -t chat 'second question' Enter
-sleep 1.5
+wait_reply 'second question'
+sleep 0.5
 t send-keys -t chat C-c
 wait_count '[stopped]' 2
 wait_count ' prompt tokens, ' 2
