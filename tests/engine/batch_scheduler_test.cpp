@@ -176,6 +176,19 @@ void expect_same_run(const SeqRun& a, const SeqRun& b, const std::string& what, 
   }
 }
 
+// The oracle drafter (engine/draft.h) replaying `recorded`'s tokens, each draft token kept at
+// `rate` (corrupted otherwise).
+engine::DraftParams oracle_of(const SeqRun& recorded, double rate, int max_tokens) {
+  engine::DraftParams d;
+  d.source = engine::DraftSource::oracle;
+  d.max_tokens = max_tokens;
+  d.oracle_accept = rate;
+  auto rec = std::make_shared<std::vector<std::int32_t>>();
+  for (const auto& e : recorded.events) rec->push_back(e.id);
+  d.oracle_tokens = rec;
+  return d;
+}
+
 }  // namespace
 
 TEST(BatchScheduler, EveryRequestMatchesItsRunAlone) {
@@ -356,18 +369,9 @@ TEST(SpeculativeDecoding, EveryDraftSourceGivesThePlainOutput) {
     d.adaptive = true;
     sources.push_back(d);
   }
-  for (double rate : {1.0, 0.6, 0.0}) {
-    // One oracle per case would need per-case recordings; the greedy cases' recording is
-    // the plain output of case 0, so the others see an unrelated (mostly rejected) draft.
-    engine::DraftParams d;
-    d.source = engine::DraftSource::oracle;
-    d.max_tokens = 5;
-    d.oracle_accept = rate;
-    auto rec = std::make_shared<std::vector<std::int32_t>>();
-    for (const auto& e : ref[0].events) rec->push_back(e.id);
-    d.oracle_tokens = rec;
-    sources.push_back(d);
-  }
+  // One oracle per case would need per-case recordings; the greedy cases' recording is the
+  // plain output of case 0, so the others see an unrelated (mostly rejected) draft.
+  for (double rate : {1.0, 0.6, 0.0}) sources.push_back(oracle_of(ref[0], rate, 5));
   for (std::size_t si = 0; si < sources.size(); ++si) {
     engine::BatchStats stats;
     const auto got = together(engine, draft_cases(sources[si]), 3, -1, 0, 6, &stats);
@@ -637,16 +641,7 @@ TEST(GreedyHead, BatchedAndDraftedGreedyOutputIsTheFullHeadsOutput) {
     d.source = engine::DraftSource::ngram;
     d.max_tokens = 4;
     sources.push_back(d);
-    for (double rate : {1.0, 0.7, 0.0}) {
-      engine::DraftParams o;
-      o.source = engine::DraftSource::oracle;
-      o.max_tokens = 4;
-      o.oracle_accept = rate;
-      auto rec = std::make_shared<std::vector<std::int32_t>>();
-      for (const auto& e : ref[0].events) rec->push_back(e.id);
-      o.oracle_tokens = rec;
-      sources.push_back(o);
-    }
+    for (double rate : {1.0, 0.7, 0.0}) sources.push_back(oracle_of(ref[0], rate, 4));
     sources.push_back(engine::parse_draft("assistant:" + assistant_dir("tiny").string(), 4));
   }
   for (std::size_t si = 0; si < sources.size(); ++si) {

@@ -11,13 +11,7 @@
 # cache is off (a cached 16-token block would start a prompt's last chunk elsewhere).
 # Passes without running anything where the machine has no Vulkan device (says so).
 set -euo pipefail
-unset RINGLM_VULKAN_TILED_MIN_ROWS RINGLM_VULKAN_FP16 RINGLM_VULKAN_INT8 RINGLM_VULKAN_STEP_REUSE
-mkdir -p "$RINGLM_TMP"
-cd "$RINGLM_TMP"
-if ! "$RINGLM" devices | grep -q '^vulkan:0 '; then
-  echo "SKIP: no Vulkan device on this machine"
-  exit 0
-fi
+source "$(dirname "$0")/vulkan_lib.sh"
 rm -f cpu.jsonl gpu1.jsonl gpu8.jsonl ex.log
 [[ -f model/config.json ]] || "$RINGLM" make-test-model model --preset tiny --seed 3 2>/dev/null
 printf '%s\n' '{"id":"a","text":"my order never arrived"}' '{"id":"b","text":"refund please, the box was empty"}' \

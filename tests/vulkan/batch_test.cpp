@@ -16,6 +16,7 @@
 #include "model/batch_forward.h"
 #include "model/model.h"
 #include "model/testing/test_checkpoint.h"
+#include "tiny_checkpoint.h"
 #include "vulkan/vulkan_device.h"
 
 namespace fs = std::filesystem;
@@ -32,21 +33,7 @@ struct Pair {
 };
 
 Pair models(const std::shared_ptr<backend::Device>& dev) {
-  static fs::path dir;
-  if (dir.empty()) {
-    dir = fs::temp_directory_path() / ("ringlm_vulkan_batch_" + std::to_string(::getpid()));
-    model::testing::TestCheckpointOptions o;
-    o.seed = 11;
-    model::testing::write_test_checkpoint(dir, o);
-  }
-  model::ModelOptions o;
-  o.threads = 2;
-  o.activations = kernels::Q4Activations::f32;
-  Pair p;
-  p.cpu = model::Model::load(dir, o);
-  o.device = dev;
-  p.gpu = model::Model::load(dir, o);
-  return p;
+  return {load_tiny(11, nullptr, kernels::Q4Activations::f32), load_tiny(11, dev, kernels::Q4Activations::f32)};
 }
 
 double cosine(std::span<const float> a, std::span<const float> b) {

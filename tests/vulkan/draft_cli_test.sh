@@ -8,13 +8,7 @@
 # --draft ngram` the same records as --draft none. Passes without running anything where the
 # machine has no Vulkan device.
 set -euo pipefail
-unset RINGLM_VULKAN_TILED_MIN_ROWS RINGLM_VULKAN_FP16 RINGLM_VULKAN_INT8 RINGLM_VULKAN_STEP_REUSE
-mkdir -p "$RINGLM_TMP"
-cd "$RINGLM_TMP"
-if ! "$RINGLM" devices | grep -q '^vulkan:0 '; then
-  echo "SKIP: no Vulkan device on this machine"
-  exit 0
-fi
+source "$(dirname "$0")/vulkan_lib.sh"
 rm -rf model asst run-*.txt run-*.log guided-*.txt sampled-*.txt out-*.jsonl ex.log rows.jsonl
 "$RINGLM" make-test-model model --preset tiny --seed 3 --tokenizer "$RINGLM_TOKENIZER_DIR" 2>/dev/null
 "$RINGLM" make-test-model asst --assistant --preset tiny --seed 2 2>/dev/null

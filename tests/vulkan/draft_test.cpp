@@ -8,18 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 #include <random>
 #include <string>
-#include <unistd.h>
 
 #include "device_fixture.h"
 #include "model/batch_forward.h"
 #include "model/model.h"
-#include "model/testing/test_checkpoint.h"
+#include "tiny_checkpoint.h"
 #include "vulkan/vulkan_device.h"
 
-namespace fs = std::filesystem;
 using namespace ringlm;
 using namespace ringlm::vulkan::testing;
 using model::BatchItem;
@@ -27,20 +24,6 @@ using model::LogitsMode;
 using model::Session;
 
 namespace {
-
-std::shared_ptr<const model::Model> device_model(const std::shared_ptr<backend::Device>& dev) {
-  static fs::path dir;
-  if (dir.empty()) {
-    dir = fs::temp_directory_path() / ("ringlm_vulkan_draft_" + std::to_string(::getpid()));
-    model::testing::TestCheckpointOptions o;
-    o.seed = 13;
-    model::testing::write_test_checkpoint(dir, o);
-  }
-  model::ModelOptions o;
-  o.threads = 2;
-  o.device = dev;
-  return model::Model::load(dir, o);
-}
 
 std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
 
@@ -81,7 +64,7 @@ TEST(VulkanDraft, VerifyRowsAreLoneStepsAndTheKvMirrorFollowsTheDevice) {
     ~Restore() { vk->set_tiled_min_rows(rows); }
   } restore{vk, vk->tiled_min_rows()};
   vk->set_tiled_min_rows(vulkan::VulkanDevice::kTiledMinRows);
-  const auto m = device_model(dev);
+  const auto m = load_tiny(13, dev);
   const int V = m->config().vocab_size, H = m->config().hidden_size, L = m->config().num_layers;
   std::mt19937 rng(5);
   auto token = [&] { return static_cast<std::int32_t>(rng() % static_cast<unsigned>(V)); };

@@ -12,7 +12,7 @@
 
 #include "device_fixture.h"
 #include "model/model.h"
-#include "model/testing/test_checkpoint.h"
+#include "tiny_checkpoint.h"
 
 namespace fs = std::filesystem;
 using namespace ringlm;
@@ -21,20 +21,6 @@ using model::LogitsMode;
 using model::Session;
 
 namespace {
-
-std::shared_ptr<const model::Model> device_model(const std::shared_ptr<backend::Device>& dev) {
-  static fs::path dir;
-  if (dir.empty()) {
-    dir = fs::temp_directory_path() / ("ringlm_vulkan_replay_" + std::to_string(::getpid()));
-    model::testing::TestCheckpointOptions o;
-    o.seed = 9;
-    model::testing::write_test_checkpoint(dir, o);
-  }
-  model::ModelOptions o;
-  o.threads = 2;
-  o.device = dev;
-  return model::Model::load(dir, o);
-}
 
 // Prefill of 20 tokens, then `steps` greedy decode steps; every logits row, in order.
 std::vector<std::vector<float>> run(const std::shared_ptr<const model::Model>& m, int steps) {
@@ -74,7 +60,7 @@ std::int64_t anon_rss_kb() {
 
 TEST(VulkanReplay, ReplayedStepsGiveTheLogitsOfFreshlyRecordedOnes) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
-  const auto m = device_model(dev);
+  const auto m = load_tiny(9, dev);
   const int steps = 110;  // positions to 130: the ring (16-token window + 64) wraps
   dev->set_step_reuse(false);
   const backend::StepStats s0 = dev->step_stats();
@@ -98,7 +84,7 @@ TEST(VulkanReplay, ReplayedStepsGiveTheLogitsOfFreshlyRecordedOnes) {
 
 TEST(VulkanReplay, DecodeMemoryIsFlat) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
-  const auto m = device_model(dev);
+  const auto m = load_tiny(9, dev);
   std::vector<std::int32_t> ids = {2, 10, 20, 30};
   Session s(m);
   s.prefill(ids, std::vector<std::int64_t>{0, 1, 2, 3});
