@@ -137,15 +137,10 @@ TEST(VulkanBatch, RowsEqualLoneDeviceSessionsAndMatchTheCpuBatch) {
 // rows run by lone device sessions.
 TEST(VulkanBatch, RowsEqualLoneSessionsAtEveryBatchSizeWithTheDefaultTiledThreshold) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
-  auto* vk = dynamic_cast<vulkan::VulkanDevice*>(dev.get());
-  ASSERT_NE(vk, nullptr);
-  struct Restore {
-    vulkan::VulkanDevice* vk;
-    int rows;
-    ~Restore() { vk->set_tiled_min_rows(rows); }
-  } restore{vk, vk->tiled_min_rows()};
-  vk->set_tiled_min_rows(vulkan::VulkanDevice::kTiledMinRows);  // the default, whatever the environment says
-  if (vk->tiled_min_rows() == 0) GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
+  Switches sw(dev.get());
+  ASSERT_NE(sw.vk, nullptr);
+  if (!sw.tiled_from(vulkan::VulkanDevice::kTiledMinRows))  // the default, whatever the environment says
+    GTEST_SKIP() << "the device has too little shared memory for the tiled matmul";
   const Pair m = models(dev);
   const int V = m.cpu->config().vocab_size;
   // Prompt lengths on both sides of the threshold (8): their first chunks share one step.

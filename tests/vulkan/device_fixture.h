@@ -14,6 +14,7 @@
 #include "backend/device.h"
 #include "util/error.h"
 #include "vulkan/devices.h"
+#include "vulkan/vulkan_device.h"
 
 namespace ringlm::vulkan::testing {
 
@@ -64,5 +65,28 @@ std::vector<T> download(backend::Device& dev, backend::BufferId id, std::size_t 
   dev.read(id, first * sizeof(T), v.data(), n * sizeof(T));
   return v;
 }
+
+// The device's tiled-matmul threshold and binary16 switch, restored when the test ends (a
+// test sets them whatever the environment says).
+struct Switches {
+  vulkan::VulkanDevice* vk;
+  int rows;
+  bool fp16;
+  explicit Switches(backend::Device* d) : vk(dynamic_cast<vulkan::VulkanDevice*>(d)) {
+    rows = vk ? vk->tiled_min_rows() : 0;
+    fp16 = vk ? vk->fp16() : false;
+  }
+  // Tiled from `min_rows` input rows on; false when the device has too little shared memory
+  // for the tiled matmul (the device then keeps the threshold at 0).
+  bool tiled_from(int min_rows) {
+    vk->set_tiled_min_rows(min_rows);
+    return vk->tiled_min_rows() != 0;
+  }
+  ~Switches() {
+    if (!vk) return;
+    vk->set_tiled_min_rows(rows);
+    vk->set_fp16(fp16);
+  }
+};
 
 }  // namespace ringlm::vulkan::testing

@@ -56,14 +56,9 @@ void expect_same_kv(const Session& a, const Session& b, int layers, std::int64_t
 
 TEST(VulkanDraft, VerifyRowsAreLoneStepsAndTheKvMirrorFollowsTheDevice) {
   RINGLM_VULKAN_DEVICE_OR_SKIP(dev);
-  auto* vk = dynamic_cast<vulkan::VulkanDevice*>(dev.get());
-  ASSERT_NE(vk, nullptr);
-  struct Restore {
-    vulkan::VulkanDevice* vk;
-    int rows;
-    ~Restore() { vk->set_tiled_min_rows(rows); }
-  } restore{vk, vk->tiled_min_rows()};
-  vk->set_tiled_min_rows(vulkan::VulkanDevice::kTiledMinRows);
+  Switches sw(dev.get());
+  ASSERT_NE(sw.vk, nullptr);
+  sw.tiled_from(vulkan::VulkanDevice::kTiledMinRows);  // the default, whatever the environment says
   const auto m = load_tiny(13, dev);
   const int V = m->config().vocab_size, H = m->config().hidden_size, L = m->config().num_layers;
   std::mt19937 rng(5);

@@ -88,26 +88,6 @@ int count_differ(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // The device as a VulkanDevice with the switches restored at the end of a test.
-struct Switches {
-  vulkan::VulkanDevice* vk;
-  int rows;
-  bool fp16;
-  explicit Switches(backend::Device* d) : vk(dynamic_cast<vulkan::VulkanDevice*>(d)) {
-    rows = vk ? vk->tiled_min_rows() : 0;
-    fp16 = vk ? vk->fp16() : false;
-  }
-  // Tiled from `min_rows` input rows on; false when the device has too little shared memory
-  // for the tiled matmul (the device then keeps the threshold at 0).
-  bool tiled_from(int min_rows) {
-    vk->set_tiled_min_rows(min_rows);
-    return vk->tiled_min_rows() != 0;
-  }
-  ~Switches() {
-    if (!vk) return;
-    vk->set_tiled_min_rows(rows);
-    vk->set_fp16(fp16);
-  }
-};
 
 constexpr const char* kNoTiledMatmul = "the device has too little shared memory for the tiled matmul";
 
