@@ -151,28 +151,30 @@ std::vector<float> random_q(std::uint64_t seed, std::initializer_list<int> zeros
   return q;
 }
 
+// A case numbered s (11, 21, 31, ...): logits from seed s, the sampler's seed (s / 10) * 101,
+// q from seed s + 1 with the given tokens at 0; its drafts use seed s + 2.
+Case make_case(std::uint64_t s, double spread, float temperature, std::initializer_list<int> q_zeros) {
+  Case c;
+  c.logits = random_logits(s, spread);
+  c.params.temperature = temperature;
+  c.params.seed = (s / 10) * 101;
+  c.q = random_q(s + 1, q_zeros);
+  return c;
+}
+
 }  // namespace
 
 TEST(SampleDraft, TemperatureAloneFollowsTheExactLaw) {
-  Case c;
-  c.logits = random_logits(11, 1.2);
-  c.params.temperature = 0.8f;
-  c.params.seed = 101;
-  c.q = random_q(12, {3, 7});
-  expect_exact_law(c, 13);
+  expect_exact_law(make_case(11, 1.2, 0.8f, {3, 7}), 13);
 }
 
 TEST(SampleDraft, TruncatedTargetsNeverEmitWhatTheyCut) {
   // top-k, min-p and top-p cut the target's support; q keeps mass on the cut tokens, so some
   // drafts are tokens with p = 0 (always rejected) and the residual must stay on the support.
-  Case c;
-  c.logits = random_logits(21, 1.5);
-  c.params.temperature = 1.1f;
+  Case c = make_case(21, 1.5, 1.1f, {0});
   c.params.top_k = 9;
   c.params.min_p = 0.02f;
   c.params.top_p = 0.9f;
-  c.params.seed = 202;
-  c.q = random_q(22, {0});
   const std::vector<double> p = target(c.logits, c.params, c.allowed);
   ASSERT_GE(std::count(p.begin(), p.end(), 0.0), 3) << "the case should cut several tokens";
   expect_exact_law(c, 23);
@@ -181,12 +183,8 @@ TEST(SampleDraft, TruncatedTargetsNeverEmitWhatTheyCut) {
 TEST(SampleDraft, MaskedTargetsTakeQGivenTheMask) {
   // A grammar mask: drafts come from q given the mask, and sample_draft renormalises q over
   // the allowed tokens itself (q as given still has mass on refused ones).
-  Case c;
-  c.logits = random_logits(31, 1.0);
-  c.params.temperature = 0.7f;
+  Case c = make_case(31, 1.0, 0.7f, {});
   c.params.top_p = 0.97f;
-  c.params.seed = 303;
-  c.q = random_q(32, {});
   for (int refused : {1, 4, 5, 10}) c.allowed[refused] = false;
   expect_exact_law(c, 33);
 }
