@@ -20,10 +20,12 @@
 #include "engine/batch_scheduler.h"
 #include "model/testing/test_assistant.h"
 #include "model/testing/test_checkpoint.h"
+#include "../chi_square.h"
 #include "../sanitizer_build.h"
 
 namespace fs = std::filesystem;
 using namespace ringlm;
+using ringlm::testing::gamma_q;
 
 namespace {
 
@@ -46,37 +48,6 @@ struct Cleanup {
     fs::remove_all(fs::temp_directory_path() / ("ringlm_spec_sampling_test_" + std::to_string(::getpid())), ec);
   }
 } cleanup;
-
-// Upper regularized incomplete gamma Q(a, x): series for x < a + 1, else a continued
-// fraction (modified Lentz). The chi-square p-value of X^2 with k degrees of freedom is
-// Q(k/2, X^2/2).
-double gamma_q(double a, double x) {
-  if (x <= 0) return 1.0;
-  const double lg = std::lgamma(a);
-  if (x < a + 1) {
-    double term = 1.0 / a, sum = term;
-    for (int n = 1; n < 1000; ++n) {
-      term *= x / (a + n);
-      sum += term;
-      if (term < sum * 1e-15) break;
-    }
-    return 1.0 - sum * std::exp(-x + a * std::log(x) - lg);
-  }
-  double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
-  for (int i = 1; i < 1000; ++i) {
-    const double an = -i * (i - a);
-    b += 2;
-    d = an * d + b;
-    if (std::fabs(d) < 1e-300) d = 1e-300;
-    c = b + an / c;
-    if (std::fabs(c) < 1e-300) c = 1e-300;
-    d = 1 / d;
-    const double del = d * c;
-    h *= del;
-    if (std::fabs(del - 1) < 1e-15) break;
-  }
-  return std::exp(-x + a * std::log(x) - lg) * h;
-}
 
 TEST(SpeculativeSampling, ChiSquareReferenceValues) {
   // Known chi-square upper tail values: P(X^2_1 > 3.841) = 0.05, P(X^2_10 > 23.209) = 0.01,
